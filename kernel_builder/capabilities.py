@@ -1,0 +1,346 @@
+"""GPU architecture lists: parsing, default lists, selection, nvcc flags and run checks.
+
+Everything here is pure: no Torch import, no subprocess. The build side uses
+:func:`select_capabilities` (build-output spec §6.2) and :func:`gencode_flags` (§6.4); the
+loader uses :func:`device_runs` and :func:`rocm_device_runs` (loader spec §2.5).
+
+Capabilities travel between modules as canonical strings ("8.0", "9.0a", "12.0+PTX");
+:class:`Capability` is the parsed form used for comparisons.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+__all__ = [
+    "CAPABILITY_RE",
+    "ROCM_ARCH_RE",
+    "ROCM_SUPPORTED_ARCHS",
+    "Capability",
+    "Selection",
+    "cuobjdump_names",
+    "default_capabilities",
+    "default_targets",
+    "device_runs",
+    "expected_cuobjdump_images",
+    "gencode_flags",
+    "parse_capability",
+    "rocm_device_runs",
+    "select_capabilities",
+    "select_rocm_archs",
+    "suggest_capability",
+    "union_archs",
+]
+
+CAPABILITY_RE = re.compile(r"^([0-9]+)\.([0-9]+)([af]?)(\+PTX)?$")
+"""build.toml §2.6 capability format; case-sensitive. Use ``fullmatch`` (``$`` allows a final newline)."""
+
+ROCM_ARCH_RE = re.compile(r"^gfx[0-9a-z][0-9a-z-]*$")
+"""build.toml §2.6 ROCm arch format (no ``:xnack+`` style feature suffixes). Use ``fullmatch``."""
+
+ROCM_SUPPORTED_ARCHS: tuple[str, ...] = (
+    "gfx906",
+    "gfx908",
+    "gfx90a",
+    "gfx942",
+    "gfx950",
+    "gfx1030",
+    "gfx1100",
+    "gfx1101",
+    "gfx1200",
+    "gfx1201",
+)
+"""The ROCm archs this tool accepts, in the order effective lists use (build-output §6.4)."""
+
+_SUFFIX_RANK = {"": 0, "a": 1, "f": 2}
+
+# build-output §6.1. Keys are the first CUDA version each list applies to, newest first.
+_DEFAULT_LISTS: tuple[tuple[tuple[int, int], tuple[str, ...]], ...] = (
+    ((13, 0), ("7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX")),
+    ((12, 8), ("7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "12.0+PTX")),
+    ((0, 0), ("7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0+PTX")),
+)
+
+_FAMILY_MIN_CUDA = (12, 9)
+"""Family-specific ("f") targets first appeared in CUDA 12.9."""
+
+
+@dataclass(frozen=True, order=True)
+class Capability:
+    """A parsed CUDA capability such as ``9.0a`` or ``12.0+PTX``.
+
+    Field order makes the natural ordering (major, minor, suffix "" < "a" < "f", then +PTX).
+    """
+
+    major: int
+    minor: int
+    suffix: str = ""  # "" (plain SASS), "a" (arch-specific) or "f" (family)
+    ptx: bool = False  # also embed PTX
+
+    def __post_init__(self) -> None:
+        if self.suffix not in _SUFFIX_RANK:
+            raise ValueError(f"invalid capability suffix {self.suffix!r}: expected '', 'a' or 'f'")
+        if self.major < 0 or self.minor < 0:
+            raise ValueError(f"invalid capability {self.major}.{self.minor}: negative component")
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}{self.suffix}{'+PTX' if self.ptx else ''}"
+
+    @property
+    def base(self) -> Capability:
+        """This capability without ``+PTX`` (``9.0a+PTX`` -> ``9.0a``)."""
+        return replace(self, ptx=False)
+
+    @property
+    def plain(self) -> Capability:
+        """Major and minor only (``9.0a+PTX`` -> ``9.0``)."""
+        return Capability(self.major, self.minor)
+
+    @property
+    def version(self) -> tuple[int, int]:
+        return (self.major, self.minor)
+
+    @property
+    def sort_key(self) -> tuple[int, int, int]:
+        """(major, minor, suffix rank): the order of effective lists; ignores ``+PTX``."""
+        return (self.major, self.minor, _SUFFIX_RANK[self.suffix])
+
+    @property
+    def code(self) -> str:
+        """The nvcc spelling without prefix: ``90a`` for ``9.0a``, ``120`` for ``12.0``."""
+        return f"{self.major}{self.minor}{self.suffix}"
+
+
+def parse_capability(text: str) -> Capability:
+    """Parse a capability in the build.toml spelling; raises ``ValueError`` on anything else."""
+    match = CAPABILITY_RE.fullmatch(text)
+    if match is None:
+        hint = suggest_capability(text)
+        extra = f"; did you mean {hint!r}?" if hint is not None else ""
+        raise ValueError(f"invalid CUDA capability {text!r}: expected e.g. '8.0', '9.0a', '12.0+PTX'{extra}")
+    major, minor, suffix, ptx = match.groups()
+    return Capability(int(major), int(minor), suffix, ptx is not None)
+
+
+_SUGGEST_RE = re.compile(
+    r"(?:sm|compute)?_?(?:(?P<major>[0-9]+)\.(?P<minor>[0-9]+)|(?P<digits>[0-9]{1,3}))(?P<suffix>[af]?)(?P<ptx>\+ptx)?"
+)
+
+
+def suggest_capability(text: str) -> str | None:
+    """The corrected spelling of a mistyped capability, for the E8 hint.
+
+    Handles ``sm_80``/``compute_90``/``sm90a`` prefixes, missing dots (``80``, ``100``, ``8``),
+    upper-case suffixes (``9.0A``) and lower-case ``+ptx``. Returns ``None`` when ``text`` is
+    already valid or no confident correction exists (four or more digits, two suffixes, ...).
+    """
+    if CAPABILITY_RE.fullmatch(text):
+        return None
+    match = _SUGGEST_RE.fullmatch("".join(text.split()).lower())
+    if match is None:
+        return None
+    digits = match["digits"]
+    if digits is None:
+        major, minor = match["major"], match["minor"]
+    elif len(digits) == 1:
+        major, minor = digits, "0"
+    else:
+        major, minor = digits[:-1], digits[-1]
+    return f"{int(major)}.{int(minor)}{match['suffix']}{'+PTX' if match['ptx'] else ''}"
+
+
+def default_capabilities(cuda: tuple[int, int]) -> tuple[str, ...]:
+    """The §6.1 default list for a CUDA version, including its ``+PTX`` element."""
+    for first, caps in _DEFAULT_LISTS:
+        if cuda >= first:
+            return caps
+    raise AssertionError("unreachable: the last default list starts at 0.0")
+
+
+def default_targets(cuda: tuple[int, int]) -> tuple[str, ...]:
+    """The targets T of a CUDA version: its default list without ``+PTX``."""
+    return tuple(str(parse_capability(c).base) for c in default_capabilities(cuda))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Result of :func:`select_capabilities`.
+
+    ``archs`` is the effective list in canonical spelling, sorted by (major, minor, suffix); empty
+    means error E20 for the caller. ``dropped`` lists the elements removed by the §6.2 drop rule
+    (below the CUDA version's lowest default target, or ``f`` before CUDA 12.9), for a warning.
+    """
+
+    archs: tuple[str, ...]
+    dropped: tuple[str, ...] = ()
+
+
+def _drop_reason(cap: Capability, cuda: tuple[int, int], lowest: Capability) -> bool:
+    return cap.version < lowest.version or (cap.suffix == "f" and cuda < _FAMILY_MIN_CUDA)
+
+
+def _sorted_unique(caps: Iterable[Capability]) -> list[Capability]:
+    return sorted(set(caps), key=lambda c: (c.sort_key, c.ptx))
+
+
+def select_capabilities(
+    requested: Sequence[str] | None,
+    cuda: tuple[int, int],
+    targets: Sequence[str] | None = None,
+) -> Selection:
+    """The effective capability list of one kernel for one CUDA version (build-output §6.2).
+
+    ``requested`` is the kernel's ``cuda-capabilities`` (``None``: not set). ``targets`` replaces
+    the targets T (``--arch native``: the visible GPUs' capabilities, plain entries only); the
+    drop rule always uses the CUDA version's default targets. Without ``cuda-capabilities`` the
+    result is the whole default list, or T itself when ``targets`` is given (then also subject to
+    the drop rule). Duplicates are merged. Raises ``ValueError`` on an unparseable entry or a
+    non-plain target.
+    """
+    lowest = min(parse_capability(t) for t in default_targets(cuda))
+    if targets is None:
+        if requested is None:
+            return Selection(default_capabilities(cuda))
+        target_caps = [parse_capability(t) for t in default_targets(cuda)]
+    else:
+        target_caps = [parse_capability(t) for t in targets]
+        for text, cap in zip(targets, target_caps):
+            if cap != cap.plain:
+                raise ValueError(f"invalid target {text!r}: targets are plain capabilities such as '9.0'")
+
+    out: list[Capability]
+    if requested is None:
+        out = _sorted_unique(target_caps)
+    else:
+        parsed = [parse_capability(r) for r in requested]
+        ptx = {c.base for c in parsed if c.ptx}
+        bases = _sorted_unique(c.base for c in parsed)
+        remaining = _sorted_unique(target_caps)
+        out = []
+        # A suffixed entry survives only if its exact base is a target, and consumes that target.
+        # Sorted order makes "a" win over "f" on one base (E8 rejects that pair in build.toml).
+        for cap in (c for c in bases if c.suffix):
+            if cap.plain in remaining:
+                remaining.remove(cap.plain)
+                out.append(cap)
+        plain = [c for c in bases if not c.suffix]
+        for target in remaining:
+            best: Capability | None = None
+            for cap in plain:
+                if cap.version > target.version:
+                    break
+                if cap.major == target.major or cap in ptx:
+                    best = cap
+            if best is not None and best not in out:
+                out.append(best)
+        out = [replace(c, ptx=c in ptx) for c in out]
+
+    kept = [c for c in out if not _drop_reason(c, cuda, lowest)]
+    dropped = [c for c in out if _drop_reason(c, cuda, lowest)]
+    return Selection(
+        archs=tuple(str(c) for c in _sorted_unique(kept)),
+        dropped=tuple(str(c) for c in _sorted_unique(dropped)),
+    )
+
+
+def gencode_flags(archs: Sequence[str]) -> list[str]:
+    """nvcc ``-gencode`` flags for an effective list (build-output §6.4), in list order.
+
+    ``X.Y`` gives ``arch=compute_XY,code=sm_XY``; ``a``/``f`` carry their suffix on both parts;
+    ``+PTX`` adds ``arch=compute_XY<s>,code=compute_XY<s>``. When a list holds both ``X.Y`` and
+    ``X.Yf`` (possible for unions, or §6.2 with CUDA 12.9 and ``10.0 10.0f``), the plain
+    ``code=sm_XY`` is left out: nvcc refuses the pair ("The same GPU code (`sm_XYf`) generated
+    for non family-specific and family-specific GPU arch"), and the ``sm_XYf`` cubin is itself an
+    ``sm_XY`` cubin for the same devices. Its ``+PTX`` element is kept.
+    """
+    caps = [parse_capability(a) for a in archs]
+    families = {c.plain for c in caps if c.suffix == "f"}
+    flags: list[str] = []
+    for cap in caps:
+        if cap.suffix or cap.plain not in families:
+            flags.append(f"-gencode=arch=compute_{cap.code},code=sm_{cap.code}")
+        if cap.ptx:
+            flags.append(f"-gencode=arch=compute_{cap.code},code=compute_{cap.code}")
+    return flags
+
+
+def union_archs(lists: Iterable[Sequence[str]]) -> tuple[str, ...]:
+    """The union of effective lists, sorted by (major, minor, suffix).
+
+    Entries with the same base merge into one, which carries ``+PTX`` if any list had it:
+    ``9.0`` and ``9.0+PTX`` give ``9.0+PTX``; ``9.0a`` and ``9.0`` stay separate.
+    """
+    ptx: dict[Capability, bool] = {}
+    for archs in lists:
+        for text in archs:
+            cap = parse_capability(text)
+            ptx[cap.base] = ptx.get(cap.base, False) or cap.ptx
+    return tuple(str(replace(b, ptx=p)) for b, p in sorted(ptx.items(), key=lambda item: item[0].sort_key))
+
+
+def expected_cuobjdump_images(archs: Sequence[str]) -> tuple[set[str], set[str]]:
+    """The (ELF, PTX) names ``cuobjdump --list-elf`` / ``--list-ptx`` show for a build of ``archs``.
+
+    Names are those :func:`cuobjdump_names` extracts. cuobjdump names every image ``sm_...``: an
+    ``f`` cubin under its plain name (``10.0f`` -> ``sm_100``), an ``a`` cubin with its suffix
+    (``9.0a`` -> ``sm_90a``); PTX, present only for ``+PTX`` entries, keeps the suffix
+    (``9.0+PTX`` -> ``sm_90``, ``10.0f+PTX`` -> ``sm_100f``). Checked against cuobjdump 13.1.
+    """
+    elf: set[str] = set()
+    ptx: set[str] = set()
+    for text in archs:
+        cap = parse_capability(text)
+        elf.add(f"sm_{cap.plain.code}" if cap.suffix == "f" else f"sm_{cap.code}")
+        if cap.ptx:
+            ptx.add(f"sm_{cap.code}")
+    return elf, ptx
+
+
+_CUOBJDUMP_LINE_RE = re.compile(r"^(?:ELF|PTX) file\s+\d+:\s*\S*?\.(sm_[0-9]+[af]?)\.(?:cubin|ptx)\s*$")
+
+
+def cuobjdump_names(listing: str) -> set[str]:
+    """The image names (``sm_90a``) in ``cuobjdump --list-elf`` or ``--list-ptx`` output.
+
+    Lines such as ``ELF file    1: k.1.sm_90a.cubin`` or ``PTX file    1: k.1.sm_90.ptx``; other
+    lines (``cuobjdump info : ...``) are ignored.
+    """
+    names: set[str] = set()
+    for line in listing.splitlines():
+        match = _CUOBJDUMP_LINE_RE.match(line.strip())
+        if match is not None:
+            names.add(match[1])
+    return names
+
+
+def device_runs(device: tuple[int, int], entry: str) -> bool:
+    """Whether a GPU of compute capability ``device`` runs a build entry (loader spec §2.5).
+
+    Plain ``X.Y`` and family ``X.Yf``: same major, device minor >= Y. Arch-specific ``X.Ya``:
+    exactly ``X.Y``. ``+PTX`` on a plain entry also admits any device >= ``X.Y`` (JIT); on ``a``/``f``
+    entries it adds nothing. Raises ``ValueError`` on an unparseable entry.
+    """
+    cap = parse_capability(entry)
+    if cap.suffix == "a":
+        return device == cap.version
+    if device[0] == cap.major and device[1] >= cap.minor:
+        return True
+    return cap.ptx and not cap.suffix and device >= cap.version
+
+
+def rocm_device_runs(arch: str, entry: str) -> bool:
+    """Whether a ROCm device ``arch`` runs a build entry: exact match after dropping ``:features``."""
+    return arch.split(":", 1)[0] == entry.split(":", 1)[0]
+
+
+def select_rocm_archs(requested: Sequence[str] | None) -> tuple[str, ...]:
+    """The effective ROCm list: ``requested`` ∩ supported, in supported-list order; ``None`` -> all.
+
+    Empty means error E20 for the caller.
+    """
+    if requested is None:
+        return ROCM_SUPPORTED_ARCHS
+    wanted = set(requested)
+    return tuple(a for a in ROCM_SUPPORTED_ARCHS if a in wanted)

@@ -1,0 +1,117 @@
+"""The command line: parse arguments, run one command, turn errors into messages and exit codes.
+
+This is the only place that prints diagnostics and decides exit statuses (0 ok, 1 failed, 2 usage or
+configuration error). Command modules are imported lazily so ``kernel-builder --help`` starts fast and
+works without torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from . import __version__
+from .errors import ConfigError, KernelBuilderError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits with 2 on usage errors already; keep its message but drop the full usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", help="show a Python traceback for errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="kernel-builder",
+        description="Build, publish and load PyTorch compute kernels from a declarative build.toml.",
+    )
+    parser.add_argument("--version", action="version", version=f"kernel-builder {__version__}")
+    _add_common(parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    check = commands.add_parser("check-config", help="validate build.toml and print a summary")
+    check.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    check.add_argument("--werror", action="store_true", help="treat warnings as errors")
+    _add_common(check)
+    check.set_defaults(handler=_run_check_config)
+
+    update = commands.add_parser("update-build", help="rewrite a legacy build.toml in the current edition")
+    update.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    update.add_argument("--license", metavar="ID", help="SPDX license identifier to add when the file has none")
+    mode = update.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    mode.add_argument("--check", action="store_true", help="exit 1 if the file needs an update")
+    _add_common(update)
+    update.set_defaults(handler=_run_update_build)
+    return parser
+
+
+def _print_diagnostics(diagnostics: Sequence[object]) -> None:
+    for diagnostic in diagnostics:
+        print(diagnostic.render(), file=sys.stderr)  # type: ignore[attr-defined]
+
+
+def _run_check_config(args: argparse.Namespace) -> int:
+    from .config import load_project
+    from .summary import describe_project
+
+    result = load_project(args.path)
+    _print_diagnostics(result.diagnostics)
+    if args.werror and result.warnings:
+        print("error: warnings treated as errors (--werror)", file=sys.stderr)
+        return 2
+    print(describe_project(result.project))
+    return 0
+
+
+def _run_update_build(args: argparse.Namespace) -> int:
+    from .config.update import update_build
+
+    outcome = update_build(args.path, license_id=args.license, dry_run=args.dry_run, check=args.check)
+    _print_diagnostics(outcome.diagnostics)
+    if outcome.output:
+        print(outcome.output, end="" if outcome.output.endswith("\n") else "\n")
+    return outcome.exit_code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        handler: Handler = args.handler
+        return handler(args)
+    except ConfigError as exc:
+        if args.debug:
+            traceback.print_exc()
+        _print_diagnostics(exc.diagnostics)
+        return exc.exit_code
+    except KernelBuilderError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

@@ -1,0 +1,219 @@
+"""Which of the five historical forms a build.toml has (build-toml spec §3.1, §3.2).
+
+Detection looks only at which traits are present and runs before schema validation, so errors are
+reported against the right form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .context import Context
+from .schema import ALL_FIVE_BACKENDS
+
+CURRENT_EDITION = 5
+PRE_RELEASE = "pre-release build.toml format, not supported; see update-build"
+
+
+@dataclass(frozen=True)
+class Form:
+    number: int  # 1..5
+    trait: str  # what identified it, for the legacy warning
+
+
+def _kernels(doc: dict[str, Any]) -> dict[str, Any]:
+    kernels = doc.get("kernel")
+    return {k: v for k, v in kernels.items() if isinstance(v, dict)} if isinstance(kernels, dict) else {}
+
+
+def computed_backends(doc: dict[str, Any]) -> list[str]:
+    """The backends a legacy file implies: from its kernel sections, or all five if universal."""
+    general = doc.get("general") if isinstance(doc.get("general"), dict) else {}
+    torch = doc.get("torch") if isinstance(doc.get("torch"), dict) else {}
+    if (isinstance(general, dict) and general.get("universal") is True) or (
+        isinstance(torch, dict) and torch.get("universal") is True
+    ):
+        return list(ALL_FIVE_BACKENDS)
+    found: set[str] = set()
+    for section in _kernels(doc).values():
+        backend = section.get("backend")
+        if isinstance(backend, str):
+            found.add(backend)
+            continue
+        language = section.get("language", "cuda")
+        found.update({"cuda-hipify": ["cuda", "rocm"], "metal": ["metal"]}.get(language, ["cuda"]))
+    return sorted(found)
+
+
+def backends_hint(doc: dict[str, Any]) -> str:
+    backends = computed_backends(doc)
+    if not backends:
+        return 'add `backends = ["cuda"]` (the backends this kernel supports) to [general]'
+    listed = ", ".join(f'"{b}"' for b in backends)
+    return f"add `backends = [{listed}]` to [general]"
+
+
+def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
+    """The form of ``doc``, or None after reporting why it cannot be read."""
+    general = doc.get("general")
+    if "extension" in doc:
+        ctx.error(PRE_RELEASE, ("extension",), "rename `[extension]` to `[torch]` and add `[general] name`")
+        return None
+    if not isinstance(general, dict):
+        if general is None:
+            ctx.error("missing required table `[general]`", (), "add a `[general]` table with `name`")
+        else:
+            ctx.error("`general` must be a table", ("general",), "write it as a `[general]` table")
+        return None
+
+    torch = doc.get("torch") if isinstance(doc.get("torch"), dict) else {}
+    if "edition" not in general:
+        for key in ("name", "pysrc", "pyroot"):
+            if key in torch:
+                ctx.error(
+                    PRE_RELEASE,
+                    ("torch", key),
+                    f"`[torch] {key}` is a pre-release trait: move the name to `[general] name`, list Python "
+                    "files in `torch-ext/<name>/`, and write the file in the current form",
+                )
+                return None
+        if isinstance(general.get("version"), str):
+            ctx.error(
+                PRE_RELEASE,
+                ("general", "version"),
+                f"`version = {general['version']!r}` is a pre-release trait: the version is now an integer "
+                "major version (`version = 1`)",
+            )
+            return None
+
+    if "edition" in general:
+        edition = general["edition"]
+        if isinstance(edition, bool) or not isinstance(edition, int):
+            ctx.error(
+                f"`edition` must be an integer, not {type_name(edition)}",
+                ("general", "edition"),
+                "write `edition = 5`",
+            )
+            return None
+        if edition == CURRENT_EDITION:
+            return Form(5, "edition = 5")
+        if edition > CURRENT_EDITION:
+            ctx.error(
+                f"edition {edition} is newer than this kernel-builder supports ({CURRENT_EDITION})",
+                ("general", "edition"),
+                "upgrade kernel-builder",
+            )
+        else:
+            ctx.error(
+                f"there is no edition {edition}",
+                ("general", "edition"),
+                "files before edition 5 have no `edition` key: remove it to read the file as v4, or set "
+                "`edition = 5`",
+            )
+        return None
+
+    kernels = _kernels(doc)
+    if "backends" in general:
+        v5_features = []
+        if "kernel-depends" in general or any(
+            isinstance(general.get(b), dict) and "kernel-depends" in general[b] for b in ("cuda", "xpu", "neuron")
+        ):
+            v5_features.append("`kernel-depends`")
+        if "tpu" in general:
+            v5_features.append("`[general.tpu]`")
+        if isinstance(torch.get("stable-abi"), dict):
+            v5_features.append("a table-valued `stable-abi`")
+        if v5_features:
+            first = v5_features[0]
+            ctx.error(
+                f"uses edition-5 features ({', '.join(v5_features)}) but lacks `edition = 5`",
+                _feature_path(doc, first),
+                "add `edition = 5` to [general]",
+            )
+            return None
+        v4_traits = [
+            ("[torch-noarch]", "torch-noarch" in doc),
+            ("[tvm-ffi]", "tvm-ffi" in doc),
+            ("`general.source`", "source" in general),
+            ("`torch.cxx-flags`", "cxx-flags" in torch),
+            ("`torch.stable-abi`", "stable-abi" in torch),
+        ]
+        for trait, present in v4_traits:
+            if present:
+                return Form(4, f"{trait} without 'edition'")
+        if "version" in general and "license" in general and "torch" in doc:
+            return Form(4, "'backends', 'version', 'license' and [torch] without 'edition'")
+        return Form(3, "[general] has 'backends' but no 'edition'")
+
+    v3_traits = [
+        ("`[general.cuda]`", "cuda" in general, ("general", "cuda")),
+        ("`[general.xpu]`", "xpu" in general, ("general", "xpu")),
+        ("`[general.neuron]`", "neuron" in general, ("general", "neuron")),
+        ("`general.version`", "version" in general, ("general", "version")),
+        ("`general.license`", "license" in general, ("general", "license")),
+        ("`general.upstream`", "upstream" in general, ("general", "upstream")),
+        ("`general.source`", "source" in general, ("general", "source")),
+        ("`[torch-noarch]`", "torch-noarch" in doc, ("torch-noarch",)),
+        ("`[tvm-ffi]`", "tvm-ffi" in doc, ("tvm-ffi",)),
+    ]
+    for trait, present, path in v3_traits:
+        if present:
+            ctx.error(
+                f"`general.backends` is missing (required since v3; this file uses {trait})",
+                ("general",),
+                backends_hint(doc),
+            )
+            return None
+
+    v2_traits = [(f"[kernel.{n}] has `backend`", ("kernel", n, "backend")) for n, k in kernels.items() if "backend" in k]
+    v2_traits += [
+        (f"`general.{key}`", ("general", key))
+        for key in ("universal", "cuda-minver", "cuda-maxver", "python-depends", "hub")
+        if key in general
+    ]
+    v1_traits = [(f"[kernel.{n}] has `language`", ("kernel", n, "language")) for n, k in kernels.items() if "language" in k]
+    if "universal" in torch:
+        v1_traits.append(("`torch.universal`", ("torch", "universal")))
+    if v2_traits and v1_traits:
+        ctx.error(
+            f"mixes v1 and v2 traits: {v1_traits[0][0]} (v1) and {v2_traits[0][0]} (v2)",
+            v1_traits[0][1],
+            "a file is read as one form: use `backend` in every kernel section (v2), or run "
+            "`kernel-builder update-build` on a consistent v1 file",
+        )
+        return None
+    if v2_traits:
+        if any("`backend`" in t for t, _ in v2_traits):
+            return Form(2, "kernel sections have 'backend' but [general] has no 'backends'")
+        return Form(2, f"{v2_traits[0][0]} without 'backends'")
+    return Form(1, "kernel sections have no 'backend' and [general] has no 'backends'")
+
+
+def _feature_path(doc: dict[str, Any], feature: str) -> tuple[str, ...]:
+    general = doc["general"]
+    if feature == "`kernel-depends`":
+        if "kernel-depends" in general:
+            return ("general", "kernel-depends")
+        for backend in ("cuda", "xpu", "neuron"):
+            if isinstance(general.get(backend), dict) and "kernel-depends" in general[backend]:
+                return ("general", backend, "kernel-depends")
+    if feature == "`[general.tpu]`":
+        return ("general", "tpu")
+    return ("torch", "stable-abi")
+
+
+def type_name(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date/time"

@@ -1,0 +1,177 @@
+"""Validation of ``[kernel.<name>]`` sections (build-toml spec §2.3, §2.4)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..dependencies import CUTLASS_PINS, KERNEL_DEPENDS
+from .context import Context
+from .framework import read_capability_list, read_flags, read_paths, read_rocm_arch_list
+from .model import Kernel
+from .positions import KeyPath
+from .readers import Reader
+from .schema import KERNEL, KERNEL_BACKEND_KEYS, KERNEL_BACKENDS, suggest_key, suggest_table, suggest_value
+from .values import KERNEL_SECTION_RE
+
+COMPILED_EVERYWHERE = (".cpp", ".cc", ".cxx")
+COMPILED_BY_BACKEND = {".cu": ("cuda", "rocm"), ".hip": ("rocm",), ".metal": ("metal",), ".m": ("metal",), ".mm": ("metal",)}
+HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
+_CUTLASS_RE = re.compile(r"^cutlass_(\d+)_(\d+)$")
+
+
+def read_kernels(ctx: Context, doc: dict[str, Any], root: Path, edition5_source: bool) -> tuple[Kernel, ...]:
+    kernels = doc.get("kernel")
+    if kernels is None:
+        return ()
+    if not isinstance(kernels, dict):
+        ctx.error("`kernel` must be a table of `[kernel.<name>]` sections", ("kernel",), "write `[kernel.my_kernel]`")
+        return ()
+    out = []
+    for name, section in kernels.items():
+        path: KeyPath = ("kernel", name)
+        if not isinstance(section, dict):
+            ctx.error(f"`kernel.{name}` must be a table", path, f"write a `[kernel.{name}]` section")
+            continue
+        if not KERNEL_SECTION_RE.match(name):
+            ctx.error(
+                f"invalid kernel section name `{name}`",
+                path,
+                "section names use letters, digits, `_` and `-`",
+                key=True,
+            )
+            continue
+        kernel = _read_kernel(ctx, name, section, root, edition5_source)
+        if kernel is not None:
+            out.append(kernel)
+    return tuple(out)
+
+
+def _read_kernel(ctx: Context, name: str, section: dict[str, Any], root: Path, edition5: bool) -> Kernel | None:
+    path: KeyPath = ("kernel", name)
+    reader = Reader(ctx, section, path)
+    backend = _read_backend(ctx, reader)
+    for key in section:
+        if key not in KERNEL:
+            table_hint = suggest_table(key, frozenset({"kernel"})) if isinstance(section[key], dict) else None
+            ctx.error(
+                f"unknown key `{key}` in [kernel.{name}]",
+                (*path, key),
+                table_hint or suggest_key(key, KERNEL, backend=backend, table=f"[kernel.{name}]"),
+                key=True,
+            )
+        elif key in KERNEL_BACKEND_KEYS and backend is not None and KERNEL_BACKEND_KEYS[key] != backend:
+            wanted = KERNEL_BACKEND_KEYS[key]
+            ctx.error(
+                f'`{key}` is only valid with `backend = "{wanted}"`',
+                (*path, key),
+                f'`{key}` belongs in a `[kernel.<name>]` section with `backend = "{wanted}"`',
+                key=True,
+            )
+    reader.require("src", f'add `src = ["{name}/{name}.cu"]` (the files to compile and the headers they use)')
+    if section.get("src") == []:
+        ctx.error(f"[kernel.{name}] `src` is empty", (*path, "src"), "list the files to compile and their headers")
+    src = read_paths(ctx, reader, "src", root, directory=False)
+    if backend is not None:
+        _check_source_types(ctx, reader, backend)
+    reader.require("depends", "add `depends = []` (or `depends = [\"torch\"]`)")
+    depends = _read_depends(ctx, reader, backend, edition5)
+    caps = None
+    if "cuda-capabilities" in section and backend == "cuda":
+        items = reader.string_list("cuda-capabilities", '["8.0", "9.0"]')
+        caps = read_capability_list(ctx, reader, "cuda-capabilities", items) if items is not None else None
+    archs = None
+    if "rocm-archs" in section and backend == "rocm":
+        items = reader.string_list("rocm-archs", '["gfx90a", "gfx942"]')
+        archs = read_rocm_arch_list(ctx, reader, "rocm-archs", items) if items is not None else None
+    kernel = Kernel(
+        name=name,
+        backend=backend or "",
+        src=src,
+        depends=depends,
+        include=read_paths(ctx, reader, "include", root, directory=True),
+        cxx_flags=read_flags(ctx, reader, "cxx-flags"),
+        cuda_capabilities=caps,
+        cuda_flags=read_flags(ctx, reader, "cuda-flags"),
+        cuda_minver=reader.version("cuda-minver"),
+        rocm_archs=archs,
+        hip_flags=read_flags(ctx, reader, "hip-flags"),
+        sycl_flags=read_flags(ctx, reader, "sycl-flags"),
+        line=ctx.key_line(path),
+    )
+    return kernel if backend is not None else None
+
+
+def _read_backend(ctx: Context, reader: Reader) -> str | None:
+    path = reader.path
+    if not reader.require("backend", 'add `backend = "cuda"` (one of ' + ", ".join(KERNEL_BACKENDS) + ")"):
+        return None
+    backend = reader.string("backend", '"cuda"')
+    if backend is None:
+        return None
+    if backend in KERNEL_BACKENDS:
+        return backend
+    if backend in ("neuron", "tpu", "cann"):
+        ctx.error(
+            f"backend `{backend}` has no compiled form: kernel sections cannot use it",
+            (*path, "backend"),
+            f"ship {backend} code as Python in the package; list `{backend}` only in `general.backends`",
+        )
+        return None
+    hint = suggest_value(backend, KERNEL_BACKENDS) or f"kernel backends are: {', '.join(KERNEL_BACKENDS)}"
+    ctx.error(f"unknown backend `{backend}` in {path[0]}.{path[1]}", (*path, "backend"), hint)
+    return None
+
+
+def _check_source_types(ctx: Context, reader: Reader, backend: str) -> None:
+    items = reader.string_list("src") or []
+    name = reader.path[1]
+    for i, file in items:
+        suffix = Path(file).suffix.lower() if "." in Path(file).name else ""
+        where = (*reader.path, "src", i)
+        allowed = COMPILED_BY_BACKEND.get(Path(file).suffix)
+        if allowed is not None and backend not in allowed:
+            ctx.error(
+                f"`{file}` cannot be compiled by a `{backend}` kernel ([kernel.{name}])",
+                where,
+                f"move it to a kernel section with backend {' or '.join(repr(b) for b in allowed)}",
+            )
+        elif suffix == ".c":
+            ctx.warning(f"C source `{file}` is not compiled", where, "rename it to .cpp")
+
+
+def _read_depends(ctx: Context, reader: Reader, backend: str | None, edition5: bool) -> tuple[str, ...]:
+    items = reader.string_list("depends", '["torch"]')
+    if not items:
+        return ()
+    out = []
+    for i, value in reader.unique("depends", items):
+        where = (*reader.path, "depends", i)
+        if value == "cutlass_sycl" and edition5:
+            ctx.error("`cutlass_sycl` was renamed to `sycl_tla`", where, 'write `"sycl_tla"`')
+            continue
+        if value not in KERNEL_DEPENDS:
+            ctx.error(f"unknown dependency `{value}` in `depends`", where, _depends_hint(value))
+            continue
+        effective = KERNEL_DEPENDS[value]
+        if backend is not None and effective is not None and backend not in effective:
+            ctx.warning(
+                f"dependency `{value}` has no effect on a `{backend}` kernel",
+                where,
+                f"it is used by {', '.join(sorted(effective))} kernels; remove it here",
+            )
+        out.append(value)
+    return tuple(out)
+
+
+def _depends_hint(value: str) -> str:
+    match = _CUTLASS_RE.match(value)
+    if match:
+        wanted = (int(match[1]), int(match[2]))
+        pins = sorted((tuple(int(x) for x in p.split("_")[1:]), p) for p in CUTLASS_PINS)
+        below = [p for v, p in pins if v < wanted]
+        above = [p for v, p in pins if v > wanted]
+        near = ([below[-1]] if below else []) + ([above[0]] if above else [])
+        return "did you mean " + " or ".join(f"`{p}`" for p in near) + "?"
+    return suggest_value(value, tuple(KERNEL_DEPENDS)) or "known values: " + ", ".join(KERNEL_DEPENDS)

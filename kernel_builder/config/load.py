@@ -1,0 +1,195 @@
+"""Reading a kernel project: parse, detect the form, migrate, validate, build the model (build-toml spec).
+
+``load_project`` is the one entry point; it either returns the model with its warnings, or raises
+``ConfigError`` carrying every problem found, ordered by line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..diagnostics import Diagnostic, DiagnosticList, Severity
+from ..errors import ConfigError
+from ..matrix import Matrix, load_matrix
+from .archs import E20_HINT, arch_problems
+from .context import Context
+from .forms import Form, detect_form
+from .framework import read_framework
+from .general import read_general
+from .kernels import read_kernels
+from .migrate import migrate
+from .model import BuildConfig, KernelProject, Torch, TorchNoarch, TvmFfi
+from .positions import scan_positions
+from .schema import TOP_LEVEL, suggest_table
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_warned_legacy: set[Path] = set()
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    project: KernelProject
+    diagnostics: list[Diagnostic]  # warnings and notes, in line order
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity is Severity.WARNING]
+
+
+def resolve_build_toml(path: str | os.PathLike[str] = ".") -> tuple[Path, str]:
+    """The build.toml for a kernel root or file ``path``, and how to show it to the user."""
+    given = Path(path)
+    if given.is_dir() or not given.suffix:
+        file = given / "build.toml"
+    else:
+        file = given
+    display = os.path.normpath(str(file))
+    return file, display
+
+
+def load_project(path: str | os.PathLike[str] = ".", *, matrix: Matrix | None = None) -> LoadResult:
+    """Load and validate the project at ``path`` (a kernel root or its build.toml)."""
+    file, display = resolve_build_toml(path)
+    diags = DiagnosticList(display)
+    try:
+        text = file.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        diags.error("build.toml not found", hint=f"looked for {file.absolute()}; pass the kernel directory or its build.toml")
+        raise ConfigError(diags.sorted()) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        diags.error(f"cannot read build.toml: {exc}", hint=f"looked for {file.absolute()}")
+        raise ConfigError(diags.sorted()) from None
+    raw = parse_toml(text, diags)
+    ctx = Context(diags, scan_positions(text))
+    project = _load(raw, ctx, file, display, matrix)
+    if diags.errors or project is None:
+        raise ConfigError(diags.sorted())
+    return LoadResult(project, diags.sorted())
+
+
+def parse_toml(text: str, diags: DiagnosticList) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        match = _TOML_POSITION.search(message)
+        line = col = None
+        if match:
+            line, col = int(match[1]), int(match[2])
+            message = message[: match.start()]
+        diags.add(Severity.ERROR, f"invalid TOML: {message}", line, "fix the TOML syntax at this position", col)
+        raise ConfigError(diags.sorted()) from None
+
+
+def legacy_warning(form: Form, display: str) -> str:
+    root = os.path.dirname(display) or "."
+    return (
+        f"legacy v{form.number} form ({form.trait}); upgraded to edition 5 in memory. "
+        f"Run 'kernel-builder update-build {root}' to rewrite the file."
+    )
+
+
+def _load(raw: dict[str, Any], ctx: Context, file: Path, display: str, matrix: Matrix | None) -> KernelProject | None:
+    form = detect_form(raw, ctx)
+    if form is None:
+        return None
+    if form.number < 5:
+        key = file.resolve()
+        if key not in _warned_legacy:
+            _warned_legacy.add(key)
+            ctx.diags.warning(legacy_warning(form, display))
+    migrated = migrate(raw, form, ctx)
+    if migrated is None:
+        return None
+    config = build_config(migrated.doc, ctx, file.parent, edition5=form.number == 5, py_name=migrated.py_name)
+    if config is None or ctx.diags.errors:
+        return None
+    _check_layout(ctx, config, file.parent)
+    _report_unbuilt(ctx, config)
+    _report_arch_problems(ctx, config, matrix or load_matrix())
+    return KernelProject(file.parent, file, display, form.number, config)
+
+
+def build_config(
+    doc: dict[str, Any], ctx: Context, root: Path, *, edition5: bool, py_name: str | None
+) -> BuildConfig | None:
+    """The edition-5 document ``doc`` as a model; every problem is reported to ``ctx``."""
+    for key, value in doc.items():
+        if key not in TOP_LEVEL:
+            is_table = isinstance(value, dict)
+            ctx.error(
+                f"unknown table `[{key}]`" if is_table else f"unknown top-level key `{key}`",
+                (key,),
+                suggest_table(key, TOP_LEVEL) if is_table else "top-level keys belong in a table such as [general]",
+                key=True,
+            )
+    general = read_general(ctx, doc["general"], py_name_override=py_name)
+    framework = read_framework(ctx, doc, root, general.backends if general else None)
+    kernels = read_kernels(ctx, doc, root, edition5)
+    if general is None or framework is None:
+        return None
+    return BuildConfig(general, framework, kernels)
+
+
+def _check_layout(ctx: Context, config: BuildConfig, root: Path) -> None:
+    ext_dir = "tvm-ffi-ext" if isinstance(config.framework, TvmFfi) else "torch-ext"
+    py_name = config.general.py_name
+    package = root / ext_dir / py_name
+    if not (package / "__init__.py").is_file():
+        ctx.error(
+            f"the kernel's Python package `{ext_dir}/{py_name}/__init__.py` is missing",
+            ("general", "name"),
+            f"create {ext_dir}/{py_name}/__init__.py (the package users import; its name comes from `name`)",
+        )
+    nested = package / py_name
+    if nested.is_dir():
+        ctx.error(
+            f"nested package directory `{ext_dir}/{py_name}/{py_name}/`",
+            ("general", "name"),
+            f"move its files up into {ext_dir}/{py_name}/ (the flat layout)",
+        )
+
+
+def _report_unbuilt(ctx: Context, config: BuildConfig) -> None:
+    backends = set(config.general.backends)
+    for kernel in config.kernels:
+        path = ("kernel", kernel.name)
+        if isinstance(config.framework, (TorchNoarch, TvmFfi)):
+            ctx.warning(
+                f"[kernel.{kernel.name}] is never built: [{config.framework.kind}] kernels are pure Python",
+                path,
+                "remove the section, or use [torch] to compile it",
+            )
+        elif kernel.backend not in backends:
+            ctx.warning(
+                f"[kernel.{kernel.name}] is never built: its backend `{kernel.backend}` is not in `backends`",
+                path,
+                f'add "{kernel.backend}" to `general.backends`, or remove the section',
+            )
+    if isinstance(config.framework, Torch):
+        for backend in config.noarch_backends():
+            ctx.note(
+                f"backend {backend} has no kernel sections; it is built as the pure-Python variant torch-{backend}",
+                ("general", "backends"),
+            )
+
+
+def _report_arch_problems(ctx: Context, config: BuildConfig, matrix: Matrix) -> None:
+    for problem in arch_problems(config, matrix):
+        line = problem.kernel.line
+        if problem.required:
+            ctx.diags.error(problem.message, line, E20_HINT)
+        else:
+            ctx.diags.warning(
+                problem.message + "; those optional variants are not buildable", line, E20_HINT
+            )

@@ -1,0 +1,198 @@
+"""Line numbers for the keys and values of a TOML document.
+
+The values themselves come from ``tomllib`` (strict TOML 1.0, fast to import); this module only answers
+"on which line is ``kernel.gelu.src[2]``?" for diagnostics. It scans text that ``tomllib`` has already
+accepted, so it can assume valid syntax and stays small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KeyPath = tuple[str | int, ...]
+
+_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+@dataclass
+class Positions:
+    """``keys[path]`` is the line of a key or table header; ``values[path]`` where its value starts."""
+
+    keys: dict[KeyPath, int] = field(default_factory=dict)
+    values: dict[KeyPath, int] = field(default_factory=dict)
+
+    def line(self, path: KeyPath) -> int | None:
+        """The line of the value at ``path``, else of its key, else of the nearest enclosing table."""
+        probe = tuple(path)
+        while probe:
+            if probe in self.values and isinstance(path[-1], int):
+                return self.values[probe]
+            if probe in self.keys:
+                return self.keys[probe]
+            if probe in self.values:
+                return self.values[probe]
+            probe = probe[:-1]
+        return self._first_under(tuple(path[:1]))
+
+    def _first_under(self, prefix: KeyPath) -> int | None:
+        """Implicit tables (``[kernels.x]`` defines ``kernels``) have no line: use their first child's."""
+        lines = [line for p, line in self.keys.items() if p[: len(prefix)] == prefix]
+        return min(lines) if lines and prefix else None
+
+    def key_line(self, path: KeyPath) -> int | None:
+        """The line of the key itself (for arrays spanning lines, the line holding ``key =``)."""
+        probe = tuple(path)
+        while probe:
+            if probe in self.keys:
+                return self.keys[probe]
+            probe = probe[:-1]
+        return self._first_under(tuple(path[:1]))
+
+
+class _Scanner:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.line = 1
+        self.out = Positions()
+        self.array_tables: dict[KeyPath, int] = {}
+
+    # -- low level -------------------------------------------------------------------------------
+    def peek(self, offset: int = 0) -> str:
+        i = self.pos + offset
+        return self.text[i] if i < len(self.text) else ""
+
+    def advance(self, n: int = 1) -> None:
+        for _ in range(n):
+            if self.pos < len(self.text):
+                if self.text[self.pos] == "\n":
+                    self.line += 1
+                self.pos += 1
+
+    def skip_ws(self, newlines: bool) -> None:
+        while True:
+            c = self.peek()
+            if c in (" ", "\t", "\r") or (newlines and c == "\n"):
+                self.advance()
+            elif c == "#" and newlines:
+                self.skip_to_eol()
+            else:
+                return
+
+    def skip_to_eol(self) -> None:
+        while self.peek() not in ("", "\n"):
+            self.advance()
+
+    def read_string(self) -> str:
+        quote = self.peek()
+        triple = self.text.startswith(quote * 3, self.pos)
+        delim = quote * 3 if triple else quote
+        self.advance(len(delim))
+        chars: list[str] = []
+        while self.pos < len(self.text):
+            if self.text.startswith(delim, self.pos):
+                # a closing """ may be followed by up to two more quotes that belong to the content
+                while triple and self.text.startswith(delim + quote, self.pos):
+                    chars.append(quote)
+                    self.advance()
+                self.advance(len(delim))
+                return "".join(chars)
+            c = self.peek()
+            if c == "\\" and quote == '"':
+                chars.append(self.peek(1))
+                self.advance(2)
+                continue
+            chars.append(c)
+            self.advance()
+        return "".join(chars)
+
+    def read_key(self) -> list[str]:
+        parts: list[str] = []
+        while True:
+            self.skip_ws(newlines=False)
+            c = self.peek()
+            if c in ('"', "'"):
+                parts.append(self.read_string())
+            else:
+                start = self.pos
+                while self.peek() in _BARE and self.peek() != "":
+                    self.advance()
+                parts.append(self.text[start : self.pos])
+            self.skip_ws(newlines=False)
+            if self.peek() == ".":
+                self.advance()
+                continue
+            return parts
+
+    # -- grammar ---------------------------------------------------------------------------------
+    def document(self) -> Positions:
+        table: KeyPath = ()
+        while True:
+            self.skip_ws(newlines=True)
+            c = self.peek()
+            if c == "":
+                return self.out
+            if c == "[":
+                table = self.header()
+            else:
+                self.keyval(table)
+
+    def header(self) -> KeyPath:
+        line = self.line
+        is_array = self.text.startswith("[[", self.pos)
+        self.advance(2 if is_array else 1)
+        path: KeyPath = tuple(self.read_key())
+        self.advance(2 if is_array else 1)
+        if is_array:
+            index = self.array_tables.get(path, -1) + 1
+            self.array_tables[path] = index
+            self.out.keys.setdefault(path, line)
+            path = (*path, index)
+        self.out.keys.setdefault(path, line)
+        return path
+
+    def keyval(self, table: KeyPath) -> None:
+        line = self.line
+        path: KeyPath = (*table, *self.read_key())
+        self.out.keys.setdefault(path, line)
+        self.advance()  # '='
+        self.value(path)
+
+    def value(self, path: KeyPath) -> None:
+        self.skip_ws(newlines=False)
+        self.out.values.setdefault(path, self.line)
+        c = self.peek()
+        if c in ('"', "'"):
+            self.read_string()
+        elif c == "[":
+            self.advance()
+            index = 0
+            while True:
+                self.skip_ws(newlines=True)
+                if self.peek() == "]":
+                    self.advance()
+                    return
+                self.value((*path, index))
+                index += 1
+                self.skip_ws(newlines=True)
+                if self.peek() == ",":
+                    self.advance()
+        elif c == "{":
+            self.advance()
+            while True:
+                self.skip_ws(newlines=False)
+                if self.peek() == "}":
+                    self.advance()
+                    return
+                self.keyval(path)
+                self.skip_ws(newlines=False)
+                if self.peek() == ",":
+                    self.advance()
+        else:
+            while self.peek() not in ("", "\n", ",", "]", "}", "#"):
+                self.advance()
+
+
+def scan_positions(text: str) -> Positions:
+    """Map every key path (tables, keys, array elements by index) to its 1-based line."""
+    return _Scanner(text).document()

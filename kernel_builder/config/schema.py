@@ -1,0 +1,165 @@
+"""The closed key sets of every build.toml table and the did-you-mean rules (build-toml spec §4.2).
+
+This module is the one place that knows which keys exist where; the validator and the reference docs
+both read it.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
+KERNEL_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
+ALL_FIVE_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
+FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
+
+TOP_LEVEL = frozenset({"general", *FRAMEWORKS, "kernel"})
+GENERAL = frozenset(
+    {
+        "name", "version", "edition", "license", "upstream", "source", "backends",
+        "python-depends", "kernel-depends", "hub", "cuda", "xpu", "neuron", "tpu",
+    }
+)  # fmt: skip
+GENERAL_SUBTABLES = ("hub", "cuda", "xpu", "neuron", "tpu")
+HUB = frozenset({"repo-id", "branch"})
+GENERAL_BACKEND = {
+    "cuda": frozenset({"minver", "maxver", "python-depends", "kernel-depends"}),
+    "xpu": frozenset({"python-depends", "kernel-depends"}),
+    "neuron": frozenset({"python-depends", "kernel-depends"}),
+    "tpu": frozenset({"python-depends"}),
+}
+TORCH = frozenset({"src", "include", "pyext", "minver", "maxver", "cxx-flags", "stable-abi"})
+TORCH_NOARCH = frozenset({"pyext", "cuda-capabilities", "cuda_capabilities", "rocm-archs", "rocm_archs"})
+TVM_FFI = frozenset({"src", "include", "pyext", "cxx-flags"})
+KERNEL = frozenset(
+    {
+        "backend", "src", "depends", "include", "cxx-flags", "cuda-capabilities", "cuda-flags",
+        "cuda-minver", "rocm-archs", "hip-flags", "sycl-flags",
+    }
+)  # fmt: skip
+#: Kernel keys valid only with one backend.
+KERNEL_BACKEND_KEYS = {
+    "cuda-capabilities": "cuda",
+    "cuda-flags": "cuda",
+    "cuda-minver": "cuda",
+    "rocm-archs": "rocm",
+    "hip-flags": "rocm",
+    "sycl-flags": "xpu",
+}
+TABLE_KEYS = {"[torch]": TORCH, "[torch-noarch]": TORCH_NOARCH, "[tvm-ffi]": TVM_FFI}
+
+_ALIASES = {
+    "sources": "src",
+    "srcs": "src",
+    "source": "src",
+    "dependencies": "depends",
+    "deps": "depends",
+    "dependency": "depends",
+    "includes": "include",
+    "include-dirs": "include",
+}
+_ARCH_ALIASES = ("capabilities", "cuda-archs", "archs", "arch", "cuda-arch", "gpu-archs")
+
+_TABLE_RENAMES = {
+    "kernels": "kernel",
+    "torch_noarch": "torch-noarch",
+    "torch-universal": "torch-noarch",
+    "tvm_ffi": "tvm-ffi",
+    "tvmffi": "tvm-ffi",
+    "extension": "torch",
+}
+
+#: Where a key that is unknown in one table does belong (rule 4 of §4.2).
+_BELONGS = {
+    "cuda-capabilities": 'a `[kernel.<name>]` section with `backend = "cuda"`',
+    "cuda-flags": 'a `[kernel.<name>]` section with `backend = "cuda"`',
+    "cuda-minver": 'a `[kernel.<name>]` section with `backend = "cuda"`',
+    "rocm-archs": 'a `[kernel.<name>]` section with `backend = "rocm"`',
+    "hip-flags": 'a `[kernel.<name>]` section with `backend = "rocm"`',
+    "sycl-flags": 'a `[kernel.<name>]` section with `backend = "xpu"`',
+    "backend": "a `[kernel.<name>]` section",
+    "depends": "a `[kernel.<name>]` section",
+    "backends": "`[general]`",
+    "name": "`[general]`",
+    "version": "`[general]`",
+    "license": "`[general]`",
+    "edition": "`[general]`",
+    "repo-id": "`[general.hub]`",
+    "branch": "`[general.hub]`",
+    "python-depends": "`[general]` or a `[general.<backend>]` table",
+    "kernel-depends": "`[general]` or a `[general.<backend>]` table",
+    "stable-abi": "`[torch]`",
+    "pyext": "`[torch]` or `[torch-noarch]`",
+    "src": "`[torch]` or a `[kernel.<name>]` section",
+    "include": "`[torch]` or a `[kernel.<name>]` section",
+}
+
+_LEGACY = {
+    "universal": "`universal` was removed in edition 5: use a `[torch-noarch]` table for a pure-Python kernel",
+    "language": '`language` was removed in edition 5: use `backend = "cuda"` (or "metal", "rocm")',
+    "cuda-minver": "`[general] cuda-minver` became `minver` in a `[general.cuda]` table",
+    "cuda-maxver": "`[general] cuda-maxver` became `maxver` in a `[general.cuda]` table",
+}
+
+
+def normalise(key: str) -> str:
+    return key.lower().replace("_", "-")
+
+
+def suggest_key(
+    key: str, allowed: frozenset[str], *, backend: str | None = None, table: str = ""
+) -> str | None:
+    """The hint for an unknown key: the first of the five rules of §4.2 that applies."""
+    norm = normalise(key)
+    if norm in allowed and norm != key:
+        return f"did you mean `{norm}`?"
+    alias = _ALIASES.get(norm)
+    if alias is not None and alias in allowed:
+        return f"did you mean `{alias}`?"
+    if norm in _ARCH_ALIASES:
+        wanted = "rocm-archs" if backend == "rocm" else "cuda-capabilities"
+        if wanted in allowed or backend is None:
+            return f"did you mean `{wanted}`?"
+    close = closest(norm, allowed)
+    if close is not None:
+        return f"did you mean `{close}`?"
+    if norm in _BELONGS and norm not in allowed:
+        return f"`{norm}` belongs in {_BELONGS[norm]}"
+    if table == "[general]" and norm in _LEGACY:
+        return _LEGACY[norm]
+    if norm in ("universal", "language"):
+        return _LEGACY[norm]
+    return None
+
+
+def suggest_table(name: str, allowed: frozenset[str]) -> str | None:
+    norm = normalise(name)
+    if norm in _TABLE_RENAMES and _TABLE_RENAMES[norm] in allowed:
+        return f"did you mean `[{_TABLE_RENAMES[norm]}]`?"
+    if norm in allowed:
+        return f"did you mean `[{norm}]`?"
+    close = closest(norm, allowed)
+    return f"did you mean `[{close}]`?" if close else None
+
+
+def suggest_value(value: str, allowed: tuple[str, ...] | list[str] | frozenset[str]) -> str | None:
+    """Did-you-mean for enumerated values (backends, depends, Python dependency names)."""
+    norm = normalise(value)
+    for candidate in allowed:
+        if normalise(candidate) == norm:
+            return f"did you mean `{candidate}`?"
+    matches = difflib.get_close_matches(norm, [normalise(a) for a in allowed], n=2, cutoff=0.7)
+    originals = {normalise(a): a for a in allowed}
+    if not matches:
+        return None
+    names = " or ".join(f"`{originals[m]}`" for m in sorted(matches))
+    return f"did you mean {names}?"
+
+
+def closest(word: str, allowed: frozenset[str] | set[str]) -> str | None:
+    best: tuple[float, str] | None = None
+    for candidate in sorted(allowed):
+        ratio = difflib.SequenceMatcher(None, word, normalise(candidate)).ratio()
+        if ratio >= 0.7 and (best is None or ratio > best[0]):
+            best = (ratio, candidate)
+    return best[1] if best else None

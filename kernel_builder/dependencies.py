@@ -1,0 +1,67 @@
+"""Dependency tables shared by the builder and the loader.
+
+The ``kernels`` loader validates Python dependency names against a fixed table; we accept exactly the
+same names (build-toml spec §2.5, loader spec §2.6). CUTLASS pins are the build-output spec §5 table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PythonDependency:
+    name: str
+    level: str  # "general" or a backend name whose [general.<backend>] table may list it
+    pip_name: str
+    import_name: str | None  # None: no import check (the package ships no Python module)
+
+
+PYTHON_DEPENDENCIES: dict[str, PythonDependency] = {
+    dep.name: dep
+    for dep in (
+        PythonDependency("einops", "general", "einops", "einops"),
+        PythonDependency("helion", "general", "helion", "helion"),
+        PythonDependency("tvm-ffi", "general", "apache-tvm-ffi", "tvm_ffi"),
+        PythonDependency("nvidia-cutlass-dsl", "cuda", "nvidia-cutlass-dsl", "cutlass"),
+        PythonDependency("onednn", "xpu", "onednn-devel", None),
+        PythonDependency("nki", "neuron", "nki", "nki"),
+    )
+}
+
+#: Levels that can hold ``python-depends`` and the names allowed there (``tpu`` has none).
+PYTHON_DEPENDENCY_LEVELS = ("general", "cuda", "xpu", "neuron", "tpu")
+
+
+def allowed_python_dependencies(level: str) -> list[str]:
+    return [d.name for d in PYTHON_DEPENDENCIES.values() if d.level == level]
+
+
+@dataclass(frozen=True)
+class CutlassPin:
+    value: str
+    version: str
+    pypi: bool  # whether PyPI's nvidia-cutlass of this version carries the C++ headers
+
+
+CUTLASS_PINS: dict[str, CutlassPin] = {
+    pin.value: pin
+    for pin in (
+        CutlassPin("cutlass_2_10", "2.10.0", False),
+        CutlassPin("cutlass_3_5", "3.5.1", True),
+        CutlassPin("cutlass_3_6", "3.6.0", True),
+        CutlassPin("cutlass_3_8", "3.8.0", True),
+        CutlassPin("cutlass_3_9", "3.9.2", False),
+        CutlassPin("cutlass_4_0", "4.0.0", False),
+        CutlassPin("cutlass_4_4", "4.4.2", False),
+        CutlassPin("cutlass_4_5", "4.5.2", False),
+    )
+}
+
+#: ``depends`` values and the kernel backends on which they have an effect (None: every backend).
+KERNEL_DEPENDS: dict[str, frozenset[str] | None] = {
+    "torch": None,
+    **{pin: frozenset({"cuda"}) for pin in CUTLASS_PINS},
+    "sycl_tla": frozenset({"xpu"}),
+    "metal-cpp": frozenset({"metal"}),
+}

@@ -1,0 +1,73 @@
+"""Diagnostics: one problem with its place in a file, rendered the way compilers do.
+
+``<path>:<line>: error: <what>`` followed by ``  hint: <what to do>``. They are collected in one pass so a
+user sees every problem at once, ordered by line.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    severity: Severity
+    message: str
+    path: str
+    line: int | None = None
+    col: int | None = None
+    hint: str | None = None
+
+    def render(self) -> str:
+        where = self.path
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.col is not None:
+                where += f":{self.col}"
+        text = f"{where}: {self.severity.value}: {self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+@dataclass
+class DiagnosticList:
+    """Collects diagnostics for one file; ``sorted()`` gives them in reading order."""
+
+    path: str
+    items: list[Diagnostic] = field(default_factory=list)
+
+    def add(
+        self,
+        severity: Severity,
+        message: str,
+        line: int | None = None,
+        hint: str | None = None,
+        col: int | None = None,
+    ) -> None:
+        diagnostic = Diagnostic(severity, message, self.path, line, col, hint)
+        if diagnostic not in self.items:
+            self.items.append(diagnostic)
+
+    def error(self, message: str, line: int | None = None, hint: str | None = None) -> None:
+        self.add(Severity.ERROR, message, line, hint)
+
+    def warning(self, message: str, line: int | None = None, hint: str | None = None) -> None:
+        self.add(Severity.WARNING, message, line, hint)
+
+    def note(self, message: str, line: int | None = None, hint: str | None = None) -> None:
+        self.add(Severity.NOTE, message, line, hint)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.items if d.severity is Severity.ERROR]
+
+    def sorted(self) -> list[Diagnostic]:
+        return sorted(self.items, key=lambda d: (d.line or 0, d.col or 0))

@@ -1,0 +1,42 @@
+"""The short human summary printed by ``check-config``."""
+
+from __future__ import annotations
+
+from .config.model import KernelProject, Torch, TorchNoarch
+
+
+def describe_project(project: KernelProject) -> str:
+    config = project.config
+    general = config.general
+    lines = [
+        f"{project.display_path}: ok (edition 5{', read from legacy v%d form' % project.form if project.form < 5 else ''})",
+        f"  name:      {general.name} (Python package {general.py_name})",
+        f"  version:   {general.version}",
+        f"  license:   {general.license}",
+        f"  framework: {config.framework.kind}",
+        f"  backends:  {', '.join(general.backends)}",
+    ]
+    if isinstance(config.framework, TorchNoarch) and config.framework.cuda_capabilities:
+        lines.append(f"  cuda-capabilities: {', '.join(config.framework.cuda_capabilities)}")
+    if isinstance(config.framework, Torch):
+        noarch = config.noarch_backends()
+        if noarch:
+            lines.append(f"  pure-Python variants: {', '.join('torch-' + b for b in noarch)}")
+    if config.kernels:
+        lines.append("  kernels:")
+        width = max(len(k.name) for k in config.kernels)
+        for kernel in config.kernels:
+            detail = ""
+            if kernel.backend == "cuda":
+                caps = kernel.cuda_capabilities
+                detail = f"capabilities: {', '.join(caps)}" if caps else "capabilities: default list of each CUDA version"
+                if kernel.cuda_minver:
+                    detail += f"; CUDA >= {kernel.cuda_minver}"
+            elif kernel.backend == "rocm":
+                archs = kernel.rocm_archs
+                detail = f"archs: {', '.join(archs)}" if archs else "archs: all supported"
+            built = "" if kernel.backend in general.backends else "  (not built: backend not in backends)"
+            lines.append(f"    {kernel.name:<{width}}  {kernel.backend:<5}  {detail}{built}".rstrip())
+    else:
+        lines.append("  kernels:   none")
+    return "\n".join(lines)

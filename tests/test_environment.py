@@ -1,0 +1,228 @@
+"""Environment facts and the shared backend-detection function (loader spec §2.2)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import ctypes
+import inspect
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from fake_torch import install_fake_torch, make_fake_torch
+from kernel_builder import environment
+from kernel_builder.environment import Environment, detect_backend, detect_environment, normalize_cpu
+
+# (description, fake torch, expected detection)
+BACKEND_CASES: list[tuple[str, SimpleNamespace, tuple[str, tuple[int, int] | None]]] = [
+    ("cpu-only", make_fake_torch(), ("cpu", None)),
+    ("cuda 12.6", make_fake_torch(cuda="12.6"), ("cuda", (12, 6))),
+    ("cuda 13.0", make_fake_torch(cuda="13.0"), ("cuda", (13, 0))),
+    ("hip with build suffix", make_fake_torch(hip="7.1.25424-4179531dcd"), ("rocm", (7, 1))),
+    ("hip major.minor only", make_fake_torch(hip="6.4"), ("rocm", (6, 4))),
+    ("mps available", make_fake_torch(mps=True), ("metal", None)),
+    ("xpu 20250300", make_fake_torch(xpu="20250300"), ("xpu", (2025, 3))),
+    ("xpu 20260000", make_fake_torch(xpu="20260000"), ("xpu", (2026, 0))),
+    ("xpu attribute missing", make_fake_torch(xpu_attribute=False), ("cpu", None)),
+    ("npu privateuse1", make_fake_torch(privateuse1="npu"), ("cann", None)),
+    ("tpu", make_fake_torch(tpu=True), ("tpu", None)),
+    ("neuron", make_fake_torch(neuron=True), ("neuron", None)),
+    ("unreadable cuda version", make_fake_torch(cuda="unknown"), ("cuda", None)),
+    ("empty module", SimpleNamespace(), ("cpu", None)),
+    # The order: tpu, neuron, cuda, rocm, metal, xpu, npu, cpu.
+    ("tpu before neuron", make_fake_torch(tpu=True, neuron=True, cuda="12.6"), ("tpu", None)),
+    ("neuron before cuda", make_fake_torch(neuron=True, cuda="12.6"), ("neuron", None)),
+    ("cuda before rocm", make_fake_torch(cuda="12.6", hip="7.1.0"), ("cuda", (12, 6))),
+    ("rocm before metal", make_fake_torch(hip="7.2.0", mps=True), ("rocm", (7, 2))),
+    ("metal before xpu", make_fake_torch(mps=True, xpu="20250300"), ("metal", None)),
+    ("xpu before npu", make_fake_torch(xpu="20250300", privateuse1="npu"), ("xpu", (2025, 3))),
+]
+
+
+@pytest.mark.parametrize(("torch", "expected"), [c[1:] for c in BACKEND_CASES], ids=[c[0] for c in BACKEND_CASES])
+def test_detect_backend(torch: SimpleNamespace, expected: tuple[str, tuple[int, int] | None]) -> None:
+    assert detect_backend(torch) == expected
+
+
+def _embedded_detect_backend() -> Any:
+    """Compile detect_backend's source alone, with only builtins, as the generated ``_ops.py`` does."""
+    namespace: dict[str, Any] = {"__builtins__": builtins}
+    exec(compile(textwrap.dedent(inspect.getsource(detect_backend)), "<_ops.py>", "exec"), namespace)
+    return namespace["detect_backend"]
+
+
+@pytest.mark.parametrize(("torch", "expected"), [c[1:] for c in BACKEND_CASES], ids=[c[0] for c in BACKEND_CASES])
+def test_embedded_copy_agrees(torch: SimpleNamespace, expected: tuple[str, tuple[int, int] | None]) -> None:
+    assert _embedded_detect_backend()(torch) == expected
+
+
+def test_detect_backend_source_is_self_contained_python39() -> None:
+    source = textwrap.dedent(inspect.getsource(detect_backend))
+    tree = ast.parse(source, feature_version=(3, 9))
+    assert not [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    bound = {arg.arg for node in ast.walk(tree) if isinstance(node, ast.arguments) for arg in node.args}
+    bound |= {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    bound |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    assert sorted(loaded - bound - set(dir(builtins))) == []
+
+
+@pytest.mark.parametrize(
+    ("machine", "expected"),
+    [
+        ("x86_64", "x86_64"),
+        ("amd64", "x86_64"),
+        ("AMD64", "x86_64"),
+        ("aarch64", "aarch64"),
+        ("arm64", "aarch64"),
+        ("ARM64", "aarch64"),
+    ],
+)
+def test_normalize_cpu(machine: str, expected: str) -> None:
+    assert normalize_cpu(machine) == expected
+
+
+def test_normalize_cpu_rejects_other_machines() -> None:
+    with pytest.raises(ValueError) as error:
+        normalize_cpu("i686")
+    assert str(error.value) == "unsupported CPU 'i686': variants exist for x86_64 and aarch64 only"
+
+
+def _current_python() -> tuple[int, int]:
+    return sys.version_info.major, sys.version_info.minor
+
+
+def test_detect_environment_linux_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, make_fake_torch("2.14.1+cu130", cuda="13.0"), machine="x86_64")
+    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: 0)
+    assert detect_environment() == Environment(
+        cpu="x86_64",
+        os="linux",
+        torch_version=(2, 14),
+        cxx11_abi=True,
+        backend="cuda",
+        backend_version=(13, 0),
+        macos_version=None,
+        free_threaded=False,
+        python_version=_current_python(),
+        tvm_ffi_version=None,
+    )
+
+
+def test_detect_environment_pre_cxx11_linux(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, make_fake_torch("2.5.1", cxx11_abi=False), machine="aarch64")
+    env = detect_environment()
+    assert (env.cpu, env.torch_version, env.cxx11_abi, env.backend) == ("aarch64", (2, 5), False, "cpu")
+
+
+def test_detect_environment_macos(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(
+        monkeypatch, make_fake_torch("2.13.0", mps=True), machine="arm64", system="Darwin", mac_version="26.0.1"
+    )
+    env = detect_environment()
+    assert (env.cpu, env.os, env.macos_version, env.cxx11_abi, env.backend, env.backend_version) == (
+        "aarch64",
+        "darwin",
+        (26, 0),
+        None,
+        "metal",
+        None,
+    )
+
+
+def test_detect_environment_windows_keeps_no_abi_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, make_fake_torch("2.12.0", cuda="12.6"), machine="AMD64", system="Windows")
+    env = detect_environment()
+    assert (env.cpu, env.os, env.cxx11_abi, env.macos_version) == ("x86_64", "windows", None, None)
+
+
+def test_detect_environment_unknown_machine_is_kept_lowercase(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, make_fake_torch(), machine="PPC64LE")
+    assert detect_environment().cpu == "ppc64le"
+
+
+def test_detect_environment_free_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, make_fake_torch())
+    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: 1 if name == "Py_GIL_DISABLED" else None)
+    assert detect_environment().free_threaded is True
+
+
+def test_detect_environment_tvm_ffi(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, make_fake_torch())
+    monkeypatch.setitem(sys.modules, "tvm_ffi", SimpleNamespace(__version__="0.1.3"))
+    assert detect_environment().tvm_ffi_version == (0, 1)
+
+
+def test_without_torch_and_cudart_backend_is_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, None)
+    monkeypatch.setattr(environment, "_cudart_version", lambda: None)
+    env = detect_environment()
+    assert (env.torch_version, env.cxx11_abi, env.backend, env.backend_version) == (None, None, "cpu", None)
+
+
+def test_without_torch_cudart_gives_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, None)
+    monkeypatch.setattr(environment, "_cudart_version", lambda: (12, 8))
+    env = detect_environment()
+    assert (env.torch_version, env.backend, env.backend_version) == (None, "cuda", (12, 8))
+
+
+class _FakeCudart:
+    def __init__(self, version: int, status: int = 0) -> None:
+        self.version = version
+        self.status = status
+
+    def cudaRuntimeGetVersion(self, pointer: Any) -> int:  # noqa: N802 - the C function's name
+        pointer._obj.value = self.version
+        return self.status
+
+
+def test_cudart_version_decodes_runtime_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded: list[str] = []
+
+    def fake_cdll(name: str) -> _FakeCudart:
+        loaded.append(name)
+        if name != "libcudart.so.12":
+            raise OSError(f"{name}: cannot open shared object file")
+        return _FakeCudart(12080)
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", fake_cdll)
+    assert environment._cudart_version() == (12, 8)
+    assert loaded == ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
+
+
+def test_cudart_version_failure_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: _FakeCudart(0, status=35))
+    assert environment._cudart_version() is None
+
+
+def test_no_torch_import_at_module_import() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+
+        class Refuse:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("torch", "tvm_ffi"):
+                    raise AssertionError("imported " + name)
+                return None
+
+        sys.meta_path.insert(0, Refuse())
+        import kernel_builder.environment
+        import kernel_builder.matrix
+        import kernel_builder.variants
+
+        kernel_builder.matrix.load_matrix()
+        kernel_builder.variants.parse_variant("torch212-cxx11-cu126-x86_64-linux")
+        print("ok")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "ok\n", "")
