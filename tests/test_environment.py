@@ -14,8 +14,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-
 from fake_torch import install_fake_torch, make_fake_torch
+
 from kernel_builder import environment
 from kernel_builder.environment import Environment, detect_backend, detect_environment, normalize_cpu
 
@@ -26,6 +26,7 @@ BACKEND_CASES: list[tuple[str, SimpleNamespace, tuple[str, tuple[int, int] | Non
     ("cuda 13.0", make_fake_torch(cuda="13.0"), ("cuda", (13, 0))),
     ("hip with build suffix", make_fake_torch(hip="7.1.25424-4179531dcd"), ("rocm", (7, 1))),
     ("hip major.minor only", make_fake_torch(hip="6.4"), ("rocm", (6, 4))),
+    ("hip major.minor with suffix", make_fake_torch(hip="6.4-rc1"), ("rocm", (6, 4))),
     ("mps available", make_fake_torch(mps=True), ("metal", None)),
     ("xpu 20250300", make_fake_torch(xpu="20250300"), ("xpu", (2025, 3))),
     ("xpu 20260000", make_fake_torch(xpu="20260000"), ("xpu", (2026, 0))),
@@ -45,7 +46,9 @@ BACKEND_CASES: list[tuple[str, SimpleNamespace, tuple[str, tuple[int, int] | Non
 ]
 
 
-@pytest.mark.parametrize(("torch", "expected"), [c[1:] for c in BACKEND_CASES], ids=[c[0] for c in BACKEND_CASES])
+@pytest.mark.parametrize(
+    ("torch", "expected"), [c[1:] for c in BACKEND_CASES], ids=[c[0] for c in BACKEND_CASES]
+)
 def test_detect_backend(torch: SimpleNamespace, expected: tuple[str, tuple[int, int] | None]) -> None:
     assert detect_backend(torch) == expected
 
@@ -53,11 +56,14 @@ def test_detect_backend(torch: SimpleNamespace, expected: tuple[str, tuple[int, 
 def _embedded_detect_backend() -> Any:
     """Compile detect_backend's source alone, with only builtins, as the generated ``_ops.py`` does."""
     namespace: dict[str, Any] = {"__builtins__": builtins}
-    exec(compile(textwrap.dedent(inspect.getsource(detect_backend)), "<_ops.py>", "exec"), namespace)
+    code = compile(textwrap.dedent(inspect.getsource(detect_backend)), "<_ops.py>", "exec")
+    exec(code, namespace)  # noqa: S102 - running the copied source alone is the point
     return namespace["detect_backend"]
 
 
-@pytest.mark.parametrize(("torch", "expected"), [c[1:] for c in BACKEND_CASES], ids=[c[0] for c in BACKEND_CASES])
+@pytest.mark.parametrize(
+    ("torch", "expected"), [c[1:] for c in BACKEND_CASES], ids=[c[0] for c in BACKEND_CASES]
+)
 def test_embedded_copy_agrees(torch: SimpleNamespace, expected: tuple[str, tuple[int, int] | None]) -> None:
     assert _embedded_detect_backend()(torch) == expected
 
@@ -123,7 +129,11 @@ def test_detect_environment_pre_cxx11_linux(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_detect_environment_macos(monkeypatch: pytest.MonkeyPatch) -> None:
     install_fake_torch(
-        monkeypatch, make_fake_torch("2.13.0", mps=True), machine="arm64", system="Darwin", mac_version="26.0.1"
+        monkeypatch,
+        make_fake_torch("2.13.0", mps=True),
+        machine="arm64",
+        system="Darwin",
+        mac_version="26.0.1",
     )
     env = detect_environment()
     assert (env.cpu, env.os, env.macos_version, env.cxx11_abi, env.backend, env.backend_version) == (
@@ -178,7 +188,7 @@ class _FakeCudart:
         self.version = version
         self.status = status
 
-    def cudaRuntimeGetVersion(self, pointer: Any) -> int:  # noqa: N802 - the C function's name
+    def cudaRuntimeGetVersion(self, pointer: Any) -> int:
         pointer._obj.value = self.version
         return self.status
 

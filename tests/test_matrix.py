@@ -37,7 +37,9 @@ def _expected_names() -> dict[str, bool]:
 
 
 def _raw_matrix() -> dict[str, Any]:
-    text = importlib.resources.files("kernel_builder").joinpath("build-matrix.json").read_text(encoding="utf-8")
+    text = (
+        importlib.resources.files("kernel_builder").joinpath("build-matrix.json").read_text(encoding="utf-8")
+    )
     data: dict[str, Any] = json.loads(text)
     return data
 
@@ -79,7 +81,10 @@ def test_packaged_matrix_has_no_duplicates() -> None:
 
 def test_packaged_systems_are_grouped() -> None:
     """Entries equal in every field but ``systems`` share one entry."""
-    rests = [json.dumps({k: v for k, v in e.items() if k != "systems"}, sort_keys=True) for e in _raw_matrix()["entries"]]
+    rests = [
+        json.dumps({k: v for k, v in e.items() if k != "systems"}, sort_keys=True)
+        for e in _raw_matrix()["entries"]
+    ]
     assert len(rests) == len(set(rests))
 
 
@@ -89,7 +94,10 @@ PINS = {(2, 11): "2.11.0", (2, 12): "2.12.0", (2, 13): "2.13.0", (2, 14): "2.14.
 def test_packaged_pins_and_indexes() -> None:
     for entry in load_matrix().entries:
         if entry.backend == "cpu":
-            assert (entry.torch_pin, entry.index_url) == (PINS[entry.torch], "https://download.pytorch.org/whl/cpu")
+            assert (entry.torch_pin, entry.index_url) == (
+                PINS[entry.torch],
+                "https://download.pytorch.org/whl/cpu",
+            )
         elif entry.backend == "cuda":
             if (entry.torch, entry.version) == ((2, 14), (13, 0)):
                 expected_index = None  # PyPI's default flavour for 2.14
@@ -295,7 +303,9 @@ def test_duplicate_entry_is_an_error() -> None:
     }
     with pytest.raises(MatrixError) as error:
         parse_matrix(data, "test.json")
-    assert error.value.problems == ["entries[2]: Torch 2.13 cuda 13.0 on aarch64-linux already appears in entries[0]"]
+    assert error.value.problems == [
+        "entries[2]: Torch 2.13 cuda 13.0 on aarch64-linux already appears in entries[0]"
+    ]
 
 
 def test_versions_naming_the_same_variant_are_duplicates() -> None:

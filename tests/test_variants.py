@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from fake_torch import install_fake_torch, make_fake_torch
+
 from kernel_builder import environment
 from kernel_builder.environment import Environment
 from kernel_builder.matrix import MatrixEntry
@@ -23,6 +23,7 @@ from kernel_builder.variants import (
 )
 
 # Every kind of name, produced or parse-only, with the parts it stands for.
+# fmt: off
 NAMES = {
     "torch212-cxx11-cu126-x86_64-linux": Variant("torch", (2, 12), (12, 6), "cxx11", "cuda", "x86_64", "linux"),
     "torch213-cxx11-cpu-aarch64-linux": Variant("torch", (2, 13), None, "cxx11", "cpu", "aarch64", "linux"),
@@ -58,6 +59,7 @@ NAMES = {
     "torch-tpu": Variant("noarch", None, None, None, "tpu", None, None),
     "torch-universal": Variant("universal", None, None, None, "universal", None, None),
 }
+# fmt: on
 
 
 @pytest.mark.parametrize(("name", "variant"), NAMES.items(), ids=NAMES.keys())
@@ -78,7 +80,10 @@ def test_framework_version_encoding(version: tuple[int, int], expected: str) -> 
 def test_framework_major_must_be_one_digit() -> None:
     with pytest.raises(ValueError) as error:
         framework_version_name((10, 1))
-    assert str(error.value) == "Torch version 10.1 cannot be encoded in a variant name: the major must be one digit"
+    assert (
+        str(error.value)
+        == "Torch version 10.1 cannot be encoded in a variant name: the major must be one digit"
+    )
 
 
 @pytest.mark.parametrize(
@@ -104,8 +109,16 @@ def test_plain_compute(backend: str) -> None:
 @pytest.mark.parametrize(
     ("backend", "version", "message"),
     [
-        ("cuda", (12, 10), "cuda version 12.10 cannot be encoded in a variant name: the minor must be one digit"),
-        ("rocm", (7, 11), "rocm version 7.11 cannot be encoded in a variant name: the minor must be one digit"),
+        (
+            "cuda",
+            (12, 10),
+            "cuda version 12.10 cannot be encoded in a variant name: the minor must be one digit",
+        ),
+        (
+            "rocm",
+            (7, 11),
+            "rocm version 7.11 cannot be encoded in a variant name: the minor must be one digit",
+        ),
         ("cuda", None, "backend cuda needs a version to name a compiled variant"),
         ("cpu", (1, 0), "backend cpu takes no version, got 1.0"),
         (
@@ -176,7 +189,13 @@ def test_parse_errors_name_the_part(name: str, detail: str) -> None:
 
 @pytest.mark.parametrize(
     ("backend", "expected"),
-    [("cpu", "torch-cpu"), ("cuda", "torch-cuda"), ("cann", "torch-npu"), ("npu", "torch-npu"), ("xpu", "torch-xpu")],
+    [
+        ("cpu", "torch-cpu"),
+        ("cuda", "torch-cuda"),
+        ("cann", "torch-npu"),
+        ("npu", "torch-npu"),
+        ("xpu", "torch-xpu"),
+    ],
 )
 def test_noarch_variant(backend: str, expected: str) -> None:
     variant = noarch_variant(backend)
@@ -219,7 +238,9 @@ def test_variant_for_entry_xpu_uses_two_parts_of_version() -> None:
 @pytest.mark.parametrize("stable_abi", [(2, 11), "2.11"])
 def test_variant_for_entry_stable_abi(stable_abi: tuple[int, int] | str) -> None:
     entry = _entry("cuda", (12, 6), ("x86_64-linux",))
-    assert variant_for_entry(entry, "x86_64-linux", stable_abi).name == "torch-stable-abi211-cu126-x86_64-linux"
+    assert (
+        variant_for_entry(entry, "x86_64-linux", stable_abi).name == "torch-stable-abi211-cu126-x86_64-linux"
+    )
 
 
 def test_variant_for_entry_stable_abi_newer_than_torch() -> None:
@@ -299,7 +320,10 @@ def test_stable_abi_newer_than_torch_is_an_error(monkeypatch: pytest.MonkeyPatch
 
 def test_no_torch_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     message = _environment_error(monkeypatch, None)
-    assert message == "Torch is not installed in this interpreter; install torch to build or name a compiled variant"
+    assert (
+        message
+        == "Torch is not installed in this interpreter; install torch to build or name a compiled variant"
+    )
 
 
 def test_backend_without_detectable_version_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

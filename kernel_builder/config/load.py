@@ -69,6 +69,12 @@ def load_project(path: str | os.PathLike[str] = ".", *, matrix: Matrix | None = 
     except (OSError, UnicodeDecodeError) as exc:
         diags.error(f"cannot read build.toml: {exc}", hint=f"looked for {file.absolute()}")
         raise ConfigError(diags.sorted()) from None
+    return load_text(text, file, display, matrix=matrix)
+
+
+def load_text(text: str, file: Path, display: str, *, matrix: Matrix | None = None) -> LoadResult:
+    """Load build.toml content ``text`` as if it were ``file`` (``update-build`` checks its output so)."""
+    diags = DiagnosticList(display)
     raw = parse_toml(text, diags)
     ctx = Context(diags, scan_positions(text))
     project = _load(raw, ctx, file, display, matrix)
