@@ -54,6 +54,20 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="exit 1 if the file needs an update")
     _add_common(update)
     update.set_defaults(handler=_run_update_build)
+
+    build = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
+    build.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    build.add_argument("--backend", help="build only this backend's variants")
+    build.add_argument("--arch", choices=["native"], help="native: only the visible GPU's capability (not publishable)")
+    build.add_argument("--unique-id", metavar="ID", help="override the content-derived op namespace id")
+    build.add_argument("--build-type", default="Release", choices=["Release", "Debug", "RelWithDebInfo"])
+    build.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: from MAX_JOBS or cores)")
+    build.add_argument("--nvcc-threads", type=int, metavar="N", help="nvcc --threads (default: from the arch count)")
+    build.add_argument("--python", metavar="PATH", help="build interpreter with the variant's torch (default: this one)")
+    build.add_argument("--no-import-check", action="store_true", help="skip loading each variant after assembly")
+    build.add_argument("-v", "--verbose", action="store_true", help="echo every command")
+    _add_common(build)
+    build.set_defaults(handler=_run_build)
     return parser
 
 
@@ -83,6 +97,39 @@ def _run_update_build(args: argparse.Namespace) -> int:
     if outcome.output:
         print(outcome.output, end="" if outcome.output.endswith("\n") else "\n")
     return outcome.exit_code
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    import time
+
+    from .builder import BuildOptions, Builder
+    from .config import load_project
+    from .unique_id import check_unique_id
+
+    started = time.monotonic()
+    if args.unique_id is not None:
+        check_unique_id(args.unique_id)
+    result = load_project(args.path)
+    _print_diagnostics(result.diagnostics)
+    options = BuildOptions(
+        build_type=args.build_type,
+        arch=args.arch,
+        unique_id=args.unique_id,
+        backend=args.backend,
+        verbose=args.verbose,
+        jobs=args.jobs,
+        nvcc_threads=args.nvcc_threads,
+        import_check=not args.no_import_check,
+        python=args.python,
+    )
+    report = Builder(result.project, options, log=lambda line: print(line, file=sys.stderr, flush=True)).run()
+    _print_diagnostics(report.diagnostics)
+    from .summary import build_table
+
+    print(build_table(report.results, time.monotonic() - started))
+    for failure in (r for r in report.results if r.status == "failed"):
+        print(f"error: {failure.name}: {failure.message}", file=sys.stderr)
+    return 1 if report.failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from .config.model import KernelProject, Torch, TorchNoarch
+
+if TYPE_CHECKING:
+    from .builder import VariantResult
 
 
 def describe_project(project: KernelProject) -> str:
@@ -39,4 +45,27 @@ def describe_project(project: KernelProject) -> str:
             lines.append(f"    {kernel.name:<{width}}  {kernel.backend:<5}  {detail}{built}".rstrip())
     else:
         lines.append("  kernels:   none")
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def build_table(results: Sequence[VariantResult], total: float) -> str:
+    """The final table of ``build``: variant, result, time, size (and why a variant was skipped)."""
+    rows = [("variant", "result", "time", "size")]
+    for r in results:
+        seconds = f"{r.seconds:.1f} s" if r.status in ("built", "up to date", "failed") else ""
+        rows.append((r.name, r.status, seconds, _size(r.size) if r.size else ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    for r in results:
+        if r.status == "skipped":
+            lines.append(f"skipped {r.name}: {r.message}")
+    lines.append(f"done in {total:.2f} s")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from .model import BuildConfig, Kernel, Torch
 from .values import within_bounds
 
 E20_HINT = "fix `cuda-capabilities`, or set `cuda-minver` so older CUDA skips this kernel"
+E20_ROCM_HINT = "fix `rocm-archs`: list at least one supported arch, or remove it to build for all of them"
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,8 @@ def applicable_entries(config: BuildConfig, matrix: Matrix, backend: str) -> Ite
             abi = framework.stable_abi_for(backend)
             if abi is not None and entry.torch < abi.major_minor:
                 continue
-        if backend == "cuda" and entry.version is not None:
-            if not within_bounds(entry.version, cuda.minver, cuda.maxver):
-                continue
+        if backend == "cuda" and entry.version is not None and not within_bounds(entry.version, cuda.minver, cuda.maxver):
+            continue
         yield entry
 
 

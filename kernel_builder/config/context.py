@@ -13,9 +13,8 @@ def describe(path: KeyPath) -> str:
     names = [str(p) for p in path if not isinstance(p, int)]
     if not names:
         return "the file"
-    if names[0] == "kernel" and len(names) >= 2:
-        table, keys = names[:2], names[2:]
-    elif names[0] == "general" and len(names) >= 2 and names[1] in ("hub", "cuda", "xpu", "neuron", "tpu"):
+    sub_table = names[0] == "general" and names[1:2] in (["hub"], ["cuda"], ["xpu"], ["neuron"], ["tpu"])
+    if (names[0] == "kernel" and len(names) >= 2) or sub_table:
         table, keys = names[:2], names[2:]
     else:
         table, keys = names[:1], names[1:]

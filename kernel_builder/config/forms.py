@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .context import Context
+from .positions import KeyPath
 from .schema import ALL_FIVE_BACKENDS
 
 CURRENT_EDITION = 5
@@ -29,11 +30,9 @@ def _kernels(doc: dict[str, Any]) -> dict[str, Any]:
 
 def computed_backends(doc: dict[str, Any]) -> list[str]:
     """The backends a legacy file implies: from its kernel sections, or all five if universal."""
-    general = doc.get("general") if isinstance(doc.get("general"), dict) else {}
-    torch = doc.get("torch") if isinstance(doc.get("torch"), dict) else {}
-    if (isinstance(general, dict) and general.get("universal") is True) or (
-        isinstance(torch, dict) and torch.get("universal") is True
-    ):
+    general: dict[str, Any] = doc["general"] if isinstance(doc.get("general"), dict) else {}
+    torch: dict[str, Any] = doc["torch"] if isinstance(doc.get("torch"), dict) else {}
+    if general.get("universal") is True or torch.get("universal") is True:
         return list(ALL_FIVE_BACKENDS)
     found: set[str] = set()
     for section in _kernels(doc).values():
@@ -67,7 +66,7 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
             ctx.error("`general` must be a table", ("general",), "write it as a `[general]` table")
         return None
 
-    torch = doc.get("torch") if isinstance(doc.get("torch"), dict) else {}
+    torch: dict[str, Any] = doc["torch"] if isinstance(doc.get("torch"), dict) else {}
     if "edition" not in general:
         for key in ("name", "pysrc", "pyroot"):
             if key in torch:
@@ -82,7 +81,7 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
             ctx.error(
                 PRE_RELEASE,
                 ("general", "version"),
-                f"`version = {general['version']!r}` is a pre-release trait: the version is now an integer "
+                f"`version = \"{general['version']}\"` is a pre-release trait: the version is now an integer "
                 "major version (`version = 1`)",
             )
             return None
@@ -114,24 +113,23 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
         return None
 
     kernels = _kernels(doc)
+    v5_features = []
+    if "kernel-depends" in general or any(
+        isinstance(general.get(b), dict) and "kernel-depends" in general[b] for b in ("cuda", "xpu", "neuron")
+    ):
+        v5_features.append("`kernel-depends`")
+    if "tpu" in general:
+        v5_features.append("`[general.tpu]`")
+    if isinstance(torch.get("stable-abi"), dict):
+        v5_features.append("a table-valued `stable-abi`")
+    if v5_features:
+        ctx.error(
+            f"uses edition-5 features ({', '.join(v5_features)}) but lacks `edition = 5`",
+            _feature_path(doc, v5_features[0]),
+            "add `edition = 5` to [general]",
+        )
+        return None
     if "backends" in general:
-        v5_features = []
-        if "kernel-depends" in general or any(
-            isinstance(general.get(b), dict) and "kernel-depends" in general[b] for b in ("cuda", "xpu", "neuron")
-        ):
-            v5_features.append("`kernel-depends`")
-        if "tpu" in general:
-            v5_features.append("`[general.tpu]`")
-        if isinstance(torch.get("stable-abi"), dict):
-            v5_features.append("a table-valued `stable-abi`")
-        if v5_features:
-            first = v5_features[0]
-            ctx.error(
-                f"uses edition-5 features ({', '.join(v5_features)}) but lacks `edition = 5`",
-                _feature_path(doc, first),
-                "add `edition = 5` to [general]",
-            )
-            return None
         v4_traits = [
             ("[torch-noarch]", "torch-noarch" in doc),
             ("[tvm-ffi]", "tvm-ffi" in doc),
@@ -147,17 +145,20 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
         return Form(3, "[general] has 'backends' but no 'edition'")
 
     v3_traits = [
-        ("`[general.cuda]`", "cuda" in general, ("general", "cuda")),
-        ("`[general.xpu]`", "xpu" in general, ("general", "xpu")),
-        ("`[general.neuron]`", "neuron" in general, ("general", "neuron")),
-        ("`general.version`", "version" in general, ("general", "version")),
-        ("`general.license`", "license" in general, ("general", "license")),
-        ("`general.upstream`", "upstream" in general, ("general", "upstream")),
-        ("`general.source`", "source" in general, ("general", "source")),
-        ("`[torch-noarch]`", "torch-noarch" in doc, ("torch-noarch",)),
-        ("`[tvm-ffi]`", "tvm-ffi" in doc, ("tvm-ffi",)),
+        ("`[general.cuda]`", "cuda" in general),
+        ("`[general.xpu]`", "xpu" in general),
+        ("`[general.neuron]`", "neuron" in general),
+        ("`general.version`", "version" in general),
+        ("`general.license`", "license" in general),
+        ("`general.upstream`", "upstream" in general),
+        ("`general.source`", "source" in general),
+        ("`[torch-noarch]`", "torch-noarch" in doc),
+        ("`[tvm-ffi]`", "tvm-ffi" in doc),
+        # v4 traits are v3-or-later traits too
+        ("`torch.cxx-flags`", "cxx-flags" in torch),
+        ("`torch.stable-abi`", "stable-abi" in torch),
     ]
-    for trait, present, path in v3_traits:
+    for trait, present in v3_traits:
         if present:
             ctx.error(
                 f"`general.backends` is missing (required since v3; this file uses {trait})",
@@ -166,13 +167,17 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
             )
             return None
 
-    v2_traits = [(f"[kernel.{n}] has `backend`", ("kernel", n, "backend")) for n, k in kernels.items() if "backend" in k]
+    v2_traits: list[tuple[str, KeyPath]] = [
+        (f"[kernel.{n}] has `backend`", ("kernel", n, "backend")) for n, k in kernels.items() if "backend" in k
+    ]
     v2_traits += [
         (f"`general.{key}`", ("general", key))
         for key in ("universal", "cuda-minver", "cuda-maxver", "python-depends", "hub")
         if key in general
     ]
-    v1_traits = [(f"[kernel.{n}] has `language`", ("kernel", n, "language")) for n, k in kernels.items() if "language" in k]
+    v1_traits: list[tuple[str, KeyPath]] = [
+        (f"[kernel.{n}] has `language`", ("kernel", n, "language")) for n, k in kernels.items() if "language" in k
+    ]
     if "universal" in torch:
         v1_traits.append(("`torch.universal`", ("torch", "universal")))
     if v2_traits and v1_traits:

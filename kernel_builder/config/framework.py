@@ -77,7 +77,7 @@ def read_pyext(ctx: Context, reader: Reader) -> tuple[str, ...]:
     for i, ext in reader.unique("pyext", items):
         if not ext or ext.startswith("."):
             ctx.error(
-                f"invalid `pyext` entry `{ext}`",
+                f"invalid `pyext` entry `{ext}`" if ext else "empty `pyext` entry",
                 (*reader.path, "pyext", i),
                 f"write `{ext.lstrip('.') or 'json'}`, not `.{ext.lstrip('.') or 'json'}`",
             )

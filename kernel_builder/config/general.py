@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..dependencies import PYTHON_DEPENDENCIES, allowed_python_dependencies
@@ -104,7 +105,7 @@ def _read_name(ctx: Context, reader: Reader) -> str | None:
     hint = "a name is lowercase letters, digits and `-`, starts with a letter, ends with a letter or digit"
     if fixed is not None and fixed != name:
         hint = f"did you mean `{fixed}`? (the Python package name becomes `{py_name_of(fixed)}`)"
-    ctx.error(f"invalid kernel name `{name}`", ("general", "name"), hint)
+    ctx.error(f"invalid kernel name `{name}`" if name else "`name` is empty", ("general", "name"), hint)
     return None
 
 
@@ -199,7 +200,7 @@ def read_kernel_depends(ctx: Context, table: dict[str, Any], path: KeyPath) -> t
         version, revision = entry.get("version"), entry.get("revision")
         if has_version and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
             ctx.error(
-                f"`kernel-depends` entry `{repo_id}`: `version` must be an integer >= 0, not `{version!r}`",
+                f"`kernel-depends` entry `{repo_id}`: `version` must be an integer >= 0, not `{json.dumps(version, default=str)}`",
                 (*where, "version"),
                 f"write `version = {version}`" if isinstance(version, str) and version.isdigit() else f"write {example}",
             )

@@ -52,9 +52,9 @@ def _read_kernel(ctx: Context, name: str, section: dict[str, Any], root: Path, e
     path: KeyPath = ("kernel", name)
     reader = Reader(ctx, section, path)
     backend = _read_backend(ctx, reader)
-    for key in section:
+    for key, value in section.items():
         if key not in KERNEL:
-            table_hint = suggest_table(key, frozenset({"kernel"})) if isinstance(section[key], dict) else None
+            table_hint = suggest_table(key, frozenset({"kernel"})) if isinstance(value, dict) else None
             ctx.error(
                 f"unknown key `{key}` in [kernel.{name}]",
                 (*path, key),
@@ -120,7 +120,7 @@ def _read_backend(ctx: Context, reader: Reader) -> str | None:
         )
         return None
     hint = suggest_value(backend, KERNEL_BACKENDS) or f"kernel backends are: {', '.join(KERNEL_BACKENDS)}"
-    ctx.error(f"unknown backend `{backend}` in {path[0]}.{path[1]}", (*path, "backend"), hint)
+    ctx.error(f"unknown backend `{backend}` in [{path[0]}.{path[1]}]", (*path, "backend"), hint)
     return None
 
 
@@ -135,7 +135,7 @@ def _check_source_types(ctx: Context, reader: Reader, backend: str) -> None:
             ctx.error(
                 f"`{file}` cannot be compiled by a `{backend}` kernel ([kernel.{name}])",
                 where,
-                f"move it to a kernel section with backend {' or '.join(repr(b) for b in allowed)}",
+                "move it to a kernel section with " + " or ".join(f'`backend = "{b}"`' for b in allowed),
             )
         elif suffix == ".c":
             ctx.warning(f"C source `{file}` is not compiled", where, "rename it to .cpp")

@@ -16,7 +16,7 @@ from typing import Any
 from ..diagnostics import Diagnostic, DiagnosticList, Severity
 from ..errors import ConfigError
 from ..matrix import Matrix, load_matrix
-from .archs import E20_HINT, arch_problems
+from .archs import E20_HINT, E20_ROCM_HINT, arch_problems
 from .context import Context
 from .forms import Form, detect_form
 from .framework import read_framework
@@ -30,7 +30,7 @@ from .schema import TOP_LEVEL, suggest_table
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 _warned_legacy: set[Path] = set()
@@ -85,7 +85,8 @@ def load_text(text: str, file: Path, display: str, *, matrix: Matrix | None = No
 
 def parse_toml(text: str, diags: DiagnosticList) -> dict[str, Any]:
     try:
-        return tomllib.loads(text)
+        doc: dict[str, Any] = tomllib.loads(text)
+        return doc
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         match = _TOML_POSITION.search(message)
@@ -118,12 +119,14 @@ def _load(raw: dict[str, Any], ctx: Context, file: Path, display: str, matrix: M
     if migrated is None:
         return None
     config = build_config(migrated.doc, ctx, file.parent, edition5=form.number == 5, py_name=migrated.py_name)
-    if config is None or ctx.diags.errors:
+    if config is None:
         return None
-    _check_layout(ctx, config, file.parent)
+    _check_layout(ctx, config, file.parent)  # reported together with the other errors (§4.1)
+    if ctx.diags.errors:
+        return None
     _report_unbuilt(ctx, config)
     _report_arch_problems(ctx, config, matrix or load_matrix())
-    return KernelProject(file.parent, file, display, form.number, config)
+    return KernelProject(file.parent.absolute(), file.absolute(), display, form.number, config)
 
 
 def build_config(
@@ -131,7 +134,9 @@ def build_config(
 ) -> BuildConfig | None:
     """The edition-5 document ``doc`` as a model; every problem is reported to ``ctx``."""
     for key, value in doc.items():
-        if key not in TOP_LEVEL:
+        if key not in TOP_LEVEL and _is_kernel_sections(value) and suggest_table(key, TOP_LEVEL) == "did you mean `[kernel]`?":
+            _report_misspelt_kernels(ctx, key, value)
+        elif key not in TOP_LEVEL:
             is_table = isinstance(value, dict)
             ctx.error(
                 f"unknown table `[{key}]`" if is_table else f"unknown top-level key `{key}`",
@@ -145,6 +150,21 @@ def build_config(
     if general is None or framework is None:
         return None
     return BuildConfig(general, framework, kernels)
+
+
+def _is_kernel_sections(value: object) -> bool:
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, dict) for v in value.values())
+
+
+def _report_misspelt_kernels(ctx: Context, key: str, sections: dict[str, Any]) -> None:
+    """``[kernels.x]`` -> ``[kernel.x]``: one error per section, at its own header."""
+    for name in sections:
+        ctx.error(
+            f"unknown table `[{key}.{name}]`",
+            (key, name),
+            f"did you mean `[kernel.{name}]`?",
+            key=True,
+        )
 
 
 def _check_layout(ctx: Context, config: BuildConfig, root: Path) -> None:
@@ -193,9 +213,8 @@ def _report_unbuilt(ctx: Context, config: BuildConfig) -> None:
 def _report_arch_problems(ctx: Context, config: BuildConfig, matrix: Matrix) -> None:
     for problem in arch_problems(config, matrix):
         line = problem.kernel.line
+        hint = E20_ROCM_HINT if problem.backend == "rocm" else E20_HINT
         if problem.required:
-            ctx.diags.error(problem.message, line, E20_HINT)
+            ctx.diags.error(problem.message, line, hint)
         else:
-            ctx.diags.warning(
-                problem.message + "; those optional variants are not buildable", line, E20_HINT
-            )
+            ctx.diags.warning(problem.message + "; those optional variants are not buildable", line, hint)

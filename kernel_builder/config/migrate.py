@@ -7,6 +7,7 @@ records where moved keys came from so that errors still point into the original 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,7 +130,8 @@ def _migrate_v1(doc: dict[str, Any], ctx: Context) -> None:
         return
     if isinstance(torch, dict):
         torch.pop("universal", None)
-    kernels = doc.get("kernel") if isinstance(doc.get("kernel"), dict) else {}
+    kernels: dict[str, Any] = doc["kernel"] if isinstance(doc.get("kernel"), dict) else {}
+    errors_before = len(ctx.diags.errors)
     migrated: dict[str, Any] = {}
     for name, section in list(kernels.items()):
         if not isinstance(section, dict):
@@ -168,7 +170,7 @@ def _migrate_v1(doc: dict[str, Any], ctx: Context) -> None:
                 ctx.note("`rocm-archs` dropped: the kernel is not hipified", (*path, "rocm-archs"))
         else:
             ctx.error(
-                f"unknown `language = {language!r}`",
+                f"unknown `language = {json.dumps(language)}`",
                 (*path, "language"),
                 'use "cuda", "cuda-hipify" or "metal"',
             )
@@ -178,7 +180,8 @@ def _migrate_v1(doc: dict[str, Any], ctx: Context) -> None:
     if "torch" not in doc:
         doc["torch"] = {}
         ctx.origin[("torch",)] = ("general",)
-    _set_backends(doc, ctx)
+    if len(ctx.diags.errors) == errors_before:  # a kernel without a backend is not "no kernel sections"
+        _set_backends(doc, ctx)
 
 
 def _migrate_v2(doc: dict[str, Any], ctx: Context) -> None:
@@ -191,12 +194,19 @@ def _migrate_v2(doc: dict[str, Any], ctx: Context) -> None:
             cuda[new] = general.pop(old)
             ctx.origin[("general", "cuda", new)] = ("general", old)
     depends = general.get("python-depends")
-    if isinstance(depends, list):
-        keep = [d for d in depends if d != "nvidia-cutlass-dsl"]
-        if len(keep) != len(depends):
-            cuda["python-depends"] = ["nvidia-cutlass-dsl"]
-            ctx.origin[("general", "cuda", "python-depends")] = ("general", "python-depends")
-            general["python-depends"] = keep
+    if isinstance(depends, list) and "nvidia-cutlass-dsl" in depends:
+        # each element keeps the line it had in the original list
+        keep = [i for i, d in enumerate(depends) if d != "nvidia-cutlass-dsl"]
+        for index, original in enumerate(keep):
+            ctx.origin[("general", "python-depends", index)] = ("general", "python-depends", original)
+        cuda["python-depends"] = ["nvidia-cutlass-dsl"]
+        ctx.origin[("general", "cuda", "python-depends")] = ("general", "python-depends")
+        ctx.origin[("general", "cuda", "python-depends", 0)] = (
+            "general",
+            "python-depends",
+            depends.index("nvidia-cutlass-dsl"),
+        )
+        general["python-depends"] = [depends[i] for i in keep]
     if cuda:
         general["cuda"] = cuda
     if "torch-noarch" in doc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
 
 from .values import Version
 
@@ -108,7 +107,7 @@ class TvmFfi:
     kind = "tvm-ffi"
 
 
-Framework = Union[Torch, TorchNoarch, TvmFfi]
+Framework = Torch | TorchNoarch | TvmFfi
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,10 @@ _BELONGS = {
     "backend": "a `[kernel.<name>]` section",
     "depends": "a `[kernel.<name>]` section",
     "backends": "`[general]`",
+    "upstream": "`[general]`",
+    "minver": "`[torch]` or `[general.cuda]`",
+    "maxver": "`[torch]` or `[general.cuda]`",
+    "cxx-flags": "`[torch]` or a `[kernel.<name>]` section",
     "name": "`[general]`",
     "version": "`[general]`",
     "license": "`[general]`",
@@ -123,10 +127,11 @@ def suggest_key(
     close = closest(norm, allowed)
     if close is not None:
         return f"did you mean `{close}`?"
-    if norm in _BELONGS and norm not in allowed:
-        return f"`{norm}` belongs in {_BELONGS[norm]}"
+    # `[general] cuda-minver` is valid elsewhere too (`[kernel.<name>]`), but it is the v2 key that moved
     if table == "[general]" and norm in _LEGACY:
         return _LEGACY[norm]
+    if norm in _BELONGS and norm not in allowed:
+        return f"`{norm}` belongs in {_BELONGS[norm]}"
     if norm in ("universal", "language"):
         return _LEGACY[norm]
     return None

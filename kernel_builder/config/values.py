@@ -63,9 +63,7 @@ def within_bounds(candidate: tuple[int, ...], minver: Version | None, maxver: Ve
     """Bounds compare the candidate truncated to the bound's length: maxver 2.12 admits 2.12.3."""
     if minver is not None and _truncate(candidate, minver) < minver.parts:
         return False
-    if maxver is not None and _truncate(candidate, maxver) > maxver.parts:
-        return False
-    return True
+    return maxver is None or _truncate(candidate, maxver) <= maxver.parts
 
 
 def _truncate(candidate: tuple[int, ...], bound: Version) -> tuple[int, ...]:

@@ -1,0 +1,89 @@
+# CMake functions used by the projects that kernel-builder generates (one per AOT variant).
+#
+# The generated CMakeLists.txt only states *what* to build (components, their sources, flags and
+# architectures); the *how* lives here, so it can be read, reviewed and changed in one place.
+
+include_guard(GLOBAL)
+
+# Remove every architecture flag from a flag string: Torch's CMake config injects -gencode/-arch flags
+# (including archs that newer nvcc rejects); architectures must come only from kernel-builder's selection.
+function(kb_strip_arch_flags var)
+  set(flags " ${${var}} ")
+  string(REGEX REPLACE " (-gencode|--generate-code)[= ][^ ]+" " " flags "${flags}")
+  string(REGEX REPLACE " (-arch|--gpu-architecture|-code|--gpu-code)[= ][^ ]+" " " flags "${flags}")
+  string(REGEX REPLACE "  +" " " flags "${flags}")
+  string(STRIP "${flags}" flags)
+  set(${var} "${flags}" PARENT_SCOPE)
+endfunction()
+
+# Find Python (for the limited-API headers) and Torch, then clean Torch's global CUDA flags.
+macro(kb_find_torch)
+  find_package(Python REQUIRED COMPONENTS Interpreter Development.SABIModule)
+  set(kb_cuda_flags_before "${CMAKE_CUDA_FLAGS}")
+  find_package(Torch REQUIRED)
+  # Torch's config appends its own nvcc flags (architectures among them) to the global CUDA flags; the
+  # extension gets Torch's extension flags from kernel-builder instead, so restore what was there.
+  set(CMAKE_CUDA_FLAGS "${kb_cuda_flags_before}")
+  kb_strip_arch_flags(CMAKE_CUDA_FLAGS)
+  # Optional CUDA libraries a bare toolkit lacks (nvrtc, ...) show up as NOTFOUND; Torch loads its own.
+  set(KB_TORCH_LIBRARIES ${TORCH_LIBRARIES})
+  list(FILTER KB_TORCH_LIBRARIES EXCLUDE REGEX "-NOTFOUND$")
+  foreach(kb_var IN ITEMS CUDA_NVCC_FLAGS TORCH_NVCC_FLAGS)
+    if(DEFINED ${kb_var})
+      kb_strip_arch_flags(${kb_var})
+    endif()
+  endforeach()
+endmacro()
+
+# Settings shared by every compiled file: definitions, standard, PIC, include order.
+#   kb_common(DEFINITIONS ... INCLUDE_DIRS ... CXX_OPTIONS ... CUDA_OPTIONS ...)
+function(kb_common)
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "" "DEFINITIONS;INCLUDE_DIRS;LATE_INCLUDE_DIRS;CXX_OPTIONS;CUDA_OPTIONS")
+  add_library(kb_common INTERFACE)
+  target_compile_definitions(kb_common INTERFACE ${ARG_DEFINITIONS})
+  target_compile_options(kb_common INTERFACE
+    "$<$<COMPILE_LANGUAGE:CXX>:${ARG_CXX_OPTIONS}>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:${ARG_CUDA_OPTIONS}>")
+  set(KB_COMMON_INCLUDE_DIRS ${ARG_INCLUDE_DIRS} ${TORCH_INCLUDE_DIRS} ${Python_INCLUDE_DIRS} PARENT_SCOPE)
+  # Headers only a wheel provides go last (after the toolkit's own directory, which Torch's targets add).
+  set(KB_LATE_INCLUDE_DIRS ${ARG_LATE_INCLUDE_DIRS} PARENT_SCOPE)
+endfunction()
+
+# One component per [kernel.*] section (plus the binding component for [torch] src): an object library
+# with its own sources, include directories, flags and CUDA architectures.
+#   kb_component(NAME SOURCES ... INCLUDE_DIRS ... CXX_FLAGS ... CUDA_FLAGS ... GENCODE ...)
+function(kb_component name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;INCLUDE_DIRS;CXX_FLAGS;CUDA_FLAGS;GENCODE")
+  add_library(${name} OBJECT ${ARG_SOURCES})
+  # Common directories first, then Torch's and Python's, then the component's own.
+  target_include_directories(${name} PRIVATE ${KB_COMMON_INCLUDE_DIRS} ${ARG_INCLUDE_DIRS})
+  target_include_directories(${name} AFTER PRIVATE ${KB_LATE_INCLUDE_DIRS})
+  target_link_libraries(${name} PRIVATE kb_common ${KB_TORCH_LIBRARIES})
+  target_compile_options(${name} PRIVATE
+    "$<$<COMPILE_LANGUAGE:CXX>:${ARG_CXX_FLAGS}>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:${ARG_GENCODE};${KB_NVCC_THREADS_FLAG};${ARG_CUDA_FLAGS}>")
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON CUDA_ARCHITECTURES OFF)
+  set_property(GLOBAL APPEND PROPERTY KB_COMPONENTS ${name})
+endfunction()
+
+# The Python extension: a MODULE library named <ops_name>.abi3.so linking every component.
+function(kb_extension name)
+  get_property(components GLOBAL PROPERTY KB_COMPONENTS)
+  set(objects)
+  foreach(component IN LISTS components)
+    list(APPEND objects $<TARGET_OBJECTS:${component}>)
+  endforeach()
+  add_library(${name} MODULE ${objects})
+  target_link_libraries(${name} PRIVATE ${KB_TORCH_LIBRARIES})
+  if(TARGET CUDA::cudart)
+    target_link_libraries(${name} PRIVATE CUDA::cudart)
+  endif()
+  set_target_properties(${name} PROPERTIES
+    PREFIX ""
+    SUFFIX ".abi3.so"
+    LINKER_LANGUAGE CXX
+    SKIP_BUILD_RPATH ON
+    INSTALL_RPATH ""
+    BUILD_WITH_INSTALL_RPATH OFF)
+  install(TARGETS ${name} LIBRARY DESTINATION .)
+endfunction()

@@ -1,0 +1,146 @@
+"""The interpreter a variant is built with, and the facts about its Torch that a build needs.
+
+Two depths: ``quick_probe`` reads ``torch/version.py`` without importing Torch (milliseconds; enough to
+name the variant and to tell whether an earlier build is still up to date), and ``torch_details`` imports
+Torch in a subprocess (seconds; only when a project is configured).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+from .environment import Environment, detect_backend, normalize_cpu
+from .errors import BuildError
+from .variants import Variant, to_major_minor, variant_for_environment
+
+_QUICK = r"""
+import importlib.util, json, sys, sysconfig
+spec = importlib.util.find_spec("torch")
+print(json.dumps({
+    "torch_dir": None if spec is None or not spec.submodule_search_locations else list(spec.submodule_search_locations)[0],
+    "python_version": list(sys.version_info[:2]),
+    "python_include": sysconfig.get_paths()["include"],
+    "purelib": sysconfig.get_paths()["purelib"],
+}))
+"""
+
+_DETAILS = r"""
+import json, os, warnings
+warnings.filterwarnings("ignore")
+import torch, torch.utils
+from torch.utils import cpp_extension
+print(json.dumps({
+    "cmake_prefix_path": torch.utils.cmake_prefix_path,
+    "cxx11_abi": bool(torch.compiled_with_cxx11_abi()),
+    "nvcc_flags": list(getattr(cpp_extension, "COMMON_NVCC_FLAGS", [])),
+    "version": torch.__version__,
+}))
+"""
+
+
+@dataclass(frozen=True)
+class BuildInterpreter:
+    """A Python interpreter with Torch installed, as seen without importing Torch."""
+
+    python: Path
+    torch_dir: Path
+    torch_version: str  # e.g. "2.14.1+cu130"
+    cuda: str | None
+    hip: str | None
+    xpu: str | None
+    python_version: tuple[int, int]
+    python_include: Path
+    purelib: Path
+
+    @property
+    def torch_major_minor(self) -> tuple[int, int]:
+        return to_major_minor(self.torch_version.split("+")[0])
+
+    def backend(self) -> tuple[str, tuple[int, int] | None]:
+        """The compute backend of this Torch, through the one shared detection function."""
+        fake = types.SimpleNamespace(version=types.SimpleNamespace(cuda=self.cuda, hip=self.hip, xpu=self.xpu))
+        return detect_backend(fake)
+
+    def variant(self, stable_abi: tuple[int, int] | None = None) -> Variant:
+        backend, version = self.backend()
+        env = Environment(
+            cpu=normalize_cpu(platform.machine()),
+            os=platform.system().lower(),
+            torch_version=self.torch_major_minor,
+            cxx11_abi=True,  # checked against the real Torch before configuring (torch_details)
+            backend=backend,
+            backend_version=version,
+            python_version=self.python_version,
+        )
+        return variant_for_environment(stable_abi=stable_abi, environment=env)
+
+    def fingerprint(self) -> str:
+        """Changes when the interpreter or its Torch changes (for the up-to-date check)."""
+        version_py = (self.torch_dir / "version.py").read_bytes()
+        return hashlib.sha256(str(self.python).encode() + b"\0" + version_py).hexdigest()[:16]
+
+
+def _read_version_py(torch_dir: Path) -> dict[str, str | None]:
+    values: dict[str, str | None] = {}
+    for line in (torch_dir / "version.py").read_text(encoding="utf-8").splitlines():
+        for key in ("__version__", "cuda", "hip", "xpu"):
+            if line.startswith((f"{key} =", f"{key}:")):
+                value = line.split("=", 1)[1].strip()
+                values[key] = None if value == "None" else value.strip("'\"")
+    return values
+
+
+def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterpreter:
+    """Facts about ``python`` (default: this interpreter) and its Torch, without importing Torch."""
+    exe = Path(python) if python is not None else Path(sys.executable)
+    try:
+        out = subprocess.run([str(exe), "-c", _QUICK], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise BuildError(f"cannot run the build interpreter {exe}: {exc}") from None
+    data = json.loads(out)
+    if data["torch_dir"] is None:
+        raise BuildError(
+            f"torch is not installed for {exe}; install the Torch the variant needs "
+            "(e.g. `pip install torch==2.13.0` for a CPU build)"
+        )
+    torch_dir = Path(data["torch_dir"])
+    values = _read_version_py(torch_dir)
+    return BuildInterpreter(
+        python=exe,
+        torch_dir=torch_dir,
+        torch_version=values.get("__version__") or "0.0",
+        cuda=values.get("cuda"),
+        hip=values.get("hip"),
+        xpu=values.get("xpu"),
+        python_version=(data["python_version"][0], data["python_version"][1]),
+        python_include=Path(data["python_include"]),
+        purelib=Path(data["purelib"]),
+    )
+
+
+@dataclass(frozen=True)
+class TorchDetails:
+    cmake_prefix_path: str
+    cxx11_abi: bool
+    nvcc_flags: tuple[str, ...]
+    version: str
+
+
+def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
+    """Imports Torch in the build interpreter (the Torch check before configuring)."""
+    result = subprocess.run(
+        [str(interpreter.python), "-c", _DETAILS], capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise BuildError(f"cannot import torch with {interpreter.python}:\n{result.stderr.strip()}")
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    return TorchDetails(data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"])

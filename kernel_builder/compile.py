@@ -1,0 +1,55 @@
+"""Compile stage: configure the generated project with Ninja, build it, install the extension into a stage.
+
+The build directory is kept between runs, so Ninja recompiles only what changed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import toolchain
+from .runner import run
+
+
+def default_jobs(nvcc_threads: int) -> int:
+    if os.environ.get("MAX_JOBS", "").isdigit():
+        return max(1, int(os.environ["MAX_JOBS"]))
+    return max(1, (os.cpu_count() or 1) // max(1, nvcc_threads))
+
+
+def configure(project_dir: Path, build_dir: Path, *, build_type: str, cuda: bool, verbose: bool) -> None:
+    build_dir.mkdir(parents=True, exist_ok=True)
+    cxx = toolchain.host_compiler().path
+    argv = [
+        toolchain.cmake().path,
+        "-G", "Ninja",
+        "-S", project_dir,
+        "-B", build_dir,
+        f"-DCMAKE_MAKE_PROGRAM={toolchain.ninja().path}",
+        f"-DCMAKE_BUILD_TYPE={build_type}",
+        f"-DCMAKE_CXX_COMPILER={cxx}",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        f"-DCMAKE_INSTALL_PREFIX={build_dir.parent / 'stage'}",
+    ]  # fmt: skip
+    if cuda:
+        argv.append(f"-DCMAKE_CUDA_HOST_COMPILER={cxx}")
+    run(argv, verbose=verbose, capture=not verbose, what="CMake configure")
+
+
+def build(build_dir: Path, *, jobs: int, verbose: bool) -> None:
+    argv: list[str | os.PathLike[str]] = [toolchain.cmake().path, "--build", build_dir, "--parallel", str(jobs)]
+    if verbose:
+        argv.append("--verbose")
+    run(argv, verbose=verbose, what="compilation")
+
+
+def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
+    """Install into ``stage_dir`` and return the extension; cmake copies only files that changed."""
+    run([toolchain.cmake().path, "--install", build_dir, "--prefix", stage_dir], verbose=verbose, capture=True, what="install")
+    libraries = sorted(stage_dir.glob("*.abi3.so"))
+    if len(libraries) != 1:
+        from .errors import BuildError
+
+        raise BuildError(f"expected one .abi3.so in {stage_dir}, found {len(libraries)}")
+    return libraries[0]

@@ -1,0 +1,207 @@
+"""The CMake project of one AOT variant (build-output spec §5, §7).
+
+The generated CMakeLists.txt states what to build — components, sources, flags, architectures — as calls
+into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how.
+Everything the project depends on is written into it, so its files alone decide whether to reconfigure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from .. import __version__, capabilities
+from ..buildenv import BuildInterpreter, TorchDetails
+from ..plan import VariantPlan
+from ..toolchain import CudaToolkit
+from .registration import registration_header
+
+_NO_HALF = {
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+}
+BACKEND_DEFINES = {"cpu": "CPU_KERNEL", "cuda": "CUDA_KERNEL", "rocm": "ROCM_KERNEL", "metal": "METAL_KERNEL", "xpu": "XPU_KERNEL"}
+USE_DEFINES = {"cuda": "USE_CUDA=1", "rocm": "USE_ROCM=1", "xpu": "USE_XPU=1"}
+
+
+@dataclass(frozen=True)
+class ProjectOptions:
+    build_type: str = "Release"
+    nvcc_threads: int | None = None
+    gnu_unique_flag: bool = True  # whether the host compiler accepts -fno-gnu-unique
+    dependency_includes: tuple[Path, ...] = ()  # CUTLASS and other header-only dependencies
+
+
+def cmake_quote(value: str | os.PathLike[str]) -> str:
+    text = str(value)
+    for char in ("\\", '"', "$", ";"):
+        text = text.replace(char, "\\" + char)
+    return f'"{text}"'
+
+
+def _args(keyword: str, values: Iterable[str | os.PathLike[str]]) -> str:
+    values = list(values)
+    if not values:
+        return ""
+    return f"\n  {keyword} " + " ".join(cmake_quote(v) for v in values)
+
+
+def torch_cuda_flags(details: TorchDetails) -> list[str]:
+    """Torch's extension nvcc flags without the half/bfloat16 disabling defines, plus FP8."""
+    return [f for f in details.nvcc_flags if f not in _NO_HALF] + ["-DENABLE_FP8"]
+
+
+def nvcc_threads(plan: VariantPlan, options: ProjectOptions) -> int:
+    if options.nvcc_threads:
+        return options.nvcc_threads
+    if os.environ.get("NVCC_THREADS", "").isdigit():
+        return max(1, int(os.environ["NVCC_THREADS"]))
+    return max(1, min(8, max((len(c.archs) for c in plan.components), default=1)))
+
+
+def cuda_flags_for(flags: Sequence[str], cuda: tuple[int, int]) -> list[str]:
+    if cuda < (12, 8):
+        return [f for f in flags if not f.startswith("-static-global-template-stub")]
+    return list(flags)
+
+
+def cxx_standard(torch: tuple[int, int]) -> int:
+    return 17 if torch < (2, 12) else 20
+
+
+def write_project(
+    project_dir: Path,
+    root: Path,
+    plan: VariantPlan,
+    interpreter: BuildInterpreter,
+    details: TorchDetails,
+    toolkit: CudaToolkit | None,
+    options: ProjectOptions,
+) -> str:
+    """Write the project into ``project_dir`` (replacing what was there); returns its fingerprint."""
+    if project_dir.exists():
+        shutil.rmtree(project_dir)
+    (project_dir / "include").mkdir(parents=True)
+    (project_dir / "cmake").mkdir()
+    (project_dir / "include" / "registration.h").write_text(registration_header(), encoding="utf-8")
+    module = (files("kernel_builder") / "cmake" / "KernelBuilder.cmake").read_text(encoding="utf-8")
+    (project_dir / "cmake" / "KernelBuilder.cmake").write_text(module, encoding="utf-8")
+    late_includes: list[Path] = []
+    if toolkit is not None:
+        shim = _cuda_library_headers(project_dir / "cuda-library-headers", interpreter, toolkit)
+        if shim is not None:
+            late_includes.append(shim)
+    text = _cmakelists(root, plan, interpreter, details, toolkit, options, project_dir, late_includes)
+    (project_dir / "CMakeLists.txt").write_text(text, encoding="utf-8")
+    return project_fingerprint(project_dir)
+
+
+def project_fingerprint(project_dir: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(project_dir.rglob("*")):
+        rel = path.relative_to(project_dir).as_posix()
+        digest.update(rel.encode() + b"\0")
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cuda_library_headers(shim: Path, interpreter: BuildInterpreter, toolkit: CudaToolkit) -> Path | None:
+    """Torch's CUDA wheels ship cuBLAS/cuSPARSE/... headers that a bare toolkit may lack. Expose only the
+    headers the toolkit does not have, so headers of two CUDA releases never mix (the wheel's ``crt/`` can be
+    newer than nvcc's)."""
+    wheel_include = interpreter.purelib / "nvidia" / f"cu{toolkit.version[0]}" / "include"
+    if not wheel_include.is_dir():
+        return None
+    shim.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(wheel_include.iterdir()):
+        if not (toolkit.include / entry.name).exists():
+            (shim / entry.name).symlink_to(entry)
+    return shim
+
+
+def _cmakelists(
+    root: Path,
+    plan: VariantPlan,
+    interpreter: BuildInterpreter,
+    details: TorchDetails,
+    toolkit: CudaToolkit | None,
+    options: ProjectOptions,
+    project_dir: Path,
+    late_includes: list[Path],
+) -> str:
+    cuda = plan.backend == "cuda"
+    languages = "CXX CUDA" if cuda else "CXX"
+    standard = cxx_standard(interpreter.torch_major_minor)
+    definitions = [f"TORCH_EXTENSION_NAME={plan.ops_name}", BACKEND_DEFINES[plan.backend], "Py_LIMITED_API=0x03090000"]
+    if plan.backend in USE_DEFINES:
+        definitions.insert(2, USE_DEFINES[plan.backend])
+    if plan.variant.kind == "torch-stable-abi" and plan.variant.framework_version is not None:
+        major, minor = plan.variant.framework_version
+        definitions.append(f"TORCH_TARGET_VERSION=0x{(major << 56) | (minor << 48):016X}")
+    prefix_map = f"-ffile-prefix-map={root}=."
+    cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + [prefix_map]
+    cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + (torch_cuda_flags(details) if cuda else [])
+    lines = [
+        f"# Generated by kernel-builder {__version__} for variant {plan.name}. Do not edit: every build rewrites it.",
+        "cmake_minimum_required(VERSION 3.26)",
+    ]
+    if cuda and toolkit is not None:
+        lines += [
+            f"set(CMAKE_CUDA_COMPILER {cmake_quote(toolkit.nvcc)})",
+            f"set(CUDAToolkit_ROOT {cmake_quote(toolkit.root)})",
+            f"set(CUDA_TOOLKIT_ROOT_DIR {cmake_quote(toolkit.root)})",
+            "set(CMAKE_CUDA_ARCHITECTURES OFF)",
+            # Any single valid arch keeps Torch's config from probing GPUs; its flags are removed afterwards.
+            'set(TORCH_CUDA_ARCH_LIST "9.0")',
+        ]
+    lines += [
+        f"project({plan.ops_name} LANGUAGES {languages})",
+        f"set(Python_EXECUTABLE {cmake_quote(interpreter.python)})",
+        f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(details.cmake_prefix_path)})",
+        f"set(CMAKE_CXX_STANDARD {standard})",
+        "set(CMAKE_CXX_STANDARD_REQUIRED ON)",
+        "set(CMAKE_CXX_EXTENSIONS OFF)",
+    ]
+    if cuda:
+        lines += [
+            f"set(CMAKE_CUDA_STANDARD {standard})",
+            "set(CMAKE_CUDA_STANDARD_REQUIRED ON)",
+            "set(CMAKE_CUDA_EXTENSIONS OFF)",
+            f'set(KB_NVCC_THREADS_FLAG "--threads={nvcc_threads(plan, options)}")',
+        ]
+    lines += [
+        'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")',
+        "kb_find_torch()",
+        "kb_common("
+        + _args("DEFINITIONS", definitions)
+        + _args("INCLUDE_DIRS", [project_dir / "include", *options.dependency_includes])
+        + _args("LATE_INCLUDE_DIRS", late_includes)
+        + _args("CXX_OPTIONS", cxx_options)
+        + _args("CUDA_OPTIONS", cuda_options)
+        + ")",
+    ]
+    cuda_version = toolkit.version if toolkit is not None else (0, 0)
+    for component in plan.components:
+        if not component.sources:
+            continue
+        lines.append(
+            f"kb_component({component.name}"
+            + _args("SOURCES", [root / s for s in component.sources])
+            + _args("INCLUDE_DIRS", [root / i for i in component.include])
+            + _args("CXX_FLAGS", component.cxx_flags)
+            + _args("GENCODE", capabilities.gencode_flags(component.archs) if cuda else [])
+            + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
+            + ")"
+        )
+    lines.append(f"kb_extension({plan.ops_name})")
+    return "\n".join(lines) + "\n"

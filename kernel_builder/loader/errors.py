@@ -1,0 +1,41 @@
+"""The loader's error types (loader spec §1.7).
+
+Each subclasses the builtin exception upstream's ``kernels`` loader raises in the same situation, so existing
+``except FileNotFoundError`` / ``except ValueError`` clauses keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernel_builder.loader.resolve import Decision
+
+__all__ = [
+    "KernelIntegrityError",
+    "KernelNotLockedError",
+    "NoCompatibleVariantError",
+    "UntrustedKernelError",
+]
+
+
+class NoCompatibleVariantError(FileNotFoundError):
+    """No variant directory suits this environment; ``decisions`` holds each one's verdict, best first."""
+
+    def __init__(self, message: str, decisions: Sequence[Decision] = ()) -> None:
+        # One argument only: OSError reads two as (errno, strerror).
+        super().__init__(message)
+        self.decisions: tuple[Decision, ...] = tuple(decisions)
+
+
+class KernelIntegrityError(ValueError):
+    """A variant's files differ from its ``metadata.json`` digest or from its lock-file hash."""
+
+
+class UntrustedKernelError(ValueError):
+    """The publisher of a Hub kernel is not trusted (and ``trust_remote_code`` was not given)."""
+
+
+class KernelNotLockedError(ValueError):
+    """A locked load found no lock file that lists the repository."""

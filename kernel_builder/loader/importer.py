@@ -1,0 +1,287 @@
+"""Importing a variant directory as a Python package, and the checks that come right before (loader spec §3).
+
+A kernel is imported under its unique ``metadata.id`` (never its plain name), so it cannot shadow an installed
+package, its relative imports resolve to its own files, and two builds of one kernel load side by side. Every
+load goes through :func:`load_variant` under one process-wide re-entrant lock and is recorded in a registry
+that :func:`get_loaded_kernels` copies. :func:`check_python_dependencies` (§2.6) and :func:`check_digest`
+(§2.7) are shared by local, Hub and locked loads, which call them in their own order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import sys
+import threading
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import ModuleType
+
+from kernel_builder.dependencies import PYTHON_DEPENDENCIES
+from kernel_builder.loader.errors import KernelIntegrityError
+from kernel_builder.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
+
+__all__ = [
+    "LoadedKernel",
+    "RepoInfo",
+    "check_digest",
+    "check_python_dependencies",
+    "env_flag",
+    "get_loaded_kernels",
+    "load_variant",
+    "read_variant_metadata",
+    "warn",
+]
+
+logger = logging.getLogger("kernel_builder")
+
+_INIT = "__init__.py"
+_PACKAGE = __name__.partition(".")[0]
+_OFF = frozenset({"0", "false", "no", "off"})
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """The Hub repository a kernel was downloaded from (after redirects) and the 40-hex commit loaded."""
+
+    repo_id: str
+    revision: str
+
+
+@dataclass(frozen=True)
+class LoadedKernel:
+    """One imported kernel module; ``repo_info`` is ``None`` for local loads."""
+
+    metadata: Metadata
+    module: ModuleType
+    repo_info: RepoInfo | None = None
+
+
+_lock = threading.RLock()
+_loaded: list[LoadedKernel] = []
+_by_path: dict[str, LoadedKernel] = {}  # real path of a variant directory (or an alias of it) → its kernel
+_origin: dict[str, str] = {}  # module id → real path it was first imported from
+
+
+def get_loaded_kernels() -> list[LoadedKernel]:
+    """Every kernel imported in this process, in load order, one entry per distinct module (a fresh list)."""
+    with _lock:
+        return list(_loaded)
+
+
+def env_flag(name: str) -> bool:
+    """A default-on switch: false only when the variable is ``0``, ``false``, ``no`` or ``off`` (any case)."""
+    return os.environ.get(name, "").strip().lower() not in _OFF
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the first frame outside ``kernel_builder`` (the user's call)."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).partition(".")[0] == _PACKAGE:
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+# --- checks before import -----------------------------------------------------------------------------------
+
+
+def check_python_dependencies(metadata: Metadata, backend: str, where: str | os.PathLike[str]) -> None:
+    """Every ``python-depends`` entry must be known and, if it applies to ``backend``, importable (§2.6).
+
+    ``torch`` always passes; an entry of another backend's table is not needed here and is skipped. Raises
+    ``ValueError`` for an unknown entry and ``ImportError`` (with the ``pip install`` command) for a missing
+    one.
+    """
+    backend = "cann" if backend == "npu" else backend
+    for name in metadata.python_depends:
+        if name == "torch":
+            continue
+        dependency = PYTHON_DEPENDENCIES.get(name)
+        if dependency is None:
+            known = ", ".join(["torch", *PYTHON_DEPENDENCIES])
+            raise ValueError(
+                f"kernel {metadata.name} ({where}) depends on unknown Python package {name!r}; "
+                f"known dependencies: {known}"
+            )
+        if dependency.level not in ("general", backend):
+            logger.debug(
+                "kernel %s: %s applies to %s only; not checked", metadata.name, name, dependency.level
+            )
+            continue
+        if dependency.import_name is None or _importable(dependency.import_name):
+            continue
+        raise ImportError(
+            f"kernel {metadata.name} ({where}) needs the Python package {dependency.pip_name} "
+            f"(python-depends: {name}), which is not installed; "
+            f"install it with: pip install {dependency.pip_name}",
+            name=dependency.import_name,
+        )
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: in sys.modules without a __spec__
+        return module in sys.modules
+
+
+def check_digest(
+    variant_dir: str | os.PathLike[str],
+    metadata: Metadata,
+    verify: bool | None,
+    *,
+    remedy: str | None = None,
+) -> None:
+    """Verify the variant directory against its digest (§2.7) unless ``verify`` (or the env var) turns it off.
+
+    ``verify=None`` follows ``KERNEL_BUILDER_VERIFY_DIGEST``. ``remedy`` says what to delete or rebuild (for a
+    download, the cache folder); it defaults to rebuilding the directory. Raises :class:`KernelIntegrityError`
+    listing every problem.
+    """
+    if verify is None:
+        verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST")
+    if not verify:
+        logger.debug("%s: digest verification disabled", variant_dir)
+        return
+    problems = verify_digest(variant_dir, metadata)
+    if not problems:
+        return
+    fix = remedy or f"rebuild or restore {variant_dir}"
+    raise KernelIntegrityError(
+        "\n".join(
+            [
+                f"the files of {variant_dir} do not match the digest in its {METADATA_FILE}:",
+                *(f"  {problem}" for problem in problems),
+                (
+                    f"To fix it, {fix}. To load it anyway, pass verify_digest=False or set "
+                    f"KERNEL_BUILDER_VERIFY_DIGEST=0."
+                ),
+            ]
+        )
+    )
+
+
+# --- import -------------------------------------------------------------------------------------------------
+
+
+def read_variant_metadata(variant_dir: str | os.PathLike[str]) -> Metadata:
+    """Read a variant's ``metadata.json``; a legacy nested build without ``name`` takes its package's."""
+    directory = Path(variant_dir)
+    default_name = None
+    if not (directory / _INIT).is_file():
+        packages = sorted(
+            entry.name
+            for entry in directory.iterdir()
+            if entry.name != "__pycache__" and (entry / _INIT).is_file()
+        )
+        if len(packages) == 1:
+            default_name = packages[0].replace("_", "-")
+    return read_metadata(directory / METADATA_FILE, default_name=default_name)
+
+
+def _find_package(directory: Path, metadata: Metadata) -> Path:
+    """The package's ``__init__.py``: flat layout first, then the legacy ``<python_name>/`` subdirectory."""
+    flat = directory / _INIT
+    nested = directory / metadata.python_name / _INIT
+    for init in (flat, nested):
+        if init.is_file():
+            return init
+    raise FileNotFoundError(
+        f"{directory}: no package __init__.py for kernel {metadata.name}; tried {flat} (flat layout) and "
+        f"{nested} (legacy nested layout)"
+    )
+
+
+def _legacy_id(metadata: Metadata, real_path: str) -> str:
+    return f"_{metadata.python_name}_{hashlib.sha256(os.fsencode(real_path)).hexdigest()[:10]}"
+
+
+def _forget(module_id: str) -> None:
+    prefix = module_id + "."
+    for name in [name for name in sys.modules if name == module_id or name.startswith(prefix)]:
+        del sys.modules[name]
+
+
+def load_variant(
+    variant_dir: str | os.PathLike[str],
+    *,
+    metadata: Metadata | None = None,
+    repo_info: RepoInfo | None = None,
+) -> ModuleType:
+    """Import a variant directory (§3) and register it; a directory already loaded gives the same module.
+
+    ``metadata`` saves re-reading ``metadata.json``. Raises ``FileNotFoundError`` / ``ValueError`` for missing
+    or invalid metadata or package, ``ImportError`` when the id is taken by a different build, and re-raises
+    what the package's ``__init__`` raises (after removing the id and its submodules from ``sys.modules``).
+    """
+    directory = Path(variant_dir)
+    real_path = os.path.realpath(directory)
+    with _lock:
+        known = _by_path.get(real_path)
+        if known is not None:
+            return known.module
+        if metadata is None:
+            metadata = read_variant_metadata(directory)
+        dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
+        if dirty:
+            keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
+            warn(
+                f"kernel {metadata.name} at {directory} was built from uncommitted changes ({keys}); "
+                f"its id does not identify its sources"
+            )
+        init = _find_package(directory, metadata)
+        module_id = metadata.id
+        if module_id is None:
+            module_id = _legacy_id(metadata, real_path)
+            metadata = replace(metadata, id=module_id)
+            warn(
+                f"{directory / METADATA_FILE} has no 'id' (a build by an older tool); loading kernel "
+                f"{metadata.name} as module {module_id!r}. Rebuild it to get a stable id."
+            )
+
+        existing = sys.modules.get(module_id)
+        if existing is not None:
+            origin = _origin.get(module_id)
+            owner = _by_path.get(origin) if origin is not None else None
+            if owner is not None and owner.module is existing:
+                if metadata.digest is not None and metadata.digest == owner.metadata.digest:
+                    _by_path[real_path] = owner
+                    logger.debug("%s: same build as %s (module %s); reusing it", directory, origin, module_id)
+                    return existing
+                other = origin
+            else:
+                other = getattr(existing, "__file__", None) or repr(existing)
+            raise ImportError(
+                f"cannot import {directory} as module {module_id!r}: {other} is already loaded under that id "
+                f"and is not the same build (their digests differ). Two builds cannot share one op "
+                f"namespace; restart the process to switch builds.",
+                name=module_id,
+                path=str(directory),
+            )
+
+        spec = importlib.util.spec_from_file_location(
+            module_id, init, submodule_search_locations=[str(init.parent)]
+        )
+        if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has a loader
+            raise ImportError(f"cannot import {init}", name=module_id, path=str(init))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_id] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as error:
+            _forget(module_id)
+            add_note = getattr(error, "add_note", None)  # Python 3.11+
+            if add_note is not None:
+                add_note(f"while importing kernel {metadata.name} from {directory} as module {module_id!r}")
+            raise
+        kernel = LoadedKernel(metadata, module, repo_info)
+        _loaded.append(kernel)
+        _by_path[real_path] = kernel
+        _origin[module_id] = real_path
+        logger.debug("imported kernel %s from %s as module %s", metadata.name, directory, module_id)
+        return module

@@ -1,0 +1,181 @@
+"""Loading kernels from local directories: ``get_local_kernel`` and ``LOCAL_KERNELS`` (loader §1.2, §1.6).
+
+A local load detects the environment, validates ``backend`` (§2.2), finds the variant directory among the
+three accepted shapes, then checks Python dependencies (§2.6), verifies the digest (§2.7) and imports (§3)
+with no ``RepoInfo``. Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from types import ModuleType
+
+from kernel_builder import environment
+from kernel_builder.loader import resolve
+from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.importer import (
+    check_digest,
+    check_python_dependencies,
+    env_flag,
+    load_variant,
+    read_variant_metadata,
+)
+from kernel_builder.metadata import METADATA_FILE, Metadata
+from kernel_builder.variants import parse_variant
+
+__all__ = [
+    "LOCAL_KERNELS",
+    "get_local_kernel",
+    "load_local_override",
+    "local_kernel_path",
+    "parse_local_kernels",
+]
+
+logger = logging.getLogger("kernel_builder")
+
+LOCAL_KERNELS = "LOCAL_KERNELS"
+_REPO_ID_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_SHAPES = (
+    "a kernel repo root containing build/, a build/ directory with variant directories, "
+    f"or one variant directory containing {METADATA_FILE}"
+)
+
+
+def get_local_kernel(
+    repo_path: str | os.PathLike[str], backend: str | None = None, *, verify_digest: bool | None = None
+) -> ModuleType:
+    """Import a kernel from a local repo root, its ``build/`` directory or one variant directory.
+
+    Among variant directories the best compatible one is chosen (§2); a single variant directory is loaded
+    without compatibility filtering. ``backend`` is ``None`` (the detected backend), ``"cpu"`` or the detected
+    backend's name. ``verify_digest=None`` follows ``KERNEL_BUILDER_VERIFY_DIGEST`` (on by default).
+
+    Raises ``ValueError`` for an invalid backend, :class:`NoCompatibleVariantError` when variant directories
+    exist but none suits this environment, ``FileNotFoundError`` when ``repo_path`` is none of the accepted
+    shapes, and the errors of the dependency check, digest verification and import.
+    """
+    root = Path(os.path.abspath(repo_path))
+    env = environment.detect_environment()
+    selected = resolve.select_backend(env, backend)
+    variant_dir = _locate(root, env, selected)
+    metadata = read_variant_metadata(variant_dir)
+    check_python_dependencies(metadata, selected, variant_dir)
+    check_digest(variant_dir, metadata, verify_digest)
+    return load_variant(variant_dir, metadata=metadata)
+
+
+def _subdirectories(directory: Path) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            # `.`-prefixed directories are the builder's temporaries (build-output §9.1), never variants.
+            return sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _has_variant(names: list[str]) -> bool:
+    for name in names:
+        try:
+            parse_variant(name)
+        except ValueError:
+            continue
+        return True
+    return False
+
+
+def _locate(root: Path, env: environment.Environment, backend: str) -> Path:
+    for base in (root, root / "build"):
+        names = _subdirectories(base)
+        if not _has_variant(names):
+            continue
+
+        def lookup(name: str, base: Path = base) -> Metadata | None:
+            if not (base / name / METADATA_FILE).is_file():
+                return None
+            return read_variant_metadata(base / name)
+
+        probe = resolve.GpuProbe(lambda: resolve.probe_gpus(backend))
+        decisions = resolve.resolve_variants(
+            names,
+            env,
+            backend,
+            lookup,
+            gpus=probe,
+            check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+            first_only=True,
+        )
+        if decisions and isinstance(decisions[0], resolve.VariantAccepted):
+            chosen = decisions[0].variant.variant_str
+            logger.debug("%s: chose variant %s", base, chosen)
+            return base / chosen
+        line = resolve.environment_line(env, backend, probe.probed)
+        raise NoCompatibleVariantError(resolve.describe_no_compatible(str(base), line, decisions), decisions)
+    if (root / METADATA_FILE).is_file():
+        return root
+    state = "does not exist" if not root.exists() else "holds no kernel"
+    raise FileNotFoundError(f"{root} {state}: expected {_SHAPES}")
+
+
+# --- LOCAL_KERNELS (§1.6) -----------------------------------------------------------------------------------
+
+
+def _format() -> str:
+    return f"<org>/<name>=<path>, several separated by {os.pathsep!r}"
+
+
+def parse_local_kernels(value: str) -> dict[str, Path]:
+    """Parse a ``LOCAL_KERNELS`` value: repo id → absolute, ``~``-expanded path (existence is not checked).
+
+    Segments are separated by ``os.pathsep``, stripped, and empty ones ignored; each splits at its first
+    ``=``. Raises ``ValueError`` quoting the segment and the expected format for a missing ``=``, an empty or
+    malformed repo id, an empty path or a repo id given twice.
+    """
+    mapping: dict[str, Path] = {}
+    for raw in value.split(os.pathsep):
+        segment = raw.strip()
+        if not segment:
+            continue
+
+        def invalid(problem: str, segment: str = segment) -> ValueError:
+            return ValueError(f"invalid {LOCAL_KERNELS} segment {segment!r}: {problem}; expected {_format()}")
+
+        repo_id, equals, path = segment.partition("=")
+        repo_id, path = repo_id.strip(), path.strip()
+        if not equals:
+            raise invalid("no '=' between repo id and path")
+        if not repo_id:
+            raise invalid("empty repo id")
+        if not _REPO_ID_RE.fullmatch(repo_id):
+            raise invalid(f"repo id {repo_id!r} is not of the form <org>/<name>")
+        if not path:
+            raise invalid("empty path")
+        if repo_id in mapping:
+            raise invalid(f"repo id {repo_id!r} is given more than once")
+        mapping[repo_id] = Path(os.path.abspath(os.path.expanduser(path)))
+    return mapping
+
+
+def local_kernel_path(repo_id: str) -> Path | None:
+    """The path ``LOCAL_KERNELS`` maps ``repo_id`` to (read now), or ``None``.
+
+    Raises ``ValueError`` when the variable is malformed and ``FileNotFoundError`` when the mapped path does
+    not exist.
+    """
+    path = parse_local_kernels(os.environ.get(LOCAL_KERNELS, "")).get(repo_id)
+    if path is not None and not path.exists():
+        raise FileNotFoundError(f"{LOCAL_KERNELS} maps {repo_id} to {path}, which does not exist")
+    return path
+
+
+def load_local_override(
+    repo_id: str, backend: str | None = None, *, verify_digest: bool | None = None
+) -> ModuleType | None:
+    """``get_kernel``'s first step: the kernel ``LOCAL_KERNELS`` maps ``repo_id`` to, else ``None``."""
+    path = local_kernel_path(repo_id)
+    if path is None:
+        return None
+    logger.debug("%s: loading %s from %s (%s)", repo_id, repo_id, path, LOCAL_KERNELS)
+    return get_local_kernel(path, backend, verify_digest=verify_digest)

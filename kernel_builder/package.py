@@ -1,0 +1,180 @@
+"""Package stage: assemble ``build/<variant>/`` (build-output spec §8, §9).
+
+The variant is assembled in a ``.``-prefixed temporary directory inside ``build/`` and renamed over the old
+one only when complete, so a failed or interrupted build never leaves a half-written variant.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config.model import KernelProject
+from .errors import BuildError
+from .generate.ops import aot_ops_py, noarch_ops_py
+from .metadata import digest_files
+from .plan import VariantPlan
+from .sources import package_dir, shipped_python_files
+
+_REGISTERING_DECORATORS = (
+    "custom_op", "triton_op", "register_kernel", "register_fake", "register_vmap", "register_torch_dispatch",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Provenance:
+    commit: str | None = None
+    dirty: bool = False
+
+
+def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | None:
+    """HEAD of the git work tree holding the kernel, and whether any id input differs from it."""
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(project.root), *args], capture_output=True, text=True, check=False)
+
+    try:
+        head = git("rev-parse", "--verify", "HEAD")
+    except OSError:
+        return None
+    if head.returncode != 0:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=all", "--", *inputs)
+    return Provenance(head.stdout.strip(), bool(status.stdout.strip()))
+
+
+def metadata_dict(
+    project: KernelProject, plan: VariantPlan, digest: dict[str, str], provenance: Provenance | None
+) -> dict[str, Any]:
+    general = project.config.general
+    data: dict[str, Any] = {"name": general.name, "id": plan.ops_name, "version": general.version, "license": general.license}
+    if general.upstream:
+        data["upstream"] = general.upstream
+    if general.source:
+        data["source"] = general.source
+    data["python-depends"] = list(general.python_depends_for(plan.backend))
+    data["kernel-depends"] = [
+        {"repo-id": d.repo_id, **({"version": d.version} if d.version is not None else {"revision": d.revision})}
+        for d in general.kernel_depends_for(plan.backend)
+    ]
+    backend: dict[str, Any] = {"type": plan.backend}
+    if plan.backend in ("cuda", "rocm") and plan.archs:
+        backend["archs"] = list(plan.archs)
+    data["backend"] = backend
+    if plan.arch_selection:
+        data["arch-selection"] = plan.arch_selection
+    data["digest"] = {"algorithm": "sha256", "files": digest}
+    prov: dict[str, Any] = {"kernel-builder": {"version": __version__}}
+    if provenance is not None:
+        prov["kernel"] = {"commit": provenance.commit, "dirty": provenance.dirty}
+    data["provenance"] = prov
+    return data
+
+
+def check_op_namespaces(package: Path, files: list[str]) -> list[str]:
+    """``file:line`` of every op registration that does not use ``add_op_namespace_prefix(...)``."""
+    problems = []
+    for rel in files:
+        if not rel.endswith(".py"):
+            continue
+        path = package / rel
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except SyntaxError as exc:
+            problems.append(f"{rel}:{exc.lineno}: syntax error: {exc.msg}")
+            continue
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for deco in node.decorator_list:
+                if not isinstance(deco, ast.Call) or not _callee_name(deco.func).endswith(_REGISTERING_DECORATORS):
+                    continue
+                first = deco.args[0] if deco.args else None
+                if not (isinstance(first, ast.Call) and _callee_name(first.func) == "add_op_namespace_prefix"):
+                    problems.append(f"{rel}:{deco.lineno}: `{_callee_name(deco.func)}` registers an op without "
+                                    "add_op_namespace_prefix(...)")
+    return problems
+
+
+def _callee_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def assemble(
+    project: KernelProject,
+    plan: VariantPlan,
+    unique_id: str,
+    build_root: Path,
+    extension: Path | None,
+    provenance: Provenance | None,
+    import_check: Callable[[Path], None] | None,
+) -> Path:
+    """Write ``build_root/<variant>/`` atomically and return it."""
+    build_root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{plan.name}.", dir=build_root))
+    try:
+        source = package_dir(project)
+        files = shipped_python_files(project)
+        problems = check_op_namespaces(source, files)
+        if problems:
+            raise BuildError(
+                "op registrations must use the unique namespace:\n"
+                + "\n".join(f"  {source.relative_to(project.root) / p}" for p in problems)
+                + '\n  hint: use add_op_namespace_prefix("name") from ._ops (a literal namespace breaks '
+                "side-by-side loading)"
+            )
+        for rel in files:
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / rel, target)
+        ops = aot_ops_py(plan.ops_name) if extension is not None else noarch_ops_py(project.py_name, unique_id)
+        (tmp / "_ops.py").write_text(ops, encoding="utf-8")
+        if extension is not None:
+            shutil.copyfile(extension, tmp / f"{plan.ops_name}.abi3.so")
+            os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
+        metadata = metadata_dict(project, plan, digest_files(tmp), provenance)
+        (tmp / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if import_check is not None:
+            import_check(tmp)
+        _replace_dir(tmp, build_root / plan.name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return build_root / plan.name
+
+
+def _replace_dir(new: Path, final: Path) -> None:
+    """Move ``new`` to ``final``; an existing ``final`` is moved aside first and removed after."""
+    old = None
+    if final.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
+        os.rmdir(old)
+        os.rename(final, old)
+    os.rename(new, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def sync_card(project: KernelProject, build_root: Path) -> None:
+    """``build/CARD.md`` mirrors ``<root>/CARD.md``; a stale copy is removed."""
+    card = project.root / "CARD.md"
+    target = build_root / "CARD.md"
+    if card.is_file():
+        build_root.mkdir(parents=True, exist_ok=True)
+        if not target.is_file() or target.read_bytes() != card.read_bytes():
+            shutil.copyfile(card, target)
+    elif target.exists():
+        target.unlink()

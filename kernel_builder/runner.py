@@ -1,0 +1,52 @@
+"""One runner for every external command: echo it when verbose, stream or capture its output.
+
+Compiler output is shown as the compiler wrote it; quiet steps (configure) keep their output and show it
+only when they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .errors import BuildError
+
+
+def format_command(argv: Sequence[str | os.PathLike[str]]) -> str:
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    verbose: bool = False,
+    capture: bool = False,
+    what: str = "command",
+) -> str:
+    """Run ``argv``; raise BuildError naming ``what`` on failure. Returns captured stdout+stderr."""
+    if verbose:
+        print(f"+ {format_command(argv)}", file=sys.stderr, flush=True)
+    full_env = {**os.environ, **env} if env is not None else None
+    try:
+        if capture:
+            result = subprocess.run(
+                [str(a) for a in argv], cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, errors="replace", check=False,
+            )  # fmt: skip
+            output = result.stdout
+        else:
+            sys.stdout.flush()
+            result = subprocess.run([str(a) for a in argv], cwd=cwd, env=full_env, check=False)
+            output = ""
+    except FileNotFoundError as exc:
+        raise BuildError(f"{what} failed: {argv[0]} not found ({exc.strerror})") from None
+    if result.returncode != 0:
+        shown = f"\n{output.rstrip()}" if capture and output else ""
+        raise BuildError(f"{what} failed (exit status {result.returncode}): {format_command(argv)}{shown}")
+    return output

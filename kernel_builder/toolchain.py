@@ -1,0 +1,137 @@
+"""The tools a compiled variant needs, found as typed values and checked before anything is configured.
+
+CMake and Ninja come from their PyPI packages (pinned by this project's dependencies), the host compiler
+from ``$CXX`` or the system ``g++``, and nvcc from ``CUDA_HOME``, ``PATH`` or ``/usr/local/cuda``; nvcc's
+major.minor must equal the CUDA version Torch was built with.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BuildError
+
+_NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class Tool:
+    path: Path
+    version: str
+
+
+@dataclass(frozen=True)
+class CudaToolkit:
+    nvcc: Path
+    version: tuple[int, int]
+    root: Path
+    description: str  # nvcc's own version line, for the record
+
+    @property
+    def include(self) -> Path:
+        return self.root / "include"
+
+
+@functools.cache
+def cmake() -> Tool:
+    import cmake as cmake_pkg  # the PyPI package: a known CMake >= 3.26 whatever the system has
+
+    path = Path(cmake_pkg.CMAKE_BIN_DIR) / "cmake"
+    return Tool(path, getattr(cmake_pkg, "__version__", "unknown"))
+
+
+@functools.cache
+def ninja() -> Tool:
+    import ninja as ninja_pkg
+
+    path = Path(ninja_pkg.BIN_DIR) / "ninja"
+    return Tool(path, getattr(ninja_pkg, "__version__", "unknown"))
+
+
+def _first_line(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    except OSError:
+        return ""
+    return out.strip().splitlines()[0] if out.strip() else ""
+
+
+@functools.cache
+def host_compiler() -> Tool:
+    name = os.environ.get("CXX") or "g++"
+    found = shutil.which(name)
+    if found is None:
+        raise BuildError(f"no C++ compiler: `{name}` not found (set CXX or install g++)")
+    return Tool(Path(found), _first_line([found, "--version"]))
+
+
+def compiler_accepts(flag: str) -> bool:
+    """Whether the host compiler accepts ``flag`` (e.g. ``-fno-gnu-unique``, GCC only)."""
+    return _accepts(str(host_compiler().path), flag)
+
+
+@functools.cache
+def _accepts(compiler: str, flag: str) -> bool:
+    result = subprocess.run(
+        [compiler, flag, "-Werror", "-x", "c++", "-fsyntax-only", "-"], input="", capture_output=True, check=False,
+        text=True,
+    )  # fmt: skip
+    return result.returncode == 0
+
+
+def _nvcc_candidates() -> list[Path]:
+    candidates = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            candidates.append(Path(os.environ[var]) / "bin" / "nvcc")
+    on_path = shutil.which("nvcc")
+    if on_path:
+        candidates.append(Path(on_path))
+    candidates.append(Path("/usr/local/cuda/bin/nvcc"))
+    return candidates
+
+
+def _real_nvcc(nvcc: Path) -> Path:
+    """The nvcc binary behind ``nvcc`` (which may be a wrapper script): nvcc's dry run names its own dir."""
+    result = subprocess.run(
+        [str(nvcc), "-dryrun", "-E", "-x", "cu", os.devnull], capture_output=True, text=True, check=False
+    )
+    for line in (result.stderr + result.stdout).splitlines():
+        if line.startswith("#$ _HERE_="):
+            return (Path(line.split("=", 1)[1].strip()) / "nvcc").resolve()
+    return nvcc.resolve()
+
+
+@functools.cache
+def cuda_toolkit() -> CudaToolkit:
+    for nvcc in _nvcc_candidates():
+        if nvcc.is_file():
+            out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False).stdout
+            match = _NVCC_RELEASE.search(out)
+            if match:
+                real = _real_nvcc(nvcc)
+                return CudaToolkit(real, (int(match[1]), int(match[2])), real.parent.parent, out.strip().splitlines()[-1])
+    raise BuildError("no CUDA compiler: nvcc not found in CUDA_HOME, PATH or /usr/local/cuda (set CUDA_HOME)")
+
+
+def check_cuda_match(toolkit: CudaToolkit, torch_cuda: str | None) -> None:
+    """nvcc's major.minor must equal ``torch.version.cuda``; checked before configuring."""
+    wanted = tuple(int(p) for p in (torch_cuda or "0.0").split(".")[:2])
+    if wanted != toolkit.version:
+        have = f"{toolkit.version[0]}.{toolkit.version[1]}"
+        raise BuildError(
+            f"nvcc {toolkit.nvcc} is CUDA {have}, but torch was built with CUDA {torch_cuda}: "
+            f"install CUDA {torch_cuda} and set CUDA_HOME to it, or use a torch built for CUDA {have}"
+        )
+
+
+def fingerprint(*tools: Tool | CudaToolkit) -> str:
+    text = "\n".join(f"{t.nvcc if isinstance(t, CudaToolkit) else t.path}={getattr(t, 'description', None) or getattr(t, 'version', '')}" for t in tools)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

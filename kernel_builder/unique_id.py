@@ -1,0 +1,47 @@
+"""The deterministic content id behind every op namespace (build-output spec §4).
+
+Distinct content gives distinct ids, so two versions of a kernel load side by side in one process; identical
+content gives the same id with or without git, so a rebuild is the same kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import re
+
+from . import __version__
+from .config.model import KernelProject
+from .errors import UsageError
+from .sources import id_input_files
+
+UNIQUE_ID_RE = re.compile(r"^[A-Za-z0-9_]{1,40}$")
+
+
+def id_text(project: KernelProject, tool_version: str = __version__) -> str:
+    """The canonical text whose SHA-256 gives the id (also recorded to detect changes)."""
+    lines = ["kernel-builder-unique-id 1", f"generator {tool_version}"]
+    for rel in id_input_files(project):
+        digest = hashlib.sha256((project.root / rel).read_bytes()).hexdigest()
+        lines.append(f"{digest} {rel}")
+    return "".join(line + "\n" for line in lines)
+
+
+def compute_unique_id(project: KernelProject, tool_version: str = __version__) -> str:
+    return hashlib.sha256(id_text(project, tool_version).encode()).hexdigest()[:10]
+
+
+def check_unique_id(value: str) -> str:
+    """Validates ``--unique-id``."""
+    if UNIQUE_ID_RE.match(value):
+        return value
+    hint = " (use `_` instead of `-`)" if "-" in value else ""
+    raise UsageError(f"--unique-id {value!r} is invalid: use 1 to 40 letters, digits or `_`{hint}")
+
+
+def ops_name(py_name: str, backend: str, unique_id: str) -> str:
+    """``_<py_name>_<backend>_<id>``: the namespace, module, target and metadata id of a variant."""
+    name = f"_{py_name}_{backend}_{unique_id}"
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise UsageError(f"op namespace {name!r} is not a valid Python identifier")
+    return name
