@@ -20,13 +20,13 @@ from pathlib import Path
 from . import __version__, compile as compile_stage, toolchain
 from .buildenv import BuildInterpreter, quick_probe, torch_details
 from .config.model import KernelProject
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, Severity
 from .errors import BuildError, KernelBuilderError
 from .generate.cmake import ProjectOptions, nvcc_threads, write_project
 from .generate.registration import is_generated, registration_header
 from .package import assemble, git_provenance, sync_card
 from .plan import BuildPlan, VariantPlan, plan_build
-from .sources import id_input_files
+from .sources import id_input_files, user_ops_file
 from .unique_id import compute_unique_id, id_text
 
 STATE_DIR = ".kernel-builder"
@@ -118,7 +118,7 @@ def import_checker(interpreter: BuildInterpreter) -> Callable[[Path], None]:
         "kernel_builder.get_local_kernel(path)\n"
         "if importlib.util.find_spec('kernels') is not None:\n"
         "    import kernels\n"
-        "    kernels.get_local_kernel(path.parent, path.name) if False else None\n"
+        "    kernels.get_local_kernel(path)\n"
     )
 
     def check(variant_dir: Path) -> None:
@@ -141,6 +141,7 @@ class Builder:
         self.project = project
         self.options = options
         self.log = log
+        self.warnings: list[Diagnostic] = []
         self.root = project.root
         self.build_root = project.root / BUILD_DIR
 
@@ -157,6 +158,9 @@ class Builder:
         targets = native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
         plan = plan_build(self.project, interpreter, unique_id, backend=options.backend, native_targets=targets)
         report = BuildReport(plan, diagnostics=list(plan.diagnostics))
+        self.warnings = report.diagnostics
+        if user_ops_file(self.project) is not None:
+            self.warn(f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant")
         self._write_registration_copy()
         sync_card(self.project, self.build_root)
         for name, reason in plan.skipped:
@@ -172,13 +176,18 @@ class Builder:
             report.results.append(VariantResult(variant.name, status, time.monotonic() - start, size))
         return report
 
+    def warn(self, message: str) -> None:
+        diagnostic = Diagnostic(Severity.WARNING, message, self.project.display_path)
+        if diagnostic not in self.warnings:
+            self.warnings.append(diagnostic)
+
     def _write_registration_copy(self) -> None:
         """``torch-ext/registration.h`` for sources that include it by relative path (build-output §5.2)."""
         if not self.project.config.aot_backends():
             return
         target = self.root / "torch-ext" / "registration.h"
         if target.exists() and not is_generated(target):
-            self.log(f"warning: {target.relative_to(self.root)} is the project's own and shadows the generated header")
+            self.warn("torch-ext/registration.h is the project's own: it shadows the generated registration.h")
             return
         header = registration_header()
         if not target.exists() or target.read_text(encoding="utf-8") != header:
@@ -260,7 +269,31 @@ class Builder:
         self._link_compile_commands(cmake_build)
         self.log(f"compiling {variant.name}")
         compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose)
+        self._account_headers(cmake_build)
         return compile_stage.install(cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose)
+
+    def _account_headers(self, cmake_build: Path) -> None:
+        """Warn about project headers that compiled files include but no ``src`` lists (build-output §7.4):
+        they are outside the unique id, and a sandboxed build would not see them."""
+        config = self.project.config
+        listed = set(getattr(config.framework, "src", ())) | {s for k in config.kernels for s in k.src}
+        root = self.root.resolve()
+        excluded = (root / BUILD_DIR, root / STATE_DIR)
+        unlisted: dict[str, str] = {}
+        for obj, files in compile_stage.included_files(cmake_build).items():
+            for file in files:
+                path = Path(file).resolve()
+                if not path.is_relative_to(root) or any(path.is_relative_to(e) for e in excluded):
+                    continue
+                rel = path.relative_to(root).as_posix()
+                if rel in listed or rel == "torch-ext/registration.h" or path.suffix in (".cu", ".cpp", ".cc", ".cxx"):
+                    continue
+                unlisted.setdefault(rel, obj)
+        for rel in sorted(unlisted):
+            self.warn(
+                f"header `{rel}` is included by a compiled file but listed in no `src`: it is not part of the "
+                "unique id, and a sandboxed build would not see it; add it to the `src` of the kernel that uses it"
+            )
 
     def _dependency_includes(self, variant: VariantPlan, interpreter: BuildInterpreter) -> tuple[Path, ...]:
         from .dependencies_headers import cutlass_includes

@@ -45,7 +45,9 @@ def build(build_dir: Path, *, jobs: int, verbose: bool) -> None:
 
 
 def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
-    """Install into ``stage_dir`` and return the extension; cmake copies only files that changed."""
+    """Install into ``stage_dir`` and return the extension (a changed id renames it, so start clean)."""
+    for stale in stage_dir.glob("*.abi3.so"):
+        stale.unlink()
     run([toolchain.cmake().path, "--install", build_dir, "--prefix", stage_dir], verbose=verbose, capture=True, what="install")
     libraries = sorted(stage_dir.glob("*.abi3.so"))
     if len(libraries) != 1:
@@ -53,3 +55,18 @@ def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
 
         raise BuildError(f"expected one .abi3.so in {stage_dir}, found {len(libraries)}")
     return libraries[0]
+
+
+def included_files(build_dir: Path) -> dict[str, list[str]]:
+    """Ninja's dependency records: for each object, the files its compilation read (after a build)."""
+    out = run([toolchain.ninja().path, "-C", build_dir, "-t", "deps"], capture=True, what="reading Ninja's deps")
+    deps: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in out.splitlines():
+        if not line.strip():
+            current = None
+        elif not line.startswith(" ") and ": #deps" in line:
+            current = deps.setdefault(line.split(": #deps")[0], [])
+        elif current is not None:
+            current.append(line.strip())
+    return deps

@@ -87,9 +87,9 @@ class Provenance:
         return tuple(key for key, entry in parts if entry is not None and entry.dirty)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Metadata:
-    """A parsed ``metadata.json`` (loader spec §3.1).
+    """A parsed ``metadata.json`` (loader spec §3.1); keyword-only, in the file's key order.
 
     ``id`` is ``None`` only for legacy builds that predate it; the importer then derives one
     (``_<python_name>_<hash>``) and the :class:`~kernel_builder.loader.LoadedKernel` it registers carries that
@@ -98,17 +98,17 @@ class Metadata:
 
     name: str
     id: str | None
-    python_depends: tuple[str, ...]
-    backend_type: str
     version: int | None = None
     license: str | None = None
     upstream: str | None = None
     source: str | None = None
+    python_depends: tuple[str, ...]
     kernel_depends: tuple[KernelDependency, ...] = ()
+    backend_type: str
     backend_archs: tuple[str, ...] | None = None
+    arch_selection: str | None = None
     digest: Digest | None = None
     provenance: Provenance | None = None
-    arch_selection: str | None = None
 
     @property
     def python_name(self) -> str:

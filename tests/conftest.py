@@ -23,20 +23,23 @@ from kernel_builder.matrix import Matrix
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 #: The directory ``make_project`` writes into, relative to ``tmp_path`` (the tests' working directory).
 PROJECT = "kernel"
+
 
 class MakeProject(Protocol):
     def __call__(
         self, text: str, *, skip: Collection[str] = (), init: bool = True, name: str = PROJECT
     ) -> Path: ...
 
+
 class Diagnose(Protocol):
     def __call__(
         self, text: str, *, skip: Collection[str] = (), init: bool = True, matrix: Matrix | None = None
     ) -> str: ...
+
 
 def _listed_paths(doc: dict[str, Any]) -> tuple[list[str], list[str]]:
     """The ``src`` files and ``include`` directories a parsed build.toml lists, wherever they are."""
@@ -55,15 +58,18 @@ def _listed_paths(doc: dict[str, Any]) -> tuple[list[str], list[str]]:
                 out += [v for v in values if isinstance(v, str)]
     return files, dirs
 
+
 def _safe(path: str) -> bool:
     """Only plain relative paths inside the root are created; the bad ones are what tests check."""
     parts = path.split("/")
     return bool(path) and not os.path.isabs(path) and ".." not in parts and not set("*?[\\:") & set(path)
 
+
 def py_name_for(doc: dict[str, Any]) -> str | None:
     general = doc.get("general")
     name = general.get("name") if isinstance(general, dict) else None
     return name.replace("-", "_") if isinstance(name, str) and name else None
+
 
 def materialise(root: Path, text: str, *, skip: Collection[str] = (), init: bool = True) -> Path:
     """Write ``build.toml`` with ``text`` into ``root`` plus stubs for everything it lists (not ``skip``)."""
@@ -74,22 +80,21 @@ def materialise(root: Path, text: str, *, skip: Collection[str] = (), init: bool
     except tomllib.TOMLDecodeError:
         return root
     files, dirs = _listed_paths(doc)
+    py_name = py_name_for(doc)
+    if init and py_name:
+        dirs.append(f"{'tvm-ffi-ext' if 'tvm-ffi' in doc else 'torch-ext'}/{py_name}")
+        files.append(f"{dirs[-1]}/__init__.py")
     for rel in dirs:
         if _safe(rel) and rel not in skip:
             (root / rel).mkdir(parents=True, exist_ok=True)
     for rel in files:
         if _safe(rel) and rel not in skip and not (root / rel).is_dir():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(f"// {rel}\n", encoding="utf-8")
-    py_name = py_name_for(doc)
-    if init and py_name is not None:
-        ext = "tvm-ffi-ext" if "tvm-ffi" in doc else "torch-ext"
-        package = root / ext / py_name
-        package.mkdir(parents=True, exist_ok=True)
-        (package / "__init__.py").write_text("", encoding="utf-8")
+            (root / rel).write_text("" if rel.endswith(".py") else f"// {rel}\n", encoding="utf-8")
     return root
 
-def render(text: str | None = None, *, path: str = PROJECT, matrix: Matrix | None = None) -> str:
+
+def render(*, path: str = PROJECT, matrix: Matrix | None = None) -> str:
     """Every diagnostic of loading ``path``, rendered and joined by newlines (errors or not)."""
     try:
         result = load_project(path, matrix=matrix)
@@ -99,12 +104,14 @@ def render(text: str | None = None, *, path: str = PROJECT, matrix: Matrix | Non
         diagnostics = result.diagnostics
     return "\n".join(d.render() for d in diagnostics)
 
+
 @pytest.fixture(autouse=True)
 def _fresh_legacy_warnings() -> Iterator[None]:
     """The legacy warning is given once per file per process; each test starts a fresh "process"."""
     config_load._warned_legacy.clear()
     yield
     config_load._warned_legacy.clear()
+
 
 @pytest.fixture
 def make_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeProject:
@@ -115,6 +122,7 @@ def make_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeProject
         return materialise(tmp_path / name, text, skip=skip, init=init)
 
     return make
+
 
 @pytest.fixture
 def diagnose(make_project: MakeProject) -> Diagnose:

@@ -1,0 +1,283 @@
+"""metadata.json: parsing (loader §3.1), the digest the builder writes (build-output §9.2), its check (§2.7)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loader_fixtures import LAYERS, OPS, recompute_digest, write_variant
+
+from kernel_builder import metadata as metadata_module
+from kernel_builder.metadata import (
+    Digest,
+    KernelDependency,
+    Metadata,
+    Provenance,
+    ProvenanceEntry,
+    digest_files,
+    read_metadata,
+    verify_digest,
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_digest_memo() -> None:
+    metadata_module._verified.clear()
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+MINIMAL = {"name": "relu", "id": "_relu_abc", "python-depends": [], "backend": {"type": "cpu"}}
+
+
+# --- read_metadata ------------------------------------------------------------------------------------------
+
+
+def test_full_metadata_is_parsed(tmp_path: Path) -> None:
+    data = {
+        "name": "fused-gelu",
+        "id": "_fused_gelu_cuda_3f9a0c2b7d",
+        "version": 1,
+        "license": "Apache-2.0",
+        "upstream": "https://github.com/org/gelu.git",
+        "source": "https://github.com/org/kernels.git",
+        "python-depends": ["einops"],
+        "kernel-depends": [{"repo-id": "org/a", "version": 2}, {"repo-id": "org/b", "revision": "main"}],
+        "backend": {"type": "cuda", "archs": ["8.0", "9.0a"]},
+        "arch-selection": "native",
+        "digest": {"algorithm": "sha256", "files": {"__init__.py": "AAAA"}},
+        "provenance": {
+            "kernel-builder": {"version": "0.4.0"},
+            "kernel": {"commit": "a" * 40, "dirty": True},
+        },
+        "some-future-key": {"ignored": True},
+    }
+    meta = read_metadata(write_json(tmp_path / "metadata.json", data))
+    assert meta == Metadata(
+        name="fused-gelu",
+        id="_fused_gelu_cuda_3f9a0c2b7d",
+        python_depends=("einops",),
+        backend_type="cuda",
+        version=1,
+        license="Apache-2.0",
+        upstream="https://github.com/org/gelu.git",
+        source="https://github.com/org/kernels.git",
+        kernel_depends=(KernelDependency("org/a", version=2), KernelDependency("org/b", revision="main")),
+        backend_archs=("8.0", "9.0a"),
+        digest=Digest("sha256", {"__init__.py": "AAAA"}),
+        provenance=Provenance(
+            kernel=ProvenanceEntry(commit="a" * 40, dirty=True),
+            kernel_builder=ProvenanceEntry(version="0.4.0"),
+        ),
+        arch_selection="native",
+    )
+    assert meta.python_name == "fused_gelu"
+    assert meta.provenance is not None and meta.provenance.dirty_parts == ("kernel",)
+    assert hash(meta) == hash(meta)  # frozen and hashable despite the digest mapping
+
+
+def test_minimal_metadata_and_directory_argument(tmp_path: Path) -> None:
+    write_json(tmp_path / "metadata.json", MINIMAL)
+    meta = read_metadata(tmp_path)
+    assert meta == Metadata(name="relu", id="_relu_abc", python_depends=(), backend_type="cpu")
+    assert (meta.version, meta.digest, meta.provenance, meta.backend_archs) == (None, None, None, None)
+
+
+def test_legacy_provenance_forms(tmp_path: Path) -> None:
+    flat = read_metadata(write_json(tmp_path / "a.json", {**MINIMAL, "provenance": {"sha": "b" * 40}}))
+    assert flat.provenance == Provenance(kernel=ProvenanceEntry(commit="b" * 40))
+    nested = {**MINIMAL, "provenance": {"kernel-builder": {"sha": "c" * 40, "dirty": True}}}
+    meta = read_metadata(write_json(tmp_path / "b.json", nested))
+    assert meta.provenance == Provenance(kernel_builder=ProvenanceEntry(commit="c" * 40, dirty=True))
+    assert meta.provenance.dirty_parts == ("kernel-builder",)
+
+
+def test_legacy_id_and_default_name(tmp_path: Path) -> None:
+    data = {"python-depends": [], "backend": {"type": "cuda"}}
+    meta = read_metadata(write_json(tmp_path / "metadata.json", data), default_name="flash-attn")
+    assert (meta.name, meta.id, meta.python_name) == ("flash-attn", None, "flash_attn")
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError) as caught:
+        read_metadata(tmp_path / "metadata.json")
+    assert str(caught.value) == f"{tmp_path / 'metadata.json'}: metadata.json not found"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({k: v for k, v in MINIMAL.items() if k != "name"}, "missing required field 'name'"),
+        (
+            {k: v for k, v in MINIMAL.items() if k != "python-depends"},
+            "missing required field 'python-depends'",
+        ),
+        ({k: v for k, v in MINIMAL.items() if k != "backend"}, "missing required field 'backend'"),
+        ({**MINIMAL, "backend": {}}, "missing required field 'backend.type'"),
+        (
+            {**MINIMAL, "backend": {"type": "opencl"}},
+            (
+                "invalid field 'backend.type': expected one of cann, cpu, cuda, metal, neuron, rocm, tpu, "
+                "xpu, got 'opencl'"
+            ),
+        ),
+        (
+            {**MINIMAL, "name": "Relu"},
+            (
+                "invalid field 'name': 'Relu' is not a kernel name (lower-case letters, digits and '-', "
+                "starting with a letter, not ending with '-')"
+            ),
+        ),
+        ({**MINIMAL, "id": "class"}, "invalid field 'id': 'class' is not a Python identifier"),
+        ({**MINIMAL, "id": "1relu"}, "invalid field 'id': '1relu' is not a Python identifier"),
+        ({**MINIMAL, "version": True}, "invalid field 'version': expected an integer, got true"),
+        (
+            {**MINIMAL, "python-depends": "einops"},
+            "invalid field 'python-depends': expected a list of strings, got \"einops\"",
+        ),
+        ({**MINIMAL, "python-depends": [1]}, "invalid field 'python-depends[0]': expected a string, got 1"),
+        (
+            {**MINIMAL, "backend": {"type": "cuda", "archs": "8.0"}},
+            "invalid field 'backend.archs': expected a list of strings, got \"8.0\"",
+        ),
+        (
+            {**MINIMAL, "digest": {"algorithm": "sha256", "files": {"a.py": 1}}},
+            "invalid field 'digest.files.a.py': expected a base64 string, got 1",
+        ),
+        ({**MINIMAL, "digest": {"files": {}}}, "missing required field 'digest.algorithm'"),
+        (
+            {**MINIMAL, "kernel-depends": [{"repo-id": "org/a"}]},
+            "invalid field 'kernel-depends[0]': expected exactly one of 'version' and 'revision'",
+        ),
+        (
+            {**MINIMAL, "provenance": {"kernel": {"dirty": "yes"}}},
+            "invalid field 'provenance.kernel.dirty': expected true or false, got \"yes\"",
+        ),
+    ],
+)
+def test_invalid_fields_name_path_field_and_reason(
+    tmp_path: Path, data: dict[str, Any], message: str
+) -> None:
+    path = write_json(tmp_path / "metadata.json", data)
+    with pytest.raises(ValueError) as caught:
+        read_metadata(path)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+def test_invalid_json_and_top_level(tmp_path: Path) -> None:
+    path = tmp_path / "metadata.json"
+    path.write_text("{", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^.*metadata\.json: not valid JSON: Expecting property name"):
+        read_metadata(path)
+    write_json(path, [])
+    with pytest.raises(ValueError) as caught:
+        read_metadata(path)
+    assert str(caught.value) == f"{path}: expected a JSON object at the top level, got list"
+
+
+# --- digest_files -------------------------------------------------------------------------------------------
+
+
+def test_digest_files_matches_an_independent_recomputation(tmp_path: Path) -> None:
+    variant = write_variant(tmp_path / "v", digest=False)
+    (variant / "metadata.json.sigstore").write_text("sig", encoding="utf-8")
+    (variant / "layers" / "metadata.json").write_text("{}", encoding="utf-8")  # nested: counts
+    (variant / "__pycache__").mkdir()
+    (variant / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"\0")
+    (variant / "layers" / "__pycache__").mkdir()
+    (variant / "layers" / "__pycache__" / "data.txt").write_text("cached", encoding="utf-8")
+    (variant / "stray.pyc").write_bytes(b"\0")
+    (variant / "kernel.abi3.so").write_bytes(b"\x7fELF")
+    files = digest_files(variant)
+    assert list(files) == [
+        "__init__.py",
+        "_ops.py",
+        "kernel.abi3.so",
+        "layers/__init__.py",
+        "layers/metadata.json",
+    ]
+    assert files == recompute_digest(variant)
+    assert files["kernel.abi3.so"] == base64.b64encode(hashlib.sha256(b"\x7fELF").digest()).decode()
+
+
+def test_digest_files_follows_symlinks_and_supports_sha512(tmp_path: Path) -> None:
+    outside = tmp_path / "blobs"
+    outside.mkdir()
+    (outside / "blob").write_text("ops = 1\n", encoding="utf-8")
+    (outside / "pkg").mkdir()
+    (outside / "pkg" / "mod.py").write_text("x = 2\n", encoding="utf-8")
+    variant = tmp_path / "v"
+    variant.mkdir()
+    (variant / "_ops.py").symlink_to(outside / "blob")
+    (variant / "sub").symlink_to(outside / "pkg", target_is_directory=True)
+    (variant / "sub" / "loop").symlink_to(variant, target_is_directory=True)  # a cycle is not followed
+    expected = {
+        "_ops.py": base64.b64encode(hashlib.sha512(b"ops = 1\n").digest()).decode(),
+        "sub/mod.py": base64.b64encode(hashlib.sha512(b"x = 2\n").digest()).decode(),
+    }
+    assert digest_files(variant, "sha512") == expected
+
+
+def test_digest_files_rejects_other_algorithms(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as caught:
+        digest_files(tmp_path, "md5")
+    assert str(caught.value) == "unsupported digest algorithm 'md5' (expected sha256 or sha512)"
+
+
+# --- verify_digest ------------------------------------------------------------------------------------------
+
+
+def test_verify_digest_passes_and_is_memoised_per_real_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    variant = write_variant(tmp_path / "v")
+    meta = read_metadata(variant)
+    assert verify_digest(variant, meta) == []
+    calls: list[Path] = []
+    monkeypatch.setattr(metadata_module, "_hash_file", lambda path, algorithm: calls.append(path) or "")
+    link = tmp_path / "link"
+    link.symlink_to(variant, target_is_directory=True)
+    assert verify_digest(link, meta) == []
+    assert calls == []
+
+
+def test_verify_digest_reports_every_problem(tmp_path: Path) -> None:
+    variant = write_variant(tmp_path / "v")
+    meta = read_metadata(variant)
+    (variant / "_ops.py").write_text("ops = 'tampered'\n", encoding="utf-8")
+    (variant / "layers" / "__init__.py").unlink()
+    (variant / "extra.py").write_text("", encoding="utf-8")
+    actual = base64.b64encode(hashlib.sha256(b"ops = 'tampered'\n").digest()).decode()
+    assert meta.digest is not None
+    expected = meta.digest.files["_ops.py"]
+    assert verify_digest(variant, meta) == [
+        f"_ops.py: mismatch (sha256 is {actual}, digest lists {expected})",
+        "extra.py: unknown (in the directory, not listed in the digest)",
+        "layers/__init__.py: missing (listed in the digest, not in the directory)",
+    ]
+    # A failure is not memoised: restoring the files makes it pass.
+    (variant / "_ops.py").write_text(OPS, encoding="utf-8")
+    (variant / "layers" / "__init__.py").write_text(LAYERS, encoding="utf-8")
+    os.remove(variant / "extra.py")
+    assert verify_digest(variant, meta) == []
+
+
+def test_verify_digest_unsupported_algorithm_and_no_digest(tmp_path: Path) -> None:
+    variant = write_variant(
+        tmp_path / "v", extra={"digest": {"algorithm": "md5", "files": {"__init__.py": "x"}}}
+    )
+    assert verify_digest(variant, read_metadata(variant)) == [
+        "unsupported algorithm 'md5' (expected sha256 or sha512)",
+        "_ops.py: unknown (in the directory, not listed in the digest)",
+        "layers/__init__.py: unknown (in the directory, not listed in the digest)",
+    ]
+    bare = write_variant(tmp_path / "bare", digest=False)
+    assert verify_digest(bare, read_metadata(bare)) == []
