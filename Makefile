@@ -1,11 +1,15 @@
 # Task runner. `make demo` and `make test` are the README's two Quickstart commands: each does all set-up
-# itself (a .venv with the package and its test tools) on a fresh machine.
+# itself on a fresh machine:
+#   .venv         the package, its test tools, a CPU torch (2.13.0) and the upstream `kernels` loader
+#   .venv-cu130   a CUDA 13.0 torch (2.14.1): the build interpreter of the CUDA tests (--python)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CUDA_VENV := .venv-cu130
+CUDA_STAMP := $(CUDA_VENV)/.installed
 
-.PHONY: demo test lint typecheck clean
+.PHONY: demo test test-fast lint typecheck clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,11 +17,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+$(CUDA_STAMP):
+	$(PYTHON) -m venv $(CUDA_VENV)
+	$(CUDA_VENV)/bin/pip install --quiet torch==2.14.1
+	touch $(CUDA_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/kernel-builder check-config examples/relu
+	$(BIN)/kernel-builder build examples/relu
+	$(BIN)/python examples/demo.py examples/relu
 
-test: $(STAMP)
-	$(BIN)/python -m pytest
+test: $(STAMP) $(CUDA_STAMP)
+	KB_TEST_CUDA_PYTHON=$(CURDIR)/$(CUDA_VENV)/bin/python $(BIN)/python -m pytest
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check kernel_builder tests
@@ -26,4 +40,4 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CUDA_VENV) .pytest_cache .mypy_cache .ruff_cache

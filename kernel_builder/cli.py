@@ -8,6 +8,7 @@ works without torch.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -27,8 +28,14 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--debug", action="store_true", help="show a Python traceback for errors")
+def _add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    # Subcommands must not reset a top-level `kernel-builder --debug CMD` to False: SUPPRESS keeps it.
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="show a Python traceback for errors",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build, publish and load PyTorch compute kernels from a declarative build.toml.",
     )
     parser.add_argument("--version", action="version", version=f"kernel-builder {__version__}")
-    _add_common(parser)
+    _add_common(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     check = commands.add_parser("check-config", help="validate build.toml and print a summary")
@@ -54,6 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="exit 1 if the file needs an update")
     _add_common(update)
     update.set_defaults(handler=_run_update_build)
+
+    variants = commands.add_parser("list-variants", help="list the project's candidate variants")
+    variants.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    _add_common(variants)
+    variants.set_defaults(handler=_run_list_variants)
+
+    matrix = commands.add_parser("matrix", help="print a CI build matrix of the buildable variants")
+    matrix.add_argument("path", nargs="?", default=".", metavar="DIR", help="kernel directory or its build.toml")
+    matrix.add_argument("--format", choices=["github", "json"], default="github", help="output format")
+    _add_common(matrix)
+    matrix.set_defaults(handler=_run_matrix)
 
     build = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
     build.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
@@ -97,6 +115,29 @@ def _run_update_build(args: argparse.Namespace) -> int:
     if outcome.output:
         print(outcome.output, end="" if outcome.output.endswith("\n") else "\n")
     return outcome.exit_code
+
+
+def _run_list_variants(args: argparse.Namespace) -> int:
+    from .candidates import all_candidates
+    from .config import load_project
+    from .summary import variants_table
+
+    result = load_project(args.path)
+    _print_diagnostics(result.diagnostics)
+    print(variants_table(all_candidates(result.project)))
+    return 0
+
+
+def _run_matrix(args: argparse.Namespace) -> int:
+    import json
+
+    from .ci_matrix import github_matrix
+    from .config import load_project
+
+    result = load_project(args.path)
+    _print_diagnostics(result.diagnostics)
+    print(json.dumps(github_matrix(result.project, args.path), indent=None if args.format == "github" else 2))
+    return 0
 
 
 def _run_build(args: argparse.Namespace) -> int:
@@ -154,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: stop quietly, as other command-line tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 def entry() -> None:

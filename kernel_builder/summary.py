@@ -9,6 +9,7 @@ from .config.model import KernelProject, Torch, TorchNoarch
 
 if TYPE_CHECKING:
     from .builder import VariantResult
+    from .candidates import Candidate
 
 
 def describe_project(project: KernelProject) -> str:
@@ -69,3 +70,12 @@ def build_table(results: Sequence[VariantResult], total: float) -> str:
             lines.append(f"skipped {r.name}: {r.message}")
     lines.append(f"done in {total:.2f} s")
     return "\n".join(lines)
+
+
+def variants_table(candidates: Sequence[Candidate]) -> str:
+    """``list-variants``: every candidate, required or optional, and buildable here or why not."""
+    rows = [("variant", "required", "buildable here")]
+    for c in candidates:
+        rows.append((c.name, "required" if c.required else "optional", "yes" if c.buildable else f"no: {c.reason}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    return "\n".join(f"{a.ljust(widths[0])}  {b.ljust(widths[1])}  {c}" for a, b, c in rows)

@@ -1,0 +1,131 @@
+"""Tests for the relu example kernel.
+
+Build the kernel first (`kernel-builder build examples/relu`); the tests load
+it from `examples/relu/build/` and compare it with `torch.relu`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+KERNEL_ROOT = Path(__file__).resolve().parents[1]
+BUILD_DIR = KERNEL_ROOT / "build"
+
+if not BUILD_DIR.is_dir():
+    pytest.skip(
+        f"{BUILD_DIR} does not exist: run `kernel-builder build examples/relu` first",
+        allow_module_level=True,
+    )
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+# Sizes that are not multiples of common block sizes, plus empty tensors.
+SHAPES = [(1,), (7,), (1000,), (1024,), (1025,), (3, 257), (64, 4097), (2, 3, 5, 7), (0,), (4, 0)]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def _load(backend=None):
+    from kernel_builder import get_local_kernel
+
+    # Loading may warn about the build itself (e.g. one made from uncommitted
+    # changes); that is not what these tests check.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return get_local_kernel(BUILD_DIR, backend)
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    if DEVICE == "cuda":
+        return _load()
+    try:
+        return _load("cpu")
+    except FileNotFoundError as exc:
+        if torch.version.cuda is not None:
+            pytest.skip(f"no GPU and no CPU variant in {BUILD_DIR}: {exc}")
+        raise
+
+
+def _randn(shape, dtype):
+    generator = torch.Generator().manual_seed(0)
+    return torch.randn(shape, generator=generator, dtype=torch.float32).to(device=DEVICE, dtype=dtype)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_relu_fp32_shapes(kernel, shape):
+    x = _randn(shape, torch.float32)
+    y = kernel.relu(x)
+    assert y.shape == x.shape
+    assert y.dtype == x.dtype
+    assert y.device == x.device
+    torch.testing.assert_close(y, torch.relu(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(1025,), (3, 257), (64, 4097)], ids=str)
+def test_relu_dtypes(kernel, dtype, shape):
+    x = _randn(shape, dtype)
+    y = kernel.relu(x)
+    assert y.dtype == dtype
+    # relu only selects values, so the result is exact in every dtype.
+    torch.testing.assert_close(y, torch.relu(x), rtol=0, atol=0)
+
+
+def test_relu_large_tensor(kernel):
+    # More elements than one launch of a capped grid covers.
+    x = _randn((3 * 1024 * 1024 + 5,), torch.float32)
+    torch.testing.assert_close(kernel.relu(x), torch.relu(x), rtol=0, atol=0)
+
+
+def test_relu_special_values(kernel):
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, -1.5, 2.5], device=DEVICE)
+    torch.testing.assert_close(kernel.relu(x), torch.relu(x), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_relu_out_argument(kernel, dtype):
+    x = _randn((5, 333), dtype)
+    out = torch.full_like(x, 123.0)
+    result = kernel.relu(x, out=out)
+    assert result is out
+    torch.testing.assert_close(out, torch.relu(x), rtol=0, atol=0)
+
+
+def test_relu_raw_op(kernel):
+    x = _randn((129,), torch.float32)
+    out = torch.empty_like(x)
+    kernel.ops.relu(out, x)
+    torch.testing.assert_close(out, torch.relu(x), rtol=0, atol=0)
+
+
+def test_relu_does_not_modify_input(kernel):
+    x = _randn((1000,), torch.float32)
+    before = x.clone()
+    kernel.relu(x)
+    torch.testing.assert_close(x, before, rtol=0, atol=0)
+
+
+def test_relu_shape_mismatch_raises(kernel):
+    x = _randn((16,), torch.float32)
+    out = torch.empty((17,), device=DEVICE, dtype=torch.float32)
+    with pytest.raises(RuntimeError, match="same shape"):
+        kernel.relu(x, out=out)
+
+
+def test_relu_dtype_mismatch_raises(kernel):
+    x = _randn((16,), torch.float32)
+    out = torch.empty((16,), device=DEVICE, dtype=torch.float16)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        kernel.relu(x, out=out)
+
+
+def test_relu_non_contiguous_raises(kernel):
+    x = _randn((8, 16), torch.float32).t()
+    out = torch.empty((16, 8), device=DEVICE, dtype=torch.float32)
+    with pytest.raises(RuntimeError, match="contiguous"):
+        kernel.relu(x, out=out)

@@ -1,0 +1,93 @@
+"""Candidate variants of a project: every matrix entry that applies to it, and whether this host builds it.
+
+One function serves ``list-variants``, ``matrix``, ``build --variant/--required/--all-variants`` and
+completeness checks, so they can never disagree (build-output spec §2.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config.archs import applicable_entries, arch_problems
+from .config.model import KernelProject, Torch
+from .matrix import Matrix, MatrixEntry, load_matrix
+from .plan import BUILDABLE_AOT_BACKENDS, BUILDABLE_HOST, cannot_build_message, host_system
+from .variants import Variant, noarch_variant, variant_for_entry
+
+
+@dataclass(frozen=True)
+class Candidate:
+    variant: Variant
+    backend: str
+    entry: MatrixEntry | None  # None for noarch variants
+    system: str | None
+    required: bool
+    reason: str | None = None  # why this host cannot build it; None when it can
+
+    @property
+    def name(self) -> str:
+        return self.variant.name
+
+    @property
+    def buildable(self) -> bool:
+        return self.reason is None
+
+
+def _cannot_build_system(backend: str, system: str) -> str:
+    return (
+        f"variant for {system} cannot be built on this host ({host_system()}): this kernel-builder compiles "
+        f"{backend} variants for {BUILDABLE_HOST} on {BUILDABLE_HOST} only (no cross-compilation)"
+    )
+
+
+def aot_candidates(project: KernelProject, matrix: Matrix | None = None) -> list[Candidate]:
+    """Every compiled candidate, in matrix order, each with the reason it is not buildable here (if any)."""
+    config = project.config
+    framework = config.framework
+    if not isinstance(framework, Torch):
+        return []
+    matrix = matrix or load_matrix()
+    e20 = {(p.backend, p.version): p.message for p in arch_problems(config, matrix) if not p.required}
+    out: list[Candidate] = []
+    for backend in config.aot_backends():
+        abi = framework.stable_abi_for(backend)
+        entries = list(applicable_entries(config, matrix, backend))
+        if abi is not None:
+            entries = _newest_per_compute(entries)
+        for entry in entries:
+            for system in entry.systems:
+                variant = variant_for_entry(entry, system, abi.major_minor if abi is not None else None)
+                reason = None
+                if backend not in BUILDABLE_AOT_BACKENDS:
+                    reason = cannot_build_message(backend)
+                elif system != BUILDABLE_HOST or host_system() != BUILDABLE_HOST:
+                    reason = _cannot_build_system(backend, system)
+                else:
+                    version = tuple(entry.version[:2]) if entry.version is not None else None
+                    key = (backend, version if backend == "cuda" else None)
+                    if key in e20:
+                        reason = e20[key]
+                out.append(Candidate(variant, backend, entry, system, entry.required, reason))
+    return out
+
+
+def _newest_per_compute(entries: list[MatrixEntry]) -> list[MatrixEntry]:
+    """With the stable ABI, one Torch serves every newer one: keep the newest Torch per compute version."""
+    newest: dict[tuple[object, ...], MatrixEntry] = {}
+    for entry in entries:
+        key = (entry.backend, entry.version, entry.systems)
+        if key not in newest or entry.torch > newest[key].torch:
+            newest[key] = entry
+    return [e for e in entries if newest[(e.backend, e.version, e.systems)] is e]
+
+
+def noarch_candidates(project: KernelProject) -> list[Candidate]:
+    from .config.model import TorchNoarch
+
+    config = project.config
+    backends = config.general.backends if isinstance(config.framework, TorchNoarch) else config.noarch_backends()
+    return [Candidate(noarch_variant(b), b, None, None, True) for b in backends]
+
+
+def all_candidates(project: KernelProject, matrix: Matrix | None = None) -> list[Candidate]:
+    return aot_candidates(project, matrix) + noarch_candidates(project)
