@@ -18,8 +18,12 @@ if TYPE_CHECKING:
         UntrustedKernelError,
         VariantAccepted,
         VariantRejected,
+        get_kernel,
+        get_kernel_variants,
         get_loaded_kernels,
         get_local_kernel,
+        has_kernel,
+        install_kernel,
     )
 
 __all__ = [
@@ -33,8 +37,12 @@ __all__ = [
     "VariantAccepted",
     "VariantRejected",
     "__version__",
+    "get_kernel",
+    "get_kernel_variants",
     "get_loaded_kernels",
     "get_local_kernel",
+    "has_kernel",
+    "install_kernel",
 ]
 
 # The loader's public names are imported on first access so that `import kernel_builder` (the CLI, the

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from hub_server import hub  # noqa: F401  (the Hub double's fixture, loader spec §7)
 
 from kernel_builder.config import load as config_load
 from kernel_builder.config import load_project

@@ -1,12 +1,17 @@
 """The kernel loader: find the variant that suits this environment, verify it and import it.
 
 Layers, each its own module: :mod:`~kernel_builder.loader.resolve` judges and sorts variant names (pure),
-:mod:`~kernel_builder.loader.importer` verifies and imports one variant directory, and
-:mod:`~kernel_builder.loader.local` loads from local directories and ``LOCAL_KERNELS``. The loader never
+:mod:`~kernel_builder.loader.importer` verifies and imports one variant directory,
+:mod:`~kernel_builder.loader.local` loads from local directories and ``LOCAL_KERNELS``, and
+:mod:`~kernel_builder.loader.remote` loads from the Hub (through :mod:`kernel_builder.hub`, the only module
+that makes HTTP requests) behind the trust gate of :mod:`~kernel_builder.loader.trust`. The loader never
 prints: it warns with ``warnings.warn`` and logs to the ``kernel_builder`` logger.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from kernel_builder.loader.errors import (
     KernelIntegrityError,
@@ -19,6 +24,9 @@ from kernel_builder.loader.local import get_local_kernel, parse_local_kernels
 from kernel_builder.loader.resolve import VariantAccepted, VariantRejected
 from kernel_builder.metadata import Metadata
 
+if TYPE_CHECKING:
+    from kernel_builder.loader.remote import get_kernel, get_kernel_variants, has_kernel, install_kernel
+
 __all__ = [
     "KernelIntegrityError",
     "KernelNotLockedError",
@@ -29,7 +37,27 @@ __all__ = [
     "UntrustedKernelError",
     "VariantAccepted",
     "VariantRejected",
+    "get_kernel",
+    "get_kernel_variants",
     "get_loaded_kernels",
     "get_local_kernel",
+    "has_kernel",
+    "install_kernel",
     "parse_local_kernels",
 ]
+
+# The Hub half imports huggingface_hub (a few hundred milliseconds): load it on first use, so that local loads
+# and the CLI do not pay for it.
+_REMOTE_EXPORTS = frozenset({"get_kernel", "get_kernel_variants", "has_kernel", "install_kernel"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REMOTE_EXPORTS:
+        value = getattr(importlib.import_module("kernel_builder.loader.remote"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _REMOTE_EXPORTS)

@@ -1,0 +1,359 @@
+"""The one module that talks to the Hugging Face Hub (loader spec §4).
+
+Everything that reaches the network goes through :class:`Hub`, which wraps ``huggingface_hub``'s ``HfApi``,
+``hf_hub_download`` and ``snapshot_download``. ``huggingface_hub`` reads its environment once, at import; a
+:class:`Hub` instead reads ``HF_ENDPOINT``, the cache variables and ``HF_HUB_OFFLINE`` when it is created (once
+per operation) and passes ``endpoint``, ``cache_dir``, ``repo_type`` and the user agent explicitly on every
+call, so a changed environment takes effect at the next call.
+
+A :class:`RemoteRepo` carries a repo id and, once known, its type: the first call for a repo tries the
+``kernel`` type and, on ``RepositoryNotFoundError``, the legacy ``model`` type once (§4.1). Offline, a
+:class:`Hub` makes no HTTP request at all: the loader reads refs and snapshots from the cache through it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from huggingface_hub import HfApi, constants, hf_hub_download, snapshot_download
+from huggingface_hub.errors import GatedRepoError, RemoteEntryNotFoundError, RepositoryNotFoundError
+from huggingface_hub.hf_api import RepoFolder
+from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
+
+from kernel_builder import __version__
+
+__all__ = [
+    "DEFAULT_ENDPOINT",
+    "KERNEL",
+    "MODEL",
+    "Hub",
+    "RemoteRepo",
+    "cache_dir",
+    "endpoint",
+    "is_offline",
+    "repo_folder_name",
+    "telemetry_disabled",
+    "user_agent",
+]
+
+logger = logging.getLogger("kernel_builder")
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+KERNEL = "kernel"
+MODEL = "model"
+REPO_TYPES = (KERNEL, MODEL)
+LIBRARY_NAME = "kernel_builder"
+_TRUE = frozenset({"1", "true", "yes", "on"})
+T = TypeVar("T")
+
+
+# --- environment, read at every call (§1.5) -----------------------------------------------------------------
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def endpoint() -> str:
+    """``HF_ENDPOINT`` without a trailing ``/``, else the real Hub."""
+    return (os.environ.get("HF_ENDPOINT", "").strip() or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def cache_dir() -> Path:
+    """``KERNELS_CACHE``, else ``HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``."""
+    for name in ("KERNELS_CACHE", "HF_HUB_CACHE"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return Path(os.path.expanduser(value))
+    home = os.environ.get("HF_HOME", "").strip()
+    if home:
+        return Path(os.path.expanduser(home)) / "hub"
+    return Path.home() / ".cache" / "huggingface" / "hub"
+
+
+def is_offline() -> bool:
+    """Offline when ``HF_HUB_OFFLINE`` is truthy now, or ``huggingface_hub`` was imported in offline mode."""
+    return _truthy("HF_HUB_OFFLINE") or bool(constants.HF_HUB_OFFLINE)
+
+
+def telemetry_disabled() -> bool:
+    return any(_truthy(name) for name in ("HF_HUB_DISABLE_TELEMETRY", "DISABLE_TELEMETRY", "DO_NOT_TRACK"))
+
+
+def user_agent(
+    caller: str | Mapping[str, object] | None, details: Sequence[tuple[str, str | None]] = ()
+) -> str | None:
+    """The caller's parts, then ``details`` (``("python", "3.12")``, …) unless telemetry is disabled.
+
+    ``huggingface_hub`` puts ``kernel_builder/<version>`` (the library name) in front. Empty parts are left
+    out; ``None`` when nothing remains.
+    """
+    parts: list[str] = []
+    if isinstance(caller, str):
+        parts += [part.strip() for part in caller.split(";")]
+    elif caller is not None:
+        parts += [f"{key}/{value}" for key, value in caller.items() if str(key) and str(value)]
+    if not telemetry_disabled():
+        parts += [f"{key}/{value}" for key, value in details if value]
+    parts = [part for part in parts if part]
+    return "; ".join(parts) or None
+
+
+def environment_details(
+    backend: str, cpu: str, os_name: str, torch_version: tuple[int, int] | None
+) -> list[tuple[str, str | None]]:
+    """The loader's user-agent details: Python, backend, platform, file type and Torch version."""
+    python = platform.python_version()
+    torch = f"{torch_version[0]}.{torch_version[1]}" if torch_version else None
+    return [
+        ("python", python),
+        ("backend", backend),
+        ("platform", f"{cpu}-{os_name}"),
+        ("file_type", "kernel"),
+        ("torch", torch),
+    ]
+
+
+def repo_folder_name(repo_id: str, repo_type: str) -> str:
+    """The cache folder of a repo, as ``huggingface_hub`` names it: ``kernels--org--name``."""
+    return "--".join([f"{repo_type}s", *repo_id.split("/")])
+
+
+class _QuietProgress(hf_tqdm):
+    """No progress bars: the library is quiet, the CLI decides what to show."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["disable"] = True
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+
+
+# --- repositories -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RemoteRepo:
+    """A repo id and, once a call has found it, its type (``kernel`` or legacy ``model``)."""
+
+    repo_id: str
+    repo_type: str | None = None
+
+
+def _legacy_warning(repo_id: str) -> str:
+    return (
+        f"{repo_id} is a model-type repository; kernels are now published as kernel-type repositories. "
+        f"Loading it as a model repository still works, but ask its publisher to move it to a kernel repo."
+    )
+
+
+Warn = Callable[[str, type[Warning]], None]
+
+
+def _warn(message: str, category: type[Warning]) -> None:
+    warnings.warn(message, category, stacklevel=4)
+
+
+class Hub:
+    """The Hub as one operation sees it: endpoint, cache, offline mode and user agent fixed at creation.
+
+    ``warn`` emits the legacy-repository ``FutureWarning`` (the loader passes one that points at its caller).
+    """
+
+    def __init__(self, *, agent: str | None = None, offline: bool | None = None, warn: Warn = _warn) -> None:
+        self.endpoint = endpoint()
+        self.cache_dir = cache_dir()
+        self.offline = is_offline() if offline is None else offline
+        self.user_agent = agent
+        self._emit = warn
+        self._api: HfApi | None = None
+        self._warned: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def api(self) -> HfApi:
+        """An ``HfApi`` bound to this endpoint and user agent; never used offline."""
+        if self.offline:
+            raise RuntimeError("offline mode: no Hub request may be made")
+        if self._api is None:
+            self._api = HfApi(
+                endpoint=self.endpoint,
+                library_name=LIBRARY_NAME,
+                library_version=__version__,
+                user_agent=self.user_agent,
+            )
+        return self._api
+
+    def _common(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint,
+            "cache_dir": self.cache_dir,
+            "library_name": LIBRARY_NAME,
+            "library_version": __version__,
+            "user_agent": self.user_agent,
+            "tqdm_class": _QuietProgress,
+        }
+
+    def _warn_legacy(self, repo_id: str) -> None:
+        with self._lock:
+            if repo_id in self._warned:
+                return
+            self._warned.add(repo_id)
+        self._emit(_legacy_warning(repo_id), FutureWarning)
+
+    def call(self, repo: RemoteRepo, action: Callable[[str], T]) -> T:
+        """Run ``action(repo_type)``; the first call for ``repo`` falls back from ``kernel`` to ``model``."""
+        if repo.repo_type is not None:
+            return action(repo.repo_type)
+        try:
+            result = action(KERNEL)
+        except RepositoryNotFoundError as kernel_error:
+            if isinstance(kernel_error, GatedRepoError):  # it exists: only "not found" falls back
+                raise
+            try:
+                result = action(MODEL)
+            except RepositoryNotFoundError as error:
+                error.append_to_message(
+                    f"\n{repo.repo_id}: no such repository on {self.endpoint}; looked it up as a kernel repo "
+                    f"and as a (legacy) model repo."
+                )
+                raise error from kernel_error
+            repo.repo_type = MODEL
+            self._warn_legacy(repo.repo_id)
+            return result
+        repo.repo_type = KERNEL
+        return result
+
+    # -- read calls (online) --
+
+    def branches(self, repo: RemoteRepo) -> dict[str, str]:
+        """Branch name → commit SHA."""
+        refs = self.call(repo, lambda kind: self.api.list_repo_refs(repo.repo_id, repo_type=kind))
+        return {branch.name: branch.target_commit for branch in refs.branches}
+
+    def commit_of(self, repo: RemoteRepo, revision: str) -> str:
+        """The commit SHA of a branch, tag or SHA (``repo_info``)."""
+        info = self.call(
+            repo, lambda kind: self.api.repo_info(repo.repo_id, revision=revision, repo_type=kind)
+        )
+        if info.sha is None:  # pragma: no cover - the Hub always sends it
+            raise RuntimeError(f"the Hub gave no commit for {repo.repo_id}@{revision}")
+        return info.sha
+
+    def folders(self, repo: RemoteRepo, sha: str, path: str) -> list[str]:
+        """Names of the folders directly under ``path`` at ``sha``; none when ``path`` does not exist."""
+
+        def listing(kind: str) -> list[str]:
+            try:
+                entries = list(
+                    self.api.list_repo_tree(
+                        repo.repo_id, path_in_repo=path, revision=sha, repo_type=kind, recursive=False
+                    )
+                )
+            except RemoteEntryNotFoundError:
+                return []
+            return sorted(e.path.rsplit("/", 1)[-1] for e in entries if isinstance(e, RepoFolder))
+
+        return self.call(repo, listing)
+
+    def file_exists(self, repo: RemoteRepo, sha: str, filename: str) -> bool:
+        return self.call(
+            repo, lambda kind: self.api.file_exists(repo.repo_id, filename, revision=sha, repo_type=kind)
+        )
+
+    def download_file(self, repo: RemoteRepo, sha: str, filename: str) -> Path | None:
+        """One file at ``sha`` into the cache (offline: from it); ``None`` when it does not exist."""
+        if self.offline:
+            path = self.snapshot(repo, sha) / filename
+            return path if path.is_file() else None
+
+        def download(kind: str) -> Path | None:
+            try:
+                return Path(
+                    hf_hub_download(repo.repo_id, filename, repo_type=kind, revision=sha, **self._common())
+                )
+            except RemoteEntryNotFoundError:
+                return None
+
+        return self.call(repo, download)
+
+    def download_folder(self, repo: RemoteRepo, sha: str, folder: str) -> Path:
+        """Everything under ``folder`` at ``sha`` except bytecode; returns ``<snapshot>/<folder>``.
+
+        Offline the snapshot must already hold it (``local_files_only``). Raises ``FileNotFoundError`` naming
+        repo, SHA and folder when the folder is absent afterwards.
+        """
+
+        def download(kind: str) -> str:
+            return str(
+                snapshot_download(
+                    repo.repo_id,
+                    repo_type=kind,
+                    revision=sha,
+                    allow_patterns=[f"{folder}/*"],
+                    ignore_patterns=["*.pyc", "**/__pycache__/**"],
+                    local_files_only=self.offline,
+                    **self._common(),
+                )
+            )
+
+        snapshot = Path(self.call(repo, download) if not self.offline else download(self._type(repo)))
+        target = snapshot / folder
+        if not target.is_dir():
+            raise FileNotFoundError(f"{repo.repo_id}@{sha}: {folder} is missing from the download ({target})")
+        return target
+
+    def trusted_publisher(self, organization: str) -> object:
+        """The overview's ``trustedKernelPublisher`` value (``None`` when absent)."""
+        overview = self.api.get_organization_overview(organization)
+        return getattr(overview, "trustedKernelPublisher", None)
+
+    # -- the cache --
+
+    def _type(self, repo: RemoteRepo) -> str:
+        return repo.repo_type or KERNEL
+
+    def repo_folder(self, repo: RemoteRepo) -> Path:
+        return self.cache_dir / repo_folder_name(repo.repo_id, self._type(repo))
+
+    def snapshot(self, repo: RemoteRepo, sha: str) -> Path:
+        return self.repo_folder(repo) / "snapshots" / sha
+
+    def read_ref(self, repo: RemoteRepo, name: str) -> str | None:
+        """The SHA cached for a named revision (``refs/<name>``), or ``None``."""
+        try:
+            return (self.repo_folder(repo) / "refs" / name).read_text(encoding="utf-8").strip() or None
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def write_ref(self, repo: RemoteRepo, name: str, sha: str) -> None:
+        """Record ``name → sha`` as ``huggingface_hub`` does: 40 hex, no newline, replaced atomically (§4.2)."""
+        path = self.repo_folder(repo) / "refs" / name
+        if self.read_ref(repo, name) == sha:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(sha)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+    def find_cached(self, repo_id: str, present: Callable[[RemoteRepo], bool]) -> RemoteRepo | None:
+        """Offline type detection: the first of ``kernel`` and ``model`` for which ``present`` holds."""
+        for kind in REPO_TYPES:
+            candidate = RemoteRepo(repo_id, kind)
+            if present(candidate):
+                if kind == MODEL:
+                    self._warn_legacy(repo_id)
+                return candidate
+        return None

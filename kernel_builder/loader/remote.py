@@ -1,0 +1,475 @@
+"""Kernels from the Hub: ``get_kernel``, ``has_kernel``, ``get_kernel_variants``, ``install_kernel`` (loader
+spec §1.1, §1.3, §4).
+
+Each call works on one :class:`~kernel_builder.hub.Hub` (endpoint, cache and offline mode read once) and one
+:class:`Target`: the repository actually used (after the ``kernel``→``model`` fallback and redirects) and the
+commit SHA every later request pins. Online, a version is the branch ``v<N>`` and a named revision is
+resolved once with ``repo_info``; offline, both come from the ``refs/`` files we write after each download.
+Only the chosen variant is downloaded; resolution reads single ``metadata.json`` files when the GPU check or
+the dependency check needs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+from kernel_builder import environment
+from kernel_builder.hub import Hub, RemoteRepo, environment_details
+from kernel_builder.hub import user_agent as build_user_agent
+from kernel_builder.loader import resolve
+from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.importer import (
+    RepoInfo,
+    check_digest,
+    check_python_dependencies,
+    env_flag,
+    load_variant,
+    read_variant_metadata,
+    warn,
+)
+from kernel_builder.loader.local import load_local_override
+from kernel_builder.loader.trust import check_trust_argument, require_trusted
+from kernel_builder.metadata import METADATA_FILE, Metadata, read_metadata
+from kernel_builder.variants import compute_name
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+__all__ = [
+    "MAX_REDIRECTS",
+    "Target",
+    "check_revision_arguments",
+    "get_kernel",
+    "get_kernel_variants",
+    "has_kernel",
+    "install_kernel",
+]
+
+logger = logging.getLogger("kernel_builder")
+
+MAX_REDIRECTS = 5
+STATUS_FILE = "kernel-status.toml"
+_VERSION_BRANCH_RE = re.compile(r"v(0|[1-9][0-9]*)")
+_SHA_RE = re.compile(r"[0-9a-f]{40}")
+_REPO_ID_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
+
+
+class _VersionNotFound(ValueError):
+    """No branch ``v<N>`` (online), or no cached ref for it (offline)."""
+
+
+@dataclass
+class Target:
+    """The repository and commit an operation works on, and the name to record in ``refs/``."""
+
+    repo: RemoteRepo
+    sha: str
+    ref: str | None  # v<N>, a branch or a tag; None when the caller gave a SHA
+    version: int | None = None
+    metadata: dict[str, Metadata | None] = field(default_factory=dict)  # per variant, fetched once
+
+    @property
+    def label(self) -> str:
+        version = f" (v{self.version})" if self.version is not None else ""
+        return f"{self.repo.repo_id} at {self.sha}{version}"
+
+
+# --- arguments ----------------------------------------------------------------------------------------------
+
+
+def check_revision_arguments(version: object, revision: object) -> None:
+    """Exactly one of ``version`` (an ``int`` ≥ 0, not a ``bool``) and ``revision`` (a non-empty string)."""
+    if (version is None) == (revision is None):
+        given = "both were given" if version is not None else "neither was given"
+        raise ValueError(
+            f"exactly one of version and revision is required ({given}): pass version=<N> to load the latest "
+            f"build of major version N (branch v<N>), or revision=<branch, tag or commit SHA>"
+        )
+    if version is not None:
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise TypeError(f"version must be an int N (branch v<N>), got {version!r}; pass version=<N>")
+        if version < 0:
+            raise ValueError(f"version must be 0 or more, got {version}; pass version=<N>")
+    elif not isinstance(revision, str) or not revision.strip():
+        raise ValueError(f"revision must be a branch, tag or commit SHA, got {revision!r}")
+
+
+def _check_repo_id(repo_id: object) -> str:
+    if not isinstance(repo_id, str) or not _REPO_ID_RE.fullmatch(repo_id):
+        raise ValueError(f"invalid kernel repo id {repo_id!r}: expected <org>/<name>")
+    return repo_id
+
+
+# --- revisions (§4.2) ---------------------------------------------------------------------------------------
+
+
+def _available(versions: list[int]) -> str:
+    if not versions:
+        return "it has no version branches (v<N>) at all"
+    return f"available versions: {', '.join(str(v) for v in versions)}"
+
+
+def _resolve_online(
+    hub: Hub, repo: RemoteRepo, version: int | None, revision: str | None, *, warn_outdated: bool
+) -> Target:
+    if version is not None:
+        branches = hub.branches(repo)
+        versions = sorted(int(m.group(1)) for name in branches if (m := _VERSION_BRANCH_RE.fullmatch(name)))
+        sha = branches.get(f"v{version}")
+        if sha is None:
+            raise _VersionNotFound(
+                f"{repo.repo_id} has no version {version} (no branch v{version}); {_available(versions)}"
+            )
+        if warn_outdated and versions[-1] > version:
+            logger.warning(
+                "%s: loading version %d, but a newer major version %d exists (branch v%d)",
+                repo.repo_id,
+                version,
+                versions[-1],
+                versions[-1],
+            )
+        return Target(repo, sha, f"v{version}", version)
+    assert revision is not None
+    if _SHA_RE.fullmatch(revision):
+        return Target(repo, revision, None)
+    try:
+        sha = hub.commit_of(repo, revision)
+    except RevisionNotFoundError as error:
+        error.append_to_message(f"\n{repo.repo_id}: revision {revision!r} does not exist.")
+        raise
+    return Target(repo, sha, revision)
+
+
+def _not_cached(repo_id: str, revision: str, hub: Hub) -> FileNotFoundError:
+    return FileNotFoundError(
+        f"{repo_id} at revision {revision!r} is not in the cache ({hub.cache_dir}), and offline mode "
+        f"(HF_HUB_OFFLINE) makes no Hub requests: it needs an earlier online download of that revision"
+    )
+
+
+def _resolve_offline(hub: Hub, repo_id: str, version: int | None, revision: str | None) -> Target:
+    """Version and revision from the cache alone: ``refs/<name>`` or a cached snapshot (§4.5)."""
+    if version is not None:
+        name = f"v{version}"
+        repo = hub.find_cached(repo_id, lambda candidate: hub.read_ref(candidate, name) is not None)
+        if repo is None:
+            raise _VersionNotFound(
+                f"cannot resolve version {version} of {repo_id} offline (HF_HUB_OFFLINE is set): the cache "
+                f"({hub.cache_dir}) has no ref {name} for it. Load it once online "
+                f"(get_kernel({repo_id!r}, version={version})), or pass revision=<sha> of a cached download."
+            )
+        sha = hub.read_ref(repo, name)
+        requested = name
+    else:
+        assert revision is not None
+        requested, name = revision, revision
+        if _SHA_RE.fullmatch(revision):
+            repo = hub.find_cached(repo_id, lambda candidate: hub.snapshot(candidate, revision).is_dir())
+            sha = revision
+        else:
+            repo = hub.find_cached(repo_id, lambda candidate: hub.read_ref(candidate, revision) is not None)
+            sha = None if repo is None else hub.read_ref(repo, revision)
+        if repo is None or sha is None:
+            raise _not_cached(repo_id, revision, hub)
+    assert sha is not None
+    if not hub.snapshot(repo, sha).is_dir():
+        raise _not_cached(repo_id, f"{requested} ({sha})", hub)
+    return Target(repo, sha, None if name == sha else name, version)
+
+
+# --- redirects (§4.4) ---------------------------------------------------------------------------------------
+
+
+def _status(hub: Hub, target: Target) -> Mapping[str, object] | None:
+    try:
+        path = hub.download_file(target.repo, target.sha, STATUS_FILE)
+    except RevisionNotFoundError as error:  # a SHA given by the caller is checked here first
+        error.append_to_message(f"\n{target.repo.repo_id}: revision {target.sha!r} does not exist.")
+        raise
+    except RepositoryNotFoundError:
+        if target.repo.repo_type is None:
+            raise
+        return None
+    if path is None:
+        return None
+    try:
+        status: dict[str, object] = tomllib.loads(path.read_text(encoding="utf-8"))
+        return status
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{target.label}: {STATUS_FILE} is not valid TOML: {error}") from None
+
+
+def _redirect(status: Mapping[str, object], target: Target) -> tuple[str, str | None]:
+    kind = status.get("kind")
+    destination = status.get("destination")
+    revision = status.get("revision")
+    where = f"{target.label}: {STATUS_FILE}"
+    if kind != "redirect":
+        raise ValueError(f"{where} has kind {kind!r}; the only kind this loader follows is 'redirect'")
+    if not isinstance(destination, str) or not _REPO_ID_RE.fullmatch(destination):
+        raise ValueError(
+            f"{where} redirects without a valid 'destination' (<org>/<name>), got {destination!r}"
+        )
+    if revision is not None and (not isinstance(revision, str) or not revision):
+        raise ValueError(f"{where}: 'revision' must be a branch, tag or commit SHA, got {revision!r}")
+    return destination, revision
+
+
+def _resolve_target(
+    hub: Hub,
+    repo_id: str,
+    version: int | None,
+    revision: str | None,
+    *,
+    warn_outdated: bool = False,
+    gate: Callable[[str], None] | None = None,
+) -> Target:
+    """Resolve the caller's version or revision, then follow redirects (online only)."""
+    if hub.offline:
+        return _resolve_offline(hub, repo_id, version, revision)
+    target = _resolve_online(hub, RemoteRepo(repo_id), version, revision, warn_outdated=warn_outdated)
+    chain = [repo_id]
+    while (status := _status(hub, target)) is not None:
+        destination, destination_revision = _redirect(status, target)
+        chain.append(destination)
+        if destination in chain[:-1]:
+            raise ValueError(f"redirect loop: {' -> '.join(chain)}")
+        if len(chain) - 1 > MAX_REDIRECTS:
+            raise ValueError(f"more than {MAX_REDIRECTS} redirects: {' -> '.join(chain)}")
+        warn(f"'{target.repo.repo_id}' redirected to '{destination}'")
+        if gate is not None:
+            gate(destination)
+        repo = RemoteRepo(destination)
+        if destination_revision is not None:
+            target = _resolve_online(hub, repo, None, destination_revision, warn_outdated=False)
+        elif version is not None:
+            target = _resolve_online(hub, repo, version, None, warn_outdated=warn_outdated)
+        else:
+            target = _resolve_online(hub, repo, None, "main", warn_outdated=False)
+    return target
+
+
+# --- variants (§2, §4.3) ------------------------------------------------------------------------------------
+
+
+def _default_name(repo_id: str) -> str:
+    """A stand-in kernel name for a legacy ``metadata.json`` without one, before its package is downloaded."""
+    name = repo_id.rsplit("/", 1)[-1].lower().replace("_", "-")
+    return name if _NAME_RE.fullmatch(name) else "kernel"
+
+
+def _metadata(hub: Hub, target: Target, variant: str) -> Metadata | None:
+    """``build/<variant>/metadata.json`` at the target's commit, fetched alone, once per operation."""
+    if variant not in target.metadata:
+        path = hub.download_file(target.repo, target.sha, f"build/{variant}/{METADATA_FILE}")
+        target.metadata[variant] = (
+            None if path is None else read_metadata(path, default_name=_default_name(target.repo.repo_id))
+        )
+    return target.metadata[variant]
+
+
+def _variant_names(hub: Hub, target: Target) -> list[str]:
+    if hub.offline:
+        build = hub.snapshot(target.repo, target.sha) / "build"
+        try:
+            return sorted(p.name for p in build.iterdir() if p.is_dir() and not p.name.startswith("."))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+    return hub.folders(target.repo, target.sha, "build")
+
+
+def _decide(
+    hub: Hub, target: Target, env: environment.Environment, backend: str, *, first_only: bool
+) -> tuple[list[resolve.Decision], resolve.GpuProbe]:
+    probe = resolve.GpuProbe(lambda: resolve.probe_gpus(backend))
+    decisions = resolve.resolve_variants(
+        _variant_names(hub, target),
+        env,
+        backend,
+        lambda variant: _metadata(hub, target, variant),
+        gpus=probe,
+        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+        first_only=first_only,
+    )
+    return decisions, probe
+
+
+def _choose(hub: Hub, target: Target, env: environment.Environment, backend: str) -> str:
+    """The preferred variant's directory name, or :class:`NoCompatibleVariantError` with the trace."""
+    decisions, probe = _decide(hub, target, env, backend, first_only=True)
+    if decisions and isinstance(decisions[0], resolve.VariantAccepted):
+        chosen = decisions[0].variant.variant_str
+        logger.debug("%s: chose variant %s", target.label, chosen)
+        return chosen
+    line = resolve.environment_line(env, backend, probe.probed)
+    raise NoCompatibleVariantError(resolve.describe_no_compatible(target.label, line, decisions), decisions)
+
+
+# --- the operations -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Operation:
+    env: environment.Environment
+    backend: str
+    hub: Hub
+
+
+def _start(
+    backend: str | None, caller_agent: str | Mapping[str, object] | None, offline: bool | None = None
+) -> _Operation:
+    env = environment.detect_environment()
+    selected = resolve.select_backend(env, backend)
+    try:
+        compute = compute_name(selected, env.backend_version if selected == env.backend else None)
+    except ValueError:
+        compute = selected
+    agent = build_user_agent(caller_agent, environment_details(compute, env.cpu, env.os, env.torch_version))
+    return _Operation(env, selected, Hub(agent=agent, offline=offline, warn=warn))
+
+
+def _download(operation: _Operation, target: Target, variant: str) -> tuple[Path, Metadata]:
+    """Download the chosen variant, record the named revision, and read its metadata."""
+    hub = operation.hub
+    variant_dir = hub.download_folder(target.repo, target.sha, f"build/{variant}")
+    if target.ref is not None and not hub.offline:
+        hub.write_ref(target.repo, target.ref, target.sha)
+    return variant_dir, read_variant_metadata(variant_dir)
+
+
+def _verify(
+    operation: _Operation, target: Target, variant_dir: Path, metadata: Metadata, verify: bool | None
+) -> None:
+    folder = operation.hub.repo_folder(target.repo)
+    remedy = f"delete {folder} (the cached download of {target.repo.repo_id}) and download it again"
+    check_digest(variant_dir, metadata, verify, remedy=remedy)
+
+
+def get_kernel(
+    repo_id: str,
+    *,
+    version: int | None = None,
+    revision: str | None = None,
+    backend: str | None = None,
+    user_agent: str | dict[str, object] | None = None,
+    trust_remote_code: bool | list[str] = False,
+    verify_digest: bool | None = None,
+) -> ModuleType:
+    """Import the kernel of a Hub repository at a major ``version`` (branch ``v<N>``) or a ``revision``.
+
+    Steps (§1.1): a ``LOCAL_KERNELS`` override wins; exactly one of ``version``/``revision``; the trust gate
+    (``trust_remote_code=True`` skips it); the revision resolved to a commit and redirects followed; the
+    preferred compatible variant chosen; its Python dependencies checked; only that variant downloaded; its
+    digest verified; imported under its unique id and registered with the repo and commit.
+    """
+    module = load_local_override(repo_id, backend, verify_digest=verify_digest)
+    if module is not None:
+        if version is not None or revision is not None:
+            logger.debug(
+                "%s: LOCAL_KERNELS override; ignoring version=%r revision=%r", repo_id, version, revision
+            )
+        return module
+    check_revision_arguments(version, revision)
+    _check_repo_id(repo_id)
+    skip_gate = check_trust_argument(repo_id, trust_remote_code)
+    operation = _start(backend, user_agent)
+    hub = operation.hub
+
+    def gate(destination: str) -> None:
+        if not skip_gate:
+            require_trusted(hub, destination)
+
+    gate(repo_id)
+    target = _resolve_target(hub, repo_id, version, revision, warn_outdated=True, gate=gate)
+    variant = _choose(hub, target, operation.env, operation.backend)
+    metadata = _metadata(hub, target, variant)
+    if metadata is None:  # pragma: no cover - resolution rejects GPU candidates without metadata
+        raise FileNotFoundError(f"{target.label}: build/{variant}/{METADATA_FILE} not found")
+    check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    variant_dir, metadata = _download(operation, target, variant)
+    _verify(operation, target, variant_dir, metadata, verify_digest)
+    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(target.repo.repo_id, target.sha))
+
+
+def has_kernel(
+    repo_id: str, *, version: int | None = None, revision: str | None = None, backend: str | None = None
+) -> bool:
+    """Whether a variant for this environment exists at that version or revision; downloads no code.
+
+    ``False`` when the repository, revision or version does not exist (offline: is not cached); network and
+    authentication errors propagate. No trust gate.
+    """
+    check_revision_arguments(version, revision)
+    _check_repo_id(repo_id)
+    operation = _start(backend, None)
+    hub = operation.hub
+    try:
+        target = _resolve_target(hub, repo_id, version, revision)
+    except (RepositoryNotFoundError, RevisionNotFoundError, _VersionNotFound) as error:
+        logger.debug("has_kernel(%s): %s", repo_id, error)
+        return False
+    except FileNotFoundError as error:
+        if not hub.offline:  # online, a FileNotFoundError is a failed download: it propagates
+            raise
+        logger.debug("has_kernel(%s): %s", repo_id, error)  # offline: not in the cache
+        return False
+    decisions, _ = _decide(hub, target, operation.env, operation.backend, first_only=True)
+    if not decisions or not isinstance(decisions[0], resolve.VariantAccepted):
+        return False
+    path = f"build/{decisions[0].variant.variant_str}/{METADATA_FILE}"
+    if hub.offline:
+        return (hub.snapshot(target.repo, target.sha) / path).is_file()
+    return hub.file_exists(target.repo, target.sha, path)
+
+
+def get_kernel_variants(
+    repo_id: str, *, version: int | None = None, revision: str | None = None, backend: str | None = None
+) -> list[resolve.Decision]:
+    """Every variant at that version or revision with its verdict: accepted ones first (the preferred one at
+    index 0), then rejected ones by name. Works offline from the cache; no trust gate."""
+    check_revision_arguments(version, revision)
+    _check_repo_id(repo_id)
+    operation = _start(backend, None)
+    target = _resolve_target(operation.hub, repo_id, version, revision)
+    decisions, _ = _decide(operation.hub, target, operation.env, operation.backend, first_only=False)
+    return decisions
+
+
+def install_kernel(
+    repo_id: str,
+    *,
+    revision: str,
+    backend: str | None = None,
+    user_agent: str | dict[str, object] | None = None,
+    local_files_only: bool | None = None,
+    validate_dependencies: bool = False,
+    verify_digest: bool | None = None,
+) -> Path:
+    """Download the variant for this environment at ``revision`` (branch, tag or SHA) and return its path.
+
+    Returns the absolute ``<snapshot>/build/<variant>`` directory, digest-verified; nothing is imported and
+    there is no trust gate. ``local_files_only=None`` follows offline mode (``HF_HUB_OFFLINE``).
+    """
+    check_revision_arguments(None, revision)
+    _check_repo_id(repo_id)
+    operation = _start(backend, user_agent, offline=local_files_only)
+    target = _resolve_target(operation.hub, repo_id, None, revision)
+    variant = _choose(operation.hub, target, operation.env, operation.backend)
+    if validate_dependencies:
+        metadata = _metadata(operation.hub, target, variant)
+        if metadata is not None:
+            check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    variant_dir, metadata = _download(operation, target, variant)
+    _verify(operation, target, variant_dir, metadata, verify_digest)
+    return variant_dir.absolute()
