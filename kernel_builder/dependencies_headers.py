@@ -39,7 +39,7 @@ def cutlass_includes(pin: str, interpreter: BuildInterpreter, log: Callable[[str
     spec = CUTLASS_PINS[pin]
     src_dir = os.environ.get("CUTLASS_SRC_DIR")
     if src_dir:
-        root = Path(src_dir)
+        root = Path(src_dir).expanduser().absolute()  # the include dirs are used from the generated project
         if not (root / "include" / "cutlass" / "cutlass.h").is_file():
             raise BuildError(f"CUTLASS_SRC_DIR={src_dir} is not a CUTLASS checkout (no include/cutlass/cutlass.h)")
         found = checkout_version(root)

@@ -23,7 +23,7 @@ from .errors import BuildError
 from .generate.ops import aot_ops_py, noarch_ops_py
 from .metadata import digest_files
 from .plan import VariantPlan
-from .sources import package_dir, shipped_python_files
+from .sources import is_shipped, package_dir, shipped_python_files
 
 _REGISTERING_DECORATORS = (
     "custom_op", "triton_op", "register_kernel", "register_fake", "register_vmap", "register_torch_dispatch",
@@ -37,9 +37,15 @@ class Provenance:
 
 
 def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | None:
-    """HEAD of the git work tree holding the kernel, and whether any id input differs from it."""
+    """HEAD of the git work tree holding the kernel, and whether any id input differs from it.
+
+    ``inputs`` are the id inputs (§4.2), relative to the kernel root. Dirty: one of them is modified, staged,
+    untracked or ignored (HEAD does not hold it), or a file HEAD has in the package that would be shipped is
+    deleted (the id was computed without it).
+    """
     def git(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", "-C", str(project.root), *args], capture_output=True, text=True, check=False)
+        argv = ["git", "--literal-pathspecs", "-C", str(project.root), *args]  # input names are not globs
+        return subprocess.run(argv, capture_output=True, text=True, check=False)
 
     try:
         head = git("rev-parse", "--verify", "HEAD")
@@ -47,8 +53,23 @@ def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | No
         return None
     if head.returncode != 0:
         return None
-    status = git("status", "--porcelain", "--untracked-files=all", "--", *inputs)
-    return Provenance(head.stdout.strip(), bool(status.stdout.strip()))
+    prefix = git("rev-parse", "--show-prefix").stdout.strip()  # the kernel root within the work tree
+    package = package_dir(project).relative_to(project.root).as_posix()
+    status = git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored", "--", *inputs, package)
+    wanted = set(inputs)
+    pyext = project.config.framework.pyext
+    entries = iter(status.stdout.split("\0"))
+    dirty = False
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":
+            next(entries, None)  # the rename's source path
+        rel = path.removeprefix(prefix)
+        deleted_shipped = "D" in code and rel.startswith(package + "/") and is_shipped(rel[len(package) + 1 :], pyext)
+        dirty = dirty or rel in wanted or deleted_shipped
+    return Provenance(head.stdout.strip(), dirty)
 
 
 def metadata_dict(
@@ -131,7 +152,7 @@ def assemble(
         if problems:
             raise BuildError(
                 "op registrations must use the unique namespace:\n"
-                + "\n".join(f"  {source.relative_to(project.root) / p}" for p in problems)
+                + "\n".join(f"  {source.relative_to(project.root).as_posix()}/{p}" for p in problems)
                 + '\n  hint: use add_op_namespace_prefix("name") from ._ops (a literal namespace breaks '
                 "side-by-side loading)"
             )
@@ -163,7 +184,12 @@ def _replace_dir(new: Path, final: Path) -> None:
         old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
         os.rmdir(old)
         os.rename(final, old)
-    os.rename(new, final)
+    try:
+        os.rename(new, final)
+    except BaseException:
+        if old is not None:
+            os.rename(old, final)  # put the previous variant back
+        raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

@@ -7,7 +7,6 @@ tested and recorded before anything is compiled.
 from __future__ import annotations
 
 import platform
-import sys
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -15,13 +14,13 @@ from . import capabilities
 from .buildenv import BuildInterpreter
 from .config.archs import E20_HINT, applicable_entries, kernel_applies
 from .config.model import KernelProject, Torch, TorchNoarch, TvmFfi
+from .config.values import within_bounds
 from .diagnostics import Diagnostic, DiagnosticList
 from .environment import normalize_cpu
 from .errors import BuildError, ConfigError
 from .matrix import Matrix, load_matrix
 from .unique_id import ops_name
-from .config.values import within_bounds
-from .variants import Variant, noarch_variant
+from .variants import UnsupportedEnvironmentError, Variant, noarch_variant
 
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
 BUILDABLE_AOT_BACKENDS = ("cpu", "cuda")
@@ -68,7 +67,17 @@ class BuildPlan:
 
 
 def host_system() -> str:
-    return f"{normalize_cpu(platform.machine())}-{sys.platform if sys.platform != 'linux' else 'linux'}"
+    """``<cpu>-<os>`` of this host, as in variant names (``x86_64-linux``, ``aarch64-darwin``)."""
+    machine = platform.machine()
+    try:
+        cpu = normalize_cpu(machine)
+    except ValueError:
+        cpu = machine.lower()
+    return f"{cpu}-{platform.system().lower()}"
+
+
+def _buildable_here(backend: str) -> bool:
+    return backend in BUILDABLE_AOT_BACKENDS and host_system() == BUILDABLE_HOST
 
 
 def cannot_build_message(backend: str) -> str:
@@ -116,23 +125,26 @@ def plan_build(
     plans: list[VariantPlan] = []
     aot_backends = [b for b in config.aot_backends() if backend in (None, b)]
     for b in aot_backends:
-        if b not in BUILDABLE_AOT_BACKENDS or host_system() != BUILDABLE_HOST:
+        if not _buildable_here(b):
             if backend is not None:
                 raise BuildError(cannot_build_message(b))
             skipped.append((b, cannot_build_message(b)))
             diags.warning(cannot_build_message(b))
     env_backend = interpreter.backend()[0] if interpreter is not None else None
     for b in aot_backends:
-        if b in BUILDABLE_AOT_BACKENDS and host_system() == BUILDABLE_HOST and b != env_backend:
-            reason = (
-                f"no {b} variant is built: the build interpreter's torch is a {env_backend or 'missing'} build "
-                f"(torch {interpreter.torch_version if interpreter else 'not installed'})"
-            )
+        if _buildable_here(b) and b != env_backend:
+            if interpreter is None:
+                reason = f"no {b} variant is built: the build interpreter has no torch"
+            else:
+                reason = (
+                    f"no {b} variant is built: the build interpreter's torch is a {env_backend} build "
+                    f"(torch {interpreter.torch_version})"
+                )
             if backend is not None:
                 raise BuildError(reason)
             skipped.append((b, reason))
             diags.note(reason)
-    if interpreter is not None and env_backend in aot_backends and env_backend in BUILDABLE_AOT_BACKENDS:
+    if interpreter is not None and env_backend in aot_backends and _buildable_here(env_backend):
         plan = _aot_plan(project, interpreter, env_backend, unique_id, native_targets, matrix or load_matrix(), diags)
         if plan is not None:
             plans.append(plan)
@@ -157,16 +169,30 @@ def _aot_plan(
     framework = config.framework
     assert isinstance(framework, Torch)
     abi = framework.stable_abi_for(backend)
-    variant = interpreter.variant(abi.major_minor if abi is not None else None)
     torch_version = interpreter.torch_major_minor
     cuda_version = interpreter.backend()[1] if backend == "cuda" else None
     if not within_bounds(torch_version, framework.minver, framework.maxver):
         diags.note(f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is outside [torch] minver/maxver")
         return None
+    if abi is not None and torch_version < abi.major_minor:
+        diags.note(
+            f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is older than the stable "
+            f"ABI {abi} of [torch] stable-abi"
+        )
+        return None
+    try:
+        variant = interpreter.variant(abi.major_minor if abi is not None else None)
+    except UnsupportedEnvironmentError as exc:
+        raise BuildError(f"cannot name the {backend} variant of the build interpreter {interpreter.python}: {exc}") from None
     if cuda_version is not None and not within_bounds(cuda_version, config.general.cuda.minver, config.general.cuda.maxver):
         diags.note(f"no cuda variant is built: CUDA {cuda_version[0]}.{cuda_version[1]} is outside [general.cuda] minver/maxver")
         return None
-    entries = [e for e in applicable_entries(config, matrix, backend) if e.torch == torch_version]
+    # A stable-ABI variant is named by the ABI version: every applicable Torch of its compute gives that name.
+    entries = [
+        e
+        for e in applicable_entries(config, matrix, backend)
+        if (abi is not None or e.torch == torch_version) and host_system() in e.systems
+    ]
     if cuda_version is not None:
         entries = [e for e in entries if e.version is not None and tuple(e.version[:2]) == cuda_version]
     if not entries:

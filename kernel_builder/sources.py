@@ -6,6 +6,7 @@ exactly what is shipped.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .config.model import KernelProject, TvmFfi
@@ -16,23 +17,36 @@ def package_dir(project: KernelProject) -> Path:
     return project.root / ext / project.py_name
 
 
+def is_shipped(rel: str, pyext: tuple[str, ...]) -> bool:
+    """Whether a file at ``rel`` (``/``-separated, relative to the package dir) is one a variant ships (§8)."""
+    parts = rel.split("/")
+    suffix = Path(parts[-1]).suffix
+    if "__pycache__" in parts[:-1] or suffix == ".pyc" or rel == "_ops.py" or not suffix:
+        return False
+    return suffix[1:] in pyext or suffix == ".py"
+
+
 def shipped_python_files(project: KernelProject) -> list[str]:
     """Paths (``/``-separated, relative to the package dir) of the files copied into every variant.
 
     Every ``.py`` file and every file whose extension is in ``pyext``, recursively; ``__pycache__``, ``*.pyc``
-    and the top-level generated ``_ops.py`` are skipped.
+    and the top-level generated ``_ops.py`` are skipped. Symlinks are followed, to files and directories (a link
+    back to a directory above it is not walked again).
     """
     root = package_dir(project)
-    pyext = set(project.config.framework.pyext) | {"py"}
+    pyext = project.config.framework.pyext
     found = []
-    for path in root.rglob("*"):
-        rel = path.relative_to(root)
-        if "__pycache__" in rel.parts or path.suffix == ".pyc" or not path.is_file():
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        rel_dir = Path(dirpath).relative_to(root)
+        ancestors = {os.path.realpath(root.joinpath(*rel_dir.parts[:i])) for i in range(len(rel_dir.parts))}
+        if os.path.realpath(dirpath) in ancestors:  # a link back up the tree: its files are listed already
+            dirnames[:] = []
             continue
-        if rel.as_posix() == "_ops.py":
-            continue
-        if path.suffix.lstrip(".") in pyext:
-            found.append(rel.as_posix())
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in filenames:
+            rel = (rel_dir / name).as_posix()
+            if is_shipped(rel, pyext) and (Path(dirpath) / name).is_file():
+                found.append(rel)
     return sorted(found)
 
 

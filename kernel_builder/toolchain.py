@@ -1,8 +1,8 @@
 """The tools a compiled variant needs, found as typed values and checked before anything is configured.
 
 CMake and Ninja come from their PyPI packages (pinned by this project's dependencies), the host compiler
-from ``$CXX`` or the system ``g++``, and nvcc from ``CUDA_HOME``, ``PATH`` or ``/usr/local/cuda``; nvcc's
-major.minor must equal the CUDA version Torch was built with.
+from ``$CXX`` or the system ``g++``, and nvcc from ``CUDA_HOME``, ``PATH``, NVIDIA's PyPI toolkit packages or
+``/usr/local/cuda``; nvcc's major.minor must equal the CUDA version Torch was built with.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pathlib import Path
 from .errors import BuildError
 
 _NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
+#: Where a system CUDA toolkit lives when neither CUDA_HOME nor PATH names one.
+DEFAULT_CUDA_HOME = Path("/usr/local/cuda")
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def _accepts(compiler: str, flag: str) -> bool:
     return result.returncode == 0
 
 
-def _nvcc_candidates() -> list[Path]:
+def _nvcc_candidates(purelib: Path | None) -> list[Path]:
     candidates = []
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
@@ -94,15 +96,22 @@ def _nvcc_candidates() -> list[Path]:
     on_path = shutil.which("nvcc")
     if on_path:
         candidates.append(Path(on_path))
-    candidates.append(Path("/usr/local/cuda/bin/nvcc"))
+    if purelib is not None:
+        # NVIDIA's PyPI toolkit packages: nvidia/cu<major>/bin (CUDA 13 on), nvidia/cuda_nvcc/bin (CUDA 12).
+        candidates += sorted((purelib / "nvidia").glob("cu[0-9]*/bin/nvcc"), reverse=True)
+        candidates.append(purelib / "nvidia" / "cuda_nvcc" / "bin" / "nvcc")
+    candidates.append(DEFAULT_CUDA_HOME / "bin" / "nvcc")
     return candidates
 
 
 def _real_nvcc(nvcc: Path) -> Path:
     """The nvcc binary behind ``nvcc`` (which may be a wrapper script): nvcc's dry run names its own dir."""
-    result = subprocess.run(
-        [str(nvcc), "-dryrun", "-E", "-x", "cu", os.devnull], capture_output=True, text=True, check=False
-    )
+    try:
+        result = subprocess.run(
+            [str(nvcc), "-dryrun", "-E", "-x", "cu", os.devnull], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return nvcc.resolve()
     for line in (result.stderr + result.stdout).splitlines():
         if line.startswith("#$ _HERE_="):
             return (Path(line.split("=", 1)[1].strip()) / "nvcc").resolve()
@@ -110,20 +119,27 @@ def _real_nvcc(nvcc: Path) -> Path:
 
 
 @functools.cache
-def cuda_toolkit() -> CudaToolkit:
-    for nvcc in _nvcc_candidates():
+def cuda_toolkit(purelib: Path | None = None) -> CudaToolkit:
+    """The first nvcc of ``CUDA_HOME``/``CUDA_PATH``, ``PATH``, NVIDIA's PyPI packages in ``purelib`` (the build
+    environment's site-packages) and the system default that answers ``--version``."""
+    for nvcc in _nvcc_candidates(purelib):
         if nvcc.is_file():
-            out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False).stdout
+            try:
+                out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False).stdout
+            except OSError:  # not executable, or a broken interpreter line: try the next candidate
+                continue
             match = _NVCC_RELEASE.search(out)
             if match:
                 real = _real_nvcc(nvcc)
                 return CudaToolkit(real, (int(match[1]), int(match[2])), real.parent.parent, out.strip().splitlines()[-1])
-    raise BuildError("no CUDA compiler: nvcc not found in CUDA_HOME, PATH or /usr/local/cuda (set CUDA_HOME)")
+    where = "CUDA_HOME, PATH" + (", NVIDIA's PyPI packages" if purelib is not None else "") + f" or {DEFAULT_CUDA_HOME}"
+    raise BuildError(f"no CUDA compiler: nvcc not found in {where} (set CUDA_HOME)")
 
 
 def check_cuda_match(toolkit: CudaToolkit, torch_cuda: str | None) -> None:
     """nvcc's major.minor must equal ``torch.version.cuda``; checked before configuring."""
-    wanted = tuple(int(p) for p in (torch_cuda or "0.0").split(".")[:2])
+    match = re.match(r"(\d+)(?:\.(\d+))?", torch_cuda or "")
+    wanted = (int(match[1]), int(match[2] or 0)) if match else None
     if wanted != toolkit.version:
         have = f"{toolkit.version[0]}.{toolkit.version[1]}"
         raise BuildError(

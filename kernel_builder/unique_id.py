@@ -10,30 +10,35 @@ import hashlib
 import keyword
 import re
 
-from . import __version__
+import kernel_builder
+
 from .config.model import KernelProject
 from .errors import UsageError
 from .sources import id_input_files
 
-UNIQUE_ID_RE = re.compile(r"^[A-Za-z0-9_]{1,40}$")
+UNIQUE_ID_RE = re.compile(r"[A-Za-z0-9_]{1,40}")
 
 
-def id_text(project: KernelProject, tool_version: str = __version__) -> str:
-    """The canonical text whose SHA-256 gives the id (also recorded to detect changes)."""
-    lines = ["kernel-builder-unique-id 1", f"generator {tool_version}"]
+def id_text(project: KernelProject, tool_version: str | None = None) -> str:
+    """The canonical text whose SHA-256 gives the id (also recorded to detect changes).
+
+    ``tool_version`` defaults to ``kernel_builder.__version__``, read at call time.
+    """
+    version = kernel_builder.__version__ if tool_version is None else tool_version
+    lines = ["kernel-builder-unique-id 1", f"generator {version}"]
     for rel in id_input_files(project):
         digest = hashlib.sha256((project.root / rel).read_bytes()).hexdigest()
         lines.append(f"{digest} {rel}")
     return "".join(line + "\n" for line in lines)
 
 
-def compute_unique_id(project: KernelProject, tool_version: str = __version__) -> str:
+def compute_unique_id(project: KernelProject, tool_version: str | None = None) -> str:
     return hashlib.sha256(id_text(project, tool_version).encode()).hexdigest()[:10]
 
 
 def check_unique_id(value: str) -> str:
     """Validates ``--unique-id``."""
-    if UNIQUE_ID_RE.match(value):
+    if UNIQUE_ID_RE.fullmatch(value):  # `$` alone would accept a trailing newline
         return value
     hint = " (use `_` instead of `-`)" if "-" in value else ""
     raise UsageError(f"--unique-id {value!r} is invalid: use 1 to 40 letters, digits or `_`{hint}")

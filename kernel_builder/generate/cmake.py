@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import __version__, capabilities
 from ..buildenv import BuildInterpreter, TorchDetails
+from ..errors import BuildError
 from ..plan import VariantPlan
 from ..toolchain import CudaToolkit
 from .registration import registration_header
@@ -39,9 +40,16 @@ class ProjectOptions:
     dependency_includes: tuple[Path, ...] = ()  # CUTLASS and other header-only dependencies
 
 
-def cmake_quote(value: str | os.PathLike[str]) -> str:
+def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
+    """``value`` as one quoted CMake argument whose value is exactly ``value``.
+
+    A ``;`` stays as it is: the ``kb_*`` functions read their arguments with ``cmake_parse_arguments(PARSE_ARGV
+    ...)``, which keeps it inside one element, and ``set()`` of a single value keeps it too (an escaped ``\\;``
+    would reach the compiler with its backslash). ``list_element=True`` escapes it for a value appended to a
+    CMake list (``list(PREPEND ...)``), where an unescaped ``;`` would split the element.
+    """
     text = str(value)
-    for char in ("\\", '"', "$", ";"):
+    for char in ("\\", '"', "$", *((";",) if list_element else ())):
         text = text.replace(char, "\\" + char)
     return f'"{text}"'
 
@@ -67,8 +75,9 @@ def nvcc_threads(plan: VariantPlan, options: ProjectOptions) -> int:
 
 
 def cuda_flags_for(flags: Sequence[str], cuda: tuple[int, int]) -> list[str]:
+    """A kernel's ``cuda-flags`` for nvcc ``cuda``: before 12.8, nvcc rejects ``-static-global-template-stub``."""
     if cuda < (12, 8):
-        return [f for f in flags if not f.startswith("-static-global-template-stub")]
+        return [f for f in flags if f.lstrip("-").split("=", 1)[0] != "static-global-template-stub"]
     return list(flags)
 
 
@@ -86,6 +95,11 @@ def write_project(
     options: ProjectOptions,
 ) -> str:
     """Write the project into ``project_dir`` (replacing what was there); returns its fingerprint."""
+    for path in (root, project_dir):
+        if ";" in str(path):
+            # CMake treats `;` as a list separator in its own source and build paths (even its compiler
+            # check fails there); the sources and the build directory live under the kernel root.
+            raise BuildError(f"CMake cannot build in a directory whose path contains `;`: {path}; rename or move it")
     if project_dir.exists():
         shutil.rmtree(project_dir)
     (project_dir / "include").mkdir(parents=True)
@@ -167,7 +181,7 @@ def _cmakelists(
     lines += [
         f"project({plan.ops_name} LANGUAGES {languages})",
         f"set(Python_EXECUTABLE {cmake_quote(interpreter.python)})",
-        f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(details.cmake_prefix_path)})",
+        f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(details.cmake_prefix_path, list_element=True)})",
         f"set(CMAKE_CXX_STANDARD {standard})",
         "set(CMAKE_CXX_STANDARD_REQUIRED ON)",
         "set(CMAKE_CXX_EXTENSIONS OFF)",
@@ -190,7 +204,8 @@ def _cmakelists(
         + _args("CUDA_OPTIONS", cuda_options)
         + ")",
     ]
-    cuda_version = toolkit.version if toolkit is not None else (0, 0)
+    # The variant's CUDA version is torch.version.cuda, which the toolkit matches (checked before configuring).
+    cuda_version = plan.variant.backend_version or (toolkit.version if toolkit is not None else (0, 0))
     for component in plan.components:
         if not component.sources:
             continue
