@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(matrix)
     matrix.set_defaults(handler=_run_matrix)
 
+    abi = commands.add_parser("check-abi", help="check the built extensions against manylinux_2_28 and abi3")
+    abi.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel root, its build/ or one variant")
+    _add_common(abi)
+    abi.set_defaults(handler=_run_check_abi)
+
     build = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
     build.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
     build.add_argument("--backend", help="build only this backend's variants")
@@ -138,6 +143,15 @@ def _run_matrix(args: argparse.Namespace) -> int:
     _print_diagnostics(result.diagnostics)
     print(json.dumps(github_matrix(result.project, args.path), indent=None if args.format == "github" else 2))
     return 0
+
+
+def _run_check_abi(args: argparse.Namespace) -> int:
+    from .abi import check_variants
+
+    report = check_variants(args.path)
+    for line in report.lines():
+        print(line)
+    return 1 if report.violations else 0
 
 
 def _run_build(args: argparse.Namespace) -> int:

@@ -32,9 +32,13 @@ def configure(project_dir: Path, build_dir: Path, *, build_type: str, cuda: bool
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
         f"-DCMAKE_INSTALL_PREFIX={build_dir.parent / 'stage'}",
     ]  # fmt: skip
+    # One host compiler for everything: CMake's CUDA detection also reads CUDAHOSTCXX from the environment,
+    # and a different compiler there brings its own (possibly static-only) libstdc++ into the link line.
+    env = {"CXX": str(cxx)}
     if cuda:
         argv.append(f"-DCMAKE_CUDA_HOST_COMPILER={cxx}")
-    run(argv, verbose=verbose, capture=not verbose, what="CMake configure")
+        env["CUDAHOSTCXX"] = str(cxx)
+    run(argv, env=env, verbose=verbose, capture=not verbose, what="CMake configure")
 
 
 def build(build_dir: Path, *, jobs: int, verbose: bool) -> None:
