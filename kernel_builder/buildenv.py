@@ -100,7 +100,9 @@ def _read_version_py(torch_dir: Path) -> dict[str, str | None]:
 
 def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterpreter:
     """Facts about ``python`` (default: this interpreter) and its Torch, without importing Torch."""
-    exe = Path(python) if python is not None else Path(sys.executable)
+    # Absolute (the generated CMake project and the up-to-date record use it from elsewhere), but not resolved:
+    # a virtual environment's python is a symlink whose target would lose the environment.
+    exe = Path(os.path.abspath(python if python is not None else sys.executable))
     try:
         out = subprocess.run([str(exe), "-c", _QUICK], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError) as exc:

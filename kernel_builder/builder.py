@@ -17,14 +17,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import __version__, compile as compile_stage, toolchain
+from . import __version__, toolchain
+from . import compile as compile_stage
 from .buildenv import BuildInterpreter, quick_probe, torch_details
 from .config.model import KernelProject
 from .diagnostics import Diagnostic, Severity
 from .errors import BuildError, KernelBuilderError
 from .generate.cmake import ProjectOptions, nvcc_threads, write_project
 from .generate.registration import is_generated, registration_header
-from .package import assemble, git_provenance, sync_card
+from .package import Provenance, assemble, git_provenance, sync_card
 from .plan import BuildPlan, VariantPlan, plan_build
 from .sources import id_input_files, user_ops_file
 from .unique_id import compute_unique_id, id_text
@@ -64,6 +65,10 @@ class BuildReport:
     @property
     def failed(self) -> bool:
         return any(r.status == "failed" for r in self.results)
+
+
+#: Build options that do not shape a variant's output (compared with the record of the last build).
+_NOT_INPUTS = ("verbose", "jobs", "import_check", "python", "backend")
 
 
 def _dir_size(path: Path) -> int:
@@ -200,7 +205,8 @@ class Builder:
             "tool": __version__,
             "id-inputs": hashlib.sha256(id_text(self.project).encode()).hexdigest(),
             "plan": repr(variant),
-            "options": {k: v for k, v in asdict(self.options).items() if k not in ("verbose", "jobs", "import_check")},
+            # Neither how the interpreter was named (its fingerprint counts) nor which backends were selected.
+            "options": {k: v for k, v in asdict(self.options).items() if k not in _NOT_INPUTS},
         }
         if variant.aot and interpreter is not None:
             tools = [toolchain.cmake(), toolchain.ninja(), toolchain.host_compiler()]
@@ -230,13 +236,20 @@ class Builder:
         project_dir, cmake_build = state / "project", state / "cmake-build"
         threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
         jobs = self.options.jobs or compile_stage.default_jobs(threads)
+        extension: Path | None = None
         if up_to_date and (cmake_build / "CMakeCache.txt").is_file():
             compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose)
             extension = compile_stage.install(cmake_build, state / "stage", verbose=self.options.verbose)
-            if record is not None and record.get("extension") == _sha256(extension):
+            if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
+                extension = None
+            elif record is not None and record.get("extension") == _sha256(extension):
                 return "up to date"
-            self.log(f"{variant.name}: the extension was relinked; assembling again")
-        else:
+            else:
+                self.log(f"{variant.name}: the extension was relinked; assembling again")
+        if extension is None:
+            # The build directory is about to describe another project: until this build succeeds, the record
+            # (of the last good build) no longer matches it, so a failure must not leave it behind.
+            record_path.unlink(missing_ok=True)
             extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
         self.log(f"assembling {variant.name}")
         assemble(self.project, variant, unique_id, self.build_root, extension, self._provenance(),
@@ -312,7 +325,7 @@ class Builder:
             link.unlink()
         link.symlink_to(target)
 
-    def _provenance(self):  # type: ignore[no-untyped-def]
+    def _provenance(self) -> Provenance | None:
         return git_provenance(self.project, id_input_files(self.project))
 
     def _import_check(self, interpreter: BuildInterpreter | None) -> Callable[[Path], None] | None:
