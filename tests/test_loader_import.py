@@ -209,3 +209,24 @@ def test_import_kernel_builder_stays_cheap_and_exports_lazily() -> None:
     assert kernel_builder.__version__ == "0.1.0"
     with pytest.raises(AttributeError, match="has no attribute 'get_kernal'"):
         _ = kernel_builder.get_kernal  # type: ignore[attr-defined]
+
+
+def test_module_imported_by_another_loader_is_reused_when_the_build_is_the_same(tmp_path: Path) -> None:
+    """The `kernels` package may have imported the variant first, under the same id (spec §3 step 4)."""
+    import importlib.util
+
+    variant = write_variant(tmp_path / "torch-cpu")
+    spec = importlib.util.spec_from_file_location(
+        ID, variant / "__init__.py", submodule_search_locations=[str(variant)]
+    )
+    assert spec is not None and spec.loader is not None
+    foreign = importlib.util.module_from_spec(spec)
+    sys.modules[ID] = foreign
+    spec.loader.exec_module(foreign)
+
+    assert load_variant(variant) is foreign
+    assert [k.module for k in get_loaded_kernels()] == [foreign]
+
+    other = write_variant(tmp_path / "other" / "torch-cpu", files={**FILES, "extra.py": "X = 1\n"})
+    with pytest.raises(ImportError, match="is not the same build"):
+        load_variant(other)

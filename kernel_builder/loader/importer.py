@@ -197,6 +197,20 @@ def _find_package(directory: Path, metadata: Metadata) -> Path:
     )
 
 
+def _foreign_metadata(module: ModuleType) -> Metadata | None:
+    """The metadata of a kernel module another loader imported, read from its variant directory."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return None
+    package = Path(file).parent
+    for directory in (package, package.parent):
+        try:
+            return read_metadata(directory / METADATA_FILE)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def _legacy_id(metadata: Metadata, real_path: str) -> str:
     return f"_{metadata.python_name}_{hashlib.sha256(os.fsencode(real_path)).hexdigest()[:10]}"
 
@@ -255,7 +269,17 @@ def load_variant(
                     return existing
                 other = origin
             else:
+                # Loaded by someone else (e.g. the `kernels` package): the same build if its variant directory
+                # carries the same digest.
                 other = getattr(existing, "__file__", None) or repr(existing)
+                foreign = _foreign_metadata(existing)
+                if metadata.digest is not None and foreign is not None and foreign.digest == metadata.digest:
+                    loaded = LoadedKernel(metadata, existing, repo_info)
+                    _by_path[real_path] = loaded
+                    _origin.setdefault(module_id, real_path)
+                    _loaded.append(loaded)
+                    logger.debug("%s: same build as the loaded module %s; reusing it", directory, module_id)
+                    return existing
             raise ImportError(
                 f"cannot import {directory} as module {module_id!r}: {other} is already loaded under that id "
                 f"and is not the same build (their digests differ). Two builds cannot share one op "
