@@ -86,4 +86,7 @@ function(kb_extension name)
     INSTALL_RPATH ""
     BUILD_WITH_INSTALL_RPATH OFF)
   install(TARGETS ${name} LIBRARY DESTINATION .)
+  if(EXISTS "${PROJECT_SOURCE_DIR}/_ops.py")
+    install(FILES "${PROJECT_SOURCE_DIR}/_ops.py" DESTINATION .)
+  endif()
 endfunction()

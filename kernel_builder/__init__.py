@@ -22,8 +22,10 @@ if TYPE_CHECKING:
         get_kernel_variants,
         get_loaded_kernels,
         get_local_kernel,
+        get_locked_kernel,
         has_kernel,
         install_kernel,
+        load_kernel,
     )
 
 __all__ = [
@@ -41,8 +43,10 @@ __all__ = [
     "get_kernel_variants",
     "get_loaded_kernels",
     "get_local_kernel",
+    "get_locked_kernel",
     "has_kernel",
     "install_kernel",
+    "load_kernel",
 ]
 
 # The loader's public names are imported on first access so that `import kernel_builder` (the CLI, the

@@ -12,21 +12,26 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from typing import Protocol, Union
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import __version__, toolchain
 from . import compile as compile_stage
 from .buildenv import BuildInterpreter, quick_probe, torch_details
+from .candidates import Candidate, Selection, select_candidates
+from .envs import EnvSpec, ensure_env
 from .config.model import KernelProject
 from .diagnostics import Diagnostic, Severity
-from .errors import BuildError, KernelBuilderError
+from .errors import BuildError, KernelBuilderError, UsageError
 from .generate.cmake import ProjectOptions, nvcc_threads, write_project
 from .generate.registration import is_generated, registration_header
 from .package import Provenance, assemble, git_provenance, sync_card
-from .plan import BuildPlan, VariantPlan, plan_build
+from .plan import BuildPlan, VariantPlan, plan_build, plan_candidate
 from .sources import id_input_files, user_ops_file
 from .unique_id import compute_unique_id, id_text
 
@@ -45,6 +50,10 @@ class BuildOptions:
     nvcc_threads: int | None = None
     import_check: bool = True
     python: str | None = None  # build interpreter; default: this one
+    selection: Selection = Selection()
+    refresh_envs: bool = False
+    parallel: int | None = None  # variants built at once; default from the cores
+    werror: bool = False  # ABI symbol-version findings fail the variant
 
 
 @dataclass
@@ -68,7 +77,7 @@ class BuildReport:
 
 
 #: Build options that do not shape a variant's output (compared with the record of the last build).
-_NOT_INPUTS = ("verbose", "jobs", "import_check", "python", "backend")
+_NOT_INPUTS = ("verbose", "jobs", "import_check", "python", "backend", "selection", "refresh_envs", "parallel", "werror")
 
 
 def _dir_size(path: Path) -> int:
@@ -139,52 +148,173 @@ def import_checker(interpreter: BuildInterpreter) -> Callable[[Path], None]:
     return check
 
 
+def _variant_name(interpreter: BuildInterpreter, stable_abi: tuple[int, int] | None) -> str | None:
+    try:
+        return interpreter.variant(stable_abi).name
+    except ValueError:
+        return None
+
+
+def _toolkit_for(interpreter: BuildInterpreter) -> toolchain.CudaToolkit:
+    """nvcc of the interpreter's CUDA version: the system's, or one its environment brought from PyPI."""
+    backend, version = interpreter.backend()
+    return toolchain.cuda_toolkit(interpreter.purelib, version if backend == "cuda" else None)
+
+
+def _wants_pypi_toolkit(candidate: Candidate) -> tuple[int, int] | None:
+    """The CUDA version whose toolkit the environment must bring, when the system's nvcc is another one."""
+    if candidate.backend != "cuda" or candidate.entry is None or candidate.entry.version is None:
+        return None
+    wanted = (candidate.entry.version[0], candidate.entry.version[1])
+    try:
+        system = toolchain.cuda_toolkit().version
+    except BuildError:
+        return wanted
+    return None if system == wanted else wanted
+
+
+class ProgressSink(Protocol):
+    """Where a build reports its progress; the CLI decides how it looks."""
+
+    def stage(self, variant: str, stage: str) -> None: ...
+
+    def step(self, variant: str, done: int, total: int) -> None: ...
+
+
+class LogProgress:
+    """Stage changes as plain lines (compiler output streams through as written)."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self.log = log
+
+    def stage(self, variant: str, stage: str) -> None:
+        self.log(f"{variant}: {stage}")
+
+    def step(self, variant: str, done: int, total: int) -> None:
+        pass
+
+
+def default_parallel(variant_count: int) -> int:
+    """Variants built at once: one per 4 cores (each compiles with several jobs itself)."""
+    return max(1, min(variant_count, (os.cpu_count() or 1) // 4))
+
+
+# A job: a plan already made (default selection), or a selected candidate planned in its own environment.
+_Job = Union[tuple[VariantPlan, "BuildInterpreter | None"], Candidate]
+
+
 class Builder:
     """Builds the variants of one project; the CLI renders what it reports."""
 
-    def __init__(self, project: KernelProject, options: BuildOptions, log: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        project: KernelProject,
+        options: BuildOptions,
+        log: Callable[[str], None],
+        progress: ProgressSink | None = None,
+    ) -> None:
         self.project = project
         self.options = options
         self.log = log
+        self.progress: ProgressSink = progress or LogProgress(log)
+        self.capture = False  # set when variants build in parallel: output goes to per-variant logs
         self.warnings: list[Diagnostic] = []
         self.root = project.root
         self.build_root = project.root / BUILD_DIR
+        self._lock = threading.Lock()
+
+    def _probe(self) -> BuildInterpreter | None:
+        try:
+            return quick_probe(self.options.python)
+        except BuildError:
+            if self.project.config.aot_backends() and not self.options.selection.explicit:
+                raise
+            return None
 
     def run(self) -> BuildReport:
         options = self.options
         unique_id = options.unique_id or compute_unique_id(self.project)
-        interpreter: BuildInterpreter | None
-        try:
-            interpreter = quick_probe(options.python)
-        except BuildError:
-            if self.project.config.aot_backends():
-                raise
-            interpreter = None
-        targets = native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
-        plan = plan_build(self.project, interpreter, unique_id, backend=options.backend, native_targets=targets)
-        report = BuildReport(plan, diagnostics=list(plan.diagnostics))
+        interpreter = self._probe()
+        jobs: list[_Job] = []
+        if options.selection.explicit:
+            selected = select_candidates(self.project, options.selection)
+            report = BuildReport(BuildPlan(unique_id, ()), diagnostics=[])
+            for name, reason in selected.skipped:
+                report.results.append(VariantResult(name, "skipped", message=reason))
+            for name, reason in selected.failed:
+                report.results.append(VariantResult(name, "failed", message=reason))
+            jobs.extend(selected.chosen)
+        else:
+            targets = native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
+            plan = plan_build(self.project, interpreter, unique_id, backend=options.backend, native_targets=targets)
+            report = BuildReport(plan, diagnostics=list(plan.diagnostics))
+            for name, reason in plan.skipped:
+                report.results.append(VariantResult(name, "skipped", message=reason))
+            jobs.extend((variant, interpreter) for variant in plan.variants)
         self.warnings = report.diagnostics
         if user_ops_file(self.project) is not None:
             self.warn(f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant")
         self._write_registration_copy()
         sync_card(self.project, self.build_root)
-        for name, reason in plan.skipped:
-            report.results.append(VariantResult(name, "skipped", message=reason))
-        for variant in plan.variants:
-            start = time.monotonic()
-            try:
-                status = self._build_variant(variant, unique_id, interpreter)
-            except KernelBuilderError as exc:
-                report.results.append(VariantResult(variant.name, "failed", time.monotonic() - start, message=str(exc)))
-                continue
-            size = _dir_size(self.build_root / variant.name)
-            report.results.append(VariantResult(variant.name, status, time.monotonic() - start, size))
+
+        workers = options.parallel or default_parallel(len(jobs))
+        self.capture = workers > 1
+        if workers <= 1:
+            results = [self._run_job(job, unique_id, interpreter) for job in jobs]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(lambda job: self._run_job(job, unique_id, interpreter), jobs))
+        report.results.extend(results)
         return report
+
+    def _run_job(self, job: _Job, unique_id: str, default: BuildInterpreter | None) -> VariantResult:
+        name = job.name if isinstance(job, Candidate) else job[0].name
+        start = time.monotonic()
+        try:
+            if isinstance(job, Candidate):
+                plan, interpreter = self._plan_candidate(job, unique_id, default)
+            else:
+                plan, interpreter = job
+            status = self._build_variant(plan, unique_id, interpreter if plan.aot else interpreter or default)
+        except KernelBuilderError as exc:
+            self.progress.stage(name, "failed")
+            return VariantResult(name, "failed", time.monotonic() - start, message=str(exc))
+        self.progress.stage(name, status)
+        return VariantResult(name, status, time.monotonic() - start, _dir_size(self.build_root / name))
+
+    def _plan_candidate(
+        self, candidate: Candidate, unique_id: str, default: BuildInterpreter | None
+    ) -> tuple[VariantPlan, BuildInterpreter | None]:
+        """Plan a selected candidate in an interpreter whose torch gives exactly that variant."""
+        if candidate.entry is None:
+            plan, _ = plan_candidate(self.project, candidate.name, candidate.backend, None, unique_id)
+            return plan, default
+        interpreter = default
+        abi = getattr(self.project.config.framework, "stable_abi_for", lambda _b: None)(candidate.backend)
+        abi_mm = abi.major_minor if abi is not None else None
+        if interpreter is None or _variant_name(interpreter, abi_mm) != candidate.name:
+            self.progress.stage(candidate.name, "preparing build environment")
+            spec = EnvSpec.for_entry(candidate.entry)
+            python = ensure_env(
+                spec,
+                refresh=self.options.refresh_envs,
+                log=lambda line: self.log(f"{candidate.name}: {line}"),
+                cuda_toolkit=_wants_pypi_toolkit(candidate),
+            )
+            interpreter = quick_probe(python)
+        targets = native_targets(interpreter) if self.options.arch == "native" else None
+        plan, diagnostics = plan_candidate(
+            self.project, candidate.name, candidate.backend, interpreter, unique_id, native_targets=targets
+        )
+        for diagnostic in diagnostics:
+            self.warn(diagnostic.message)
+        return plan, interpreter
 
     def warn(self, message: str) -> None:
         diagnostic = Diagnostic(Severity.WARNING, message, self.project.display_path)
-        if diagnostic not in self.warnings:
-            self.warnings.append(diagnostic)
+        with self._lock:
+            if diagnostic not in self.warnings:
+                self.warnings.append(diagnostic)
 
     def _write_registration_copy(self) -> None:
         """``torch-ext/registration.h`` for sources that include it by relative path (build-output §5.2)."""
@@ -213,7 +343,7 @@ class Builder:
             inputs["interpreter"] = interpreter.fingerprint()
             inputs["toolchain"] = toolchain.fingerprint(*tools)
             if variant.backend == "cuda":
-                inputs["nvcc"] = toolchain.fingerprint(toolchain.cuda_toolkit())
+                inputs["nvcc"] = toolchain.fingerprint(_toolkit_for(interpreter))
         return inputs
 
     def _build_variant(self, variant: VariantPlan, unique_id: str, interpreter: BuildInterpreter | None) -> str:
@@ -226,7 +356,7 @@ class Builder:
         if not variant.aot:
             if up_to_date:
                 return "up to date"
-            self.log(f"assembling {variant.name}")
+            self.progress.stage(variant.name, "assembling")
             assemble(self.project, variant, unique_id, self.build_root, None, self._provenance(),
                      self._import_check(interpreter))  # fmt: skip
             _write_json(record_path, {"inputs": inputs})
@@ -238,7 +368,7 @@ class Builder:
         jobs = self.options.jobs or compile_stage.default_jobs(threads)
         extension: Path | None = None
         if up_to_date and (cmake_build / "CMakeCache.txt").is_file():
-            compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose)
+            self._compile(variant, cmake_build, jobs)
             extension = compile_stage.install(cmake_build, state / "stage", verbose=self.options.verbose)
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
@@ -251,21 +381,47 @@ class Builder:
             # (of the last good build) no longer matches it, so a failure must not leave it behind.
             record_path.unlink(missing_ok=True)
             extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
-        self.log(f"assembling {variant.name}")
+        self._check_abi(variant, extension, interpreter)
+        self.progress.stage(variant.name, "assembling")
         assemble(self.project, variant, unique_id, self.build_root, extension, self._provenance(),
                  self._import_check(interpreter))  # fmt: skip
         _write_json(record_path, {"inputs": inputs, "extension": _sha256(extension)})
         return "built"
 
-    def _configure_and_compile(
-        self, variant: VariantPlan, interpreter: BuildInterpreter, project_dir: Path, cmake_build: Path, jobs: int
-    ) -> Path:
+    def generate(self, force: bool = False) -> Path:
+        """``kernel-builder generate``: the CMake project of this environment's variant, and a pyproject.toml
+        that builds it as a wheel with scikit-build-core. Returns the pyproject path."""
+        from .generate.pyproject import MARKER, pyproject_text
+
+        target = self.root / "pyproject.toml"
+        if target.exists() and not force:
+            raise UsageError(f"{target} exists; pass --force to replace it")
+        interpreter = quick_probe(self.options.python)
+        unique_id = self.options.unique_id or compute_unique_id(self.project)
+        plan = plan_build(self.project, interpreter, unique_id, backend=self.options.backend)
+        aot = [v for v in plan.variants if v.aot]
+        if not aot:
+            raise BuildError(
+                "generate needs a compiled variant for this environment's torch "
+                f"(torch {interpreter.torch_version}); pure-Python variants are built with `kernel-builder build`"
+            )
+        variant = aot[0]
+        self._write_registration_copy()
+        project_dir = self.root / STATE_DIR / variant.name / "project"
+        self._write_project(variant, interpreter, project_dir)
+        text = pyproject_text(self.project, PurePosixPath(project_dir.relative_to(self.root).as_posix()), variant.name)
+        assert text.startswith(MARKER)
+        target.write_text(text, encoding="utf-8")
+        return target
+
+    def _write_project(self, variant: VariantPlan, interpreter: BuildInterpreter, project_dir: Path) -> bool:
+        """Checks torch and the toolchain, then writes the project; True for a CUDA project."""
         details = torch_details(interpreter)
         if sys.platform == "linux" and not details.cxx11_abi:
             raise BuildError(f"torch {details.version} was not built with the C++11 ABI; kernel-builder needs one that is")
         toolkit = None
         if variant.backend == "cuda":
-            toolkit = toolchain.cuda_toolkit()
+            toolkit = _toolkit_for(interpreter)
             toolchain.check_cuda_match(toolkit, interpreter.cuda)
         options = ProjectOptions(
             build_type=self.options.build_type,
@@ -273,17 +429,50 @@ class Builder:
             gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
             dependency_includes=self._dependency_includes(variant, interpreter),
         )
-        self.log(f"configuring {variant.name}" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""))
         write_project(project_dir, self.root, variant, interpreter, details, toolkit, options)
+        return toolkit is not None
+
+    def _configure_and_compile(
+        self, variant: VariantPlan, interpreter: BuildInterpreter, project_dir: Path, cmake_build: Path, jobs: int
+    ) -> Path:
+        self.progress.stage(variant.name, "configuring" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""))
+        cuda = self._write_project(variant, interpreter, project_dir)
         compile_stage.configure(
-            project_dir, cmake_build, build_type=self.options.build_type, cuda=toolkit is not None,
+            project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
             verbose=self.options.verbose,
         )  # fmt: skip
         self._link_compile_commands(cmake_build)
-        self.log(f"compiling {variant.name}")
-        compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose)
+        self.progress.stage(variant.name, "compiling")
+        self._compile(variant, cmake_build, jobs)
         self._account_headers(cmake_build)
         return compile_stage.install(cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose)
+
+    def _check_abi(self, variant: VariantPlan, extension: Path, interpreter: BuildInterpreter) -> None:
+        """Python-ABI and dependency violations fail the variant; symbol versions newer than manylinux_2_28
+        warn (fail with ``--werror``): the system toolchain decides those, not the kernel."""
+        from .abi import check_library
+
+        include = interpreter.python_include if (interpreter.python_include / "Python.h").is_file() else None
+        violations = check_library(extension, include)
+        errors = [v for v in violations if v.kind != "symbol-version" or self.options.werror]
+        for violation in violations:
+            if violation not in errors:
+                self.warn(f"{variant.name}: {violation.detail} (not manylinux_2_28-compliant)")
+        if errors:
+            raise BuildError(
+                "ABI check failed:\n" + "\n".join(f"  {v.kind}: {v.detail}" for v in errors)
+            )
+
+    def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> None:
+        """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
+        if not self.capture:
+            compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose)
+            return
+        log = cmake_build.parent / "build.log"
+        compile_stage.build(
+            cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log,
+            on_step=lambda done, total: self.progress.step(variant.name, done, total),
+        )  # fmt: skip
 
     def _account_headers(self, cmake_build: Path) -> None:
         """Warn about project headers that compiled files include but no ``src`` lists (build-output §7.4):

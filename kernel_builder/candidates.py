@@ -91,3 +91,65 @@ def noarch_candidates(project: KernelProject) -> list[Candidate]:
 
 def all_candidates(project: KernelProject, matrix: Matrix | None = None) -> list[Candidate]:
     return aot_candidates(project, matrix) + noarch_candidates(project)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What ``build`` was asked for: named variants, the required set, or every buildable candidate."""
+
+    variants: tuple[str, ...] = ()
+    required: bool = False
+    all_variants: bool = False
+    backend: str | None = None
+
+    @property
+    def explicit(self) -> bool:
+        return bool(self.variants) or self.required or self.all_variants
+
+
+@dataclass
+class Selected:
+    chosen: list[Candidate]
+    skipped: list[tuple[str, str]]  # (variant, reason): not selected implicitly, or not buildable here
+    failed: list[tuple[str, str]]  # (variant, reason): named explicitly but not buildable here
+
+
+def select_candidates(project: KernelProject, selection: Selection, matrix: Matrix | None = None) -> Selected:
+    """Apply ``--variant`` / ``--required`` / ``--all-variants`` / ``--backend`` to the candidates (§2.4)."""
+    from .config.archs import E20_HINT
+    from .diagnostics import DiagnosticList
+    from .errors import ConfigError, UsageError
+
+    candidates = [c for c in all_candidates(project, matrix) if selection.backend in (None, c.backend)]
+    by_name = {c.name: c for c in candidates}
+    out = Selected([], [], [])
+    if selection.variants:
+        unknown = [v for v in selection.variants if v not in by_name]
+        if unknown:
+            listed = "\n  ".join(c.name for c in candidates) or "(none)"
+            raise UsageError(
+                f"{', '.join(unknown)} {'is not a candidate' if len(unknown) == 1 else 'are not candidates'} of "
+                f"{project.display_path}; the candidates are:\n  {listed}"
+            )
+        for name in dict.fromkeys(selection.variants):
+            candidate = by_name[name]
+            if candidate.reason is None:
+                out.chosen.append(candidate)
+            elif candidate.reason.startswith("[kernel."):  # E20 for an optional entry: an error once selected
+                diags = DiagnosticList(project.display_path)
+                diags.error(candidate.reason, None, E20_HINT)
+                raise ConfigError(diags.sorted())
+            else:
+                out.failed.append((name, candidate.reason))
+        for candidate in candidates:
+            if candidate.name not in selection.variants:
+                out.skipped.append((candidate.name, "not selected"))
+        return out
+    for candidate in candidates:
+        if candidate.reason is not None:
+            out.skipped.append((candidate.name, candidate.reason))
+        elif selection.required and not candidate.required:
+            out.skipped.append((candidate.name, "optional: build it with --all-variants or --variant"))
+        else:
+            out.chosen.append(candidate)
+    return out

@@ -78,8 +78,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(abi)
     abi.set_defaults(handler=_run_check_abi)
 
+    generate = commands.add_parser(
+        "generate", help="write pyproject.toml so pip builds the kernel as a wheel (scikit-build-core)"
+    )
+    generate.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    generate.add_argument("--force", action="store_true", help="replace an existing pyproject.toml")
+    generate.add_argument("--python", metavar="PATH", help="interpreter whose torch the wheel is for")
+    _add_common(generate)
+    generate.set_defaults(handler=_run_generate)
+
     build = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
     build.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    build.add_argument("--variant", action="append", default=[], metavar="NAME",
+                       help="build this candidate variant in its own environment (repeatable)")
+    build.add_argument("--required", action="store_true", help="build every required variant buildable here")
+    build.add_argument("--all-variants", action="store_true", help="build every variant buildable here")
+    build.add_argument("--refresh-envs", action="store_true", help="re-create the isolated build environments")
+    build.add_argument("--parallel", type=int, metavar="N", help="variants built at once (default: cores / 4)")
+    build.add_argument("--werror", action="store_true", help="treat ABI symbol-version warnings as errors")
     build.add_argument("--backend", help="build only this backend's variants")
     build.add_argument("--arch", choices=["native"], help="native: only the visible GPU's capability (not publishable)")
     build.add_argument("--unique-id", metavar="ID", help="override the content-derived op namespace id")
@@ -91,6 +107,31 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("-v", "--verbose", action="store_true", help="echo every command")
     _add_common(build)
     build.set_defaults(handler=_run_build)
+
+    upload = commands.add_parser("upload", help="upload the built variants to a kernel repo on the Hub")
+    upload.add_argument("path", nargs="?", default=".", metavar="KERNEL_DIR", help="kernel directory (default: .)")
+    upload.add_argument("--repo-id", metavar="ID", help="<org>/<name> (default: [general.hub] repo-id of build.toml)")
+    upload.add_argument("--branch", metavar="B", help="target branch (default: [general.hub] branch, else v<version>)")
+    upload.add_argument("--private", action="store_true", help="create the repository as private")
+    upload.add_argument("--repo-type", choices=["kernel", "model"], default="kernel", help="repository type")
+    upload.add_argument("--create-pr", action="store_true", help="open pull requests instead of committing")
+    upload.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    upload.add_argument("--output-json", metavar="PATH", help="write the outcome as JSON to PATH")
+    upload.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
+    _add_common(upload)
+    upload.set_defaults(handler=_run_upload)
+
+    lock = commands.add_parser("lock", help="pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock")
+    lock.add_argument("path", nargs="?", default=".", metavar="PROJECT_DIR", help="project directory (default: .)")
+    lock.add_argument("--trust-remote-code", action="store_true", help="skip the trusted-publisher check")
+    _add_common(lock)
+    lock.set_defaults(handler=_run_lock)
+
+    download = commands.add_parser("download", help="download and verify the kernels pinned in kernels.lock")
+    download.add_argument("path", nargs="?", default=".", metavar="PROJECT_DIR", help="project directory (default: .)")
+    download.add_argument("--all-variants", action="store_true", help="every locked variant, not only this machine's")
+    _add_common(download)
+    download.set_defaults(handler=_run_download)
     return parser
 
 
@@ -154,10 +195,24 @@ def _run_check_abi(args: argparse.Namespace) -> int:
     return 1 if report.violations else 0
 
 
+def _run_generate(args: argparse.Namespace) -> int:
+    from .builder import BuildOptions, Builder
+    from .config import load_project
+
+    result = load_project(args.path)
+    _print_diagnostics(result.diagnostics)
+    builder = Builder(result.project, BuildOptions(python=args.python), log=lambda line: print(line, file=sys.stderr))
+    target = builder.generate(force=args.force)
+    print(f"wrote {target}; build a wheel with: pip wheel --no-build-isolation {target.parent}")
+    return 0
+
+
 def _run_build(args: argparse.Namespace) -> int:
     import time
 
     from .builder import BuildOptions, Builder
+    from .candidates import Selection
+    from .progress import progress_display
     from .config import load_project
     from .unique_id import check_unique_id
 
@@ -176,8 +231,17 @@ def _run_build(args: argparse.Namespace) -> int:
         nvcc_threads=args.nvcc_threads,
         import_check=not args.no_import_check,
         python=args.python,
+        selection=Selection(tuple(args.variant), args.required, args.all_variants, args.backend),
+        refresh_envs=args.refresh_envs,
+        parallel=args.parallel,
+        werror=args.werror,
     )
-    report = Builder(result.project, options, log=lambda line: print(line, file=sys.stderr, flush=True)).run()
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    with progress_display(log) as progress:
+        report = Builder(result.project, options, log=progress.log, progress=progress).run()
     _print_diagnostics(report.diagnostics)
     from .summary import build_table
 
@@ -185,6 +249,90 @@ def _run_build(args: argparse.Namespace) -> int:
     for failure in (r for r in report.results if r.status == "failed"):
         print(f"error: {failure.name}: {failure.message}", file=sys.stderr)
     return 1 if report.failed else 0
+
+
+def _run_upload(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .publish.upload import UploadOptions, describe_plan, upload
+
+    def log(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    options = UploadOptions(
+        kernel_dir=Path(args.path),
+        repo_id=args.repo_id,
+        branch=args.branch,
+        private=args.private,
+        repo_type=args.repo_type,
+        create_pr=args.create_pr,
+        dry_run=args.dry_run,
+    )
+    result = upload(options, log=log, warn=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
+    if args.dry_run:
+        print("\n".join(["dry run: nothing was changed", *describe_plan(result.plan)]))
+    elif not args.quiet:
+        summary = {
+            "no_changes": "no changes: the Hub already has these files",
+            "uploaded": "uploaded",
+            "pull_request_created": "opened pull request(s)",
+        }[result.status]
+        print(f"{summary}: {result.plan.url}")
+        for pr in result.pull_requests:
+            print(f"  {pr.branch}: {pr.url}")
+    if args.output_json:
+        Path(args.output_json).write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def _print_warnings(caught: Sequence[object]) -> None:
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)  # type: ignore[attr-defined]
+
+
+def _run_lock(args: argparse.Namespace) -> int:
+    import warnings
+
+    from .publish.lock import lock_project
+
+    with warnings.catch_warnings(record=True) as caught:  # the library warns; the CLI shows them plainly
+        warnings.simplefilter("always")
+        report = lock_project(
+            args.path, trust_remote_code=args.trust_remote_code, log=lambda line: print(line, file=sys.stderr)
+        )
+    _print_warnings(caught)
+    for repo_id, message in report.failures:
+        print(f"error: {repo_id}: {message}", file=sys.stderr)
+    if report.failures:
+        print(f"error: {report.path} was not written ({len(report.failures)} repo(s) failed)", file=sys.stderr)
+        return 1
+    print(f"wrote {report.path} ({len(report.entries)} kernel(s))")
+    return 0
+
+
+def _run_download(args: argparse.Namespace) -> int:
+    import warnings
+
+    from .publish.download import download_locked
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outcomes = download_locked(
+            args.path, all_variants=args.all_variants, log=lambda line: print(line, file=sys.stderr)
+        )
+    _print_warnings(caught)
+    for outcome in outcomes:
+        if outcome.error is None:
+            for variant, path in zip(outcome.variants, outcome.paths):
+                print(f"{outcome.repo_id} {variant}: {path}")
+        else:
+            print(f"error: {outcome.repo_id} at {outcome.sha}: {outcome.error}", file=sys.stderr)
+    failed = sum(outcome.error is not None for outcome in outcomes)
+    if failed:
+        print(f"error: {failed} of {len(outcomes)} kernel(s) failed", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,9 +6,13 @@ The build directory is kept between runs, so Ninja recompiles only what changed.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from . import toolchain
+from .errors import BuildError
 from .runner import run
 
 
@@ -41,11 +45,39 @@ def configure(project_dir: Path, build_dir: Path, *, build_type: str, cuda: bool
     run(argv, env=env, verbose=verbose, capture=not verbose, what="CMake configure")
 
 
-def build(build_dir: Path, *, jobs: int, verbose: bool) -> None:
+_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
+
+
+def build(
+    build_dir: Path,
+    *,
+    jobs: int,
+    verbose: bool,
+    log_file: Path | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> None:
+    """Run Ninja through CMake. With ``log_file``, output goes there (and ``[n/m]`` steps to ``on_step``);
+    a failure then carries the log's end."""
     argv: list[str | os.PathLike[str]] = [toolchain.cmake().path, "--build", build_dir, "--parallel", str(jobs)]
     if verbose:
         argv.append("--verbose")
-    run(argv, verbose=verbose, what="compilation")
+    if log_file is None:
+        run(argv, verbose=verbose, what="compilation")
+        return
+    with log_file.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            [str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        )
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.write(line)
+            match = _STEP.match(line)
+            if match and on_step is not None:
+                on_step(int(match[1]), int(match[2]))
+        status = process.wait()
+    if status != 0:
+        tail = "".join(log_file.read_text(encoding="utf-8").splitlines(keepends=True)[-60:])
+        raise BuildError(f"compilation failed (exit status {status}); the end of {log_file}:\n{tail.rstrip()}")
 
 
 def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
@@ -55,8 +87,6 @@ def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
     run([toolchain.cmake().path, "--install", build_dir, "--prefix", stage_dir], verbose=verbose, capture=True, what="install")
     libraries = sorted(stage_dir.glob("*.abi3.so"))
     if len(libraries) != 1:
-        from .errors import BuildError
-
         raise BuildError(f"expected one .abi3.so in {stage_dir}, found {len(libraries)}")
     return libraries[0]
 

@@ -74,13 +74,40 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def ensure_env(spec: EnvSpec, *, refresh: bool = False, log: Callable[[str], None] = lambda _: None) -> Path:
-    """The interpreter of ``spec``'s environment, created (or re-created with ``refresh``) as needed."""
+def toolkit_requirements(cuda: tuple[int, int]) -> list[str]:
+    """NVIDIA's PyPI packages that make a CUDA toolkit inside an environment (``nvidia/cu<major>/``).
+
+    All of one CUDA release: nvcc, its front end (nvvm) and crt headers, the runtime headers and CCCL. Mixing
+    releases breaks (a newer nvvm emits PTX the older ptxas rejects). CUDA 12 wheels use another layout
+    (one directory per package) that nvcc cannot use as a toolkit root; those versions need a system toolkit.
+    """
+    if cuda[0] < 13:
+        raise BuildError(
+            f"no CUDA {cuda[0]}.{cuda[1]} toolkit found: install CUDA {cuda[0]}.{cuda[1]} and set CUDA_HOME to it "
+            "(kernel-builder brings toolkits from PyPI for CUDA 13 and newer only)"
+        )
+    release = f"=={cuda[0]}.{cuda[1]}.*"
+    names = ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cuda-cccl", "nvidia-cuda-runtime")
+    return [name + release for name in names]
+
+
+def ensure_env(
+    spec: EnvSpec,
+    *,
+    refresh: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    cuda_toolkit: tuple[int, int] | None = None,
+) -> Path:
+    """The interpreter of ``spec``'s environment, created (or re-created with ``refresh``) as needed; with
+    ``cuda_toolkit``, the environment also brings that CUDA release's compiler from PyPI."""
+    toolkit = toolkit_requirements(cuda_toolkit) if cuda_toolkit is not None else []
     env = env_dir(spec)
     with _locked(env.parent / f".{spec.key}.lock"):
         marker = env / MARKER
         if marker.is_file() and not refresh and python_of(env).exists():
-            return python_of(env)
+            recorded = json.loads(marker.read_text()).get("toolkit", [])
+            if recorded == toolkit:
+                return python_of(env)
         if env.exists():
             shutil.rmtree(env)
         log(f"creating build environment {spec.key} (pip install {spec.requirement})")
@@ -97,7 +124,18 @@ def ensure_env(spec: EnvSpec, *, refresh: bool = False, log: Callable[[str], Non
             where = spec.index_url or "PyPI"
             detail = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
             raise BuildError(f"torch {spec.torch_pin} not available from {where}" + (f" ({detail})" if detail else ""))
-        # venv scripts hold absolute paths; the environment is used where it was created.
+        if toolkit:
+            log(f"installing the CUDA toolkit from PyPI ({', '.join(toolkit)})")
+            result = subprocess.run(
+                [str(python_of(tmp)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *toolkit],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if result.returncode != 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise BuildError(f"cannot install the CUDA toolkit from PyPI: {result.stderr.strip()[-400:]}")
+        # Only bin/python is used, and a venv's interpreter works after the directory is renamed.
         os.rename(tmp, env)
-        marker.write_text(json.dumps({"torch": spec.torch_pin, "compute": spec.compute}, indent=2) + "\n")
+        marker.write_text(
+            json.dumps({"torch": spec.torch_pin, "compute": spec.compute, "toolkit": toolkit}, indent=2) + "\n"
+        )
         return python_of(env)

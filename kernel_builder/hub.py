@@ -20,22 +20,41 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from huggingface_hub import HfApi, constants, hf_hub_download, snapshot_download
-from huggingface_hub.errors import GatedRepoError, RemoteEntryNotFoundError, RepositoryNotFoundError
-from huggingface_hub.hf_api import RepoFolder
+from huggingface_hub import (
+    CommitOperationAdd,
+    CommitOperationDelete,
+    HfApi,
+    constants,
+    hf_hub_download,
+    snapshot_download,
+)
+from huggingface_hub.errors import (
+    GatedRepoError,
+    HfHubHTTPError,
+    RemoteEntryNotFoundError,
+    RepositoryNotFoundError,
+)
+from huggingface_hub.hf_api import RepoFile, RepoFolder
 from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
 
 from kernel_builder import __version__
 
 __all__ = [
     "DEFAULT_ENDPOINT",
+    "HTTP_ERRORS",
     "KERNEL",
     "MODEL",
+    "REQUEST_ERRORS",
+    "AddFile",
+    "CommitResult",
+    "DeleteFile",
     "Hub",
+    "RemoteFile",
     "RemoteRepo",
     "cache_dir",
     "endpoint",
@@ -54,6 +73,15 @@ REPO_TYPES = (KERNEL, MODEL)
 LIBRARY_NAME = "kernel_builder"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 T = TypeVar("T")
+
+# What a failed Hub request raises: HTTP errors, and the transport errors of the HTTP library under
+# huggingface_hub (the base class its HfHubHTTPError extends, found without naming that library); with
+# OSError, for requests that fail locally (a full disk, an unreadable file to upload).
+HTTP_ERRORS: tuple[type[Exception], ...] = (
+    HfHubHTTPError,
+    *(base for base in HfHubHTTPError.__mro__[1:] if base.__name__ == "HTTPError"),
+)
+REQUEST_ERRORS: tuple[type[Exception], ...] = (*HTTP_ERRORS, OSError)
 
 
 # --- environment, read at every call (§1.5) -----------------------------------------------------------------
@@ -152,6 +180,46 @@ def _legacy_warning(repo_id: str) -> str:
         f"{repo_id} is a model-type repository; kernels are now published as kernel-type repositories. "
         f"Loading it as a model repository still works, but ask its publisher to move it to a kernel repo."
     )
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One file of a tree listing: its path, size, git blob SHA-1 and, if LFS-tracked, its SHA-256."""
+
+    path: str
+    size: int
+    blob_id: str
+    sha256: str | None = None
+
+    @property
+    def content_id(self) -> str:
+        """What names the file's content: the LFS SHA-256, else the git blob SHA-1 (as the cache's blobs)."""
+        return self.sha256 or self.blob_id
+
+
+@dataclass(frozen=True)
+class AddFile:
+    """A commit operation: upload the local file ``source`` as ``path``."""
+
+    path: str
+    source: Path
+
+
+@dataclass(frozen=True)
+class DeleteFile:
+    """A commit operation: delete the file ``path``."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """A commit made (or, with ``create_pr``, the pull request opened): its SHA and where to see it."""
+
+    oid: str
+    url: str
+    pr_url: str | None = None
+    pr_revision: str | None = None
 
 
 Warn = Callable[[str, type[Warning]], None]
@@ -309,6 +377,92 @@ class Hub:
         if not target.is_dir():
             raise FileNotFoundError(f"{repo.repo_id}@{sha}: {folder} is missing from the download ({target})")
         return target
+
+    def tree_files(self, repo: RemoteRepo, revision: str, path: str | None = None) -> list[RemoteFile]:
+        """Every file under ``path`` (the whole tree when ``None``) at ``revision``, recursively, by path.
+
+        A ``path`` that does not exist gives an empty list.
+        """
+
+        def listing(kind: str) -> list[RemoteFile]:
+            try:
+                entries = list(
+                    self.api.list_repo_tree(
+                        repo.repo_id, path_in_repo=path, revision=revision, repo_type=kind, recursive=True
+                    )
+                )
+            except RemoteEntryNotFoundError:
+                return []
+            files = [
+                RemoteFile(e.path, e.size, e.blob_id, e.lfs.sha256 if e.lfs is not None else None)
+                for e in entries
+                if isinstance(e, RepoFile)
+            ]
+            return sorted(files, key=lambda file: file.path)
+
+        return self.call(repo, listing)
+
+    def existing_branches(self, repo: RemoteRepo) -> dict[str, str] | None:
+        """Branch name → commit SHA, or ``None`` when the repository does not exist (under its type)."""
+        try:
+            return self.branches(repo)
+        except RepositoryNotFoundError as error:
+            if isinstance(error, GatedRepoError):
+                raise
+            return None
+
+    def repo_url(self, repo: RemoteRepo) -> str:
+        """The repository's page: ``<endpoint>/kernels/<id>`` (``<endpoint>/<id>`` for a model repo)."""
+        prefix = "" if self._type(repo) == MODEL else f"{self._type(repo)}s/"
+        return f"{self.endpoint}/{prefix}{repo.repo_id}"
+
+    # -- write calls (upload, loader spec §5); ``repo.repo_type`` is always explicit here --
+
+    def create_repo(self, repo: RemoteRepo, *, private: bool) -> str:
+        """Create the repository (an existing one is fine); returns its URL."""
+        url = self.api.create_repo(repo.repo_id, repo_type=self._type(repo), private=private, exist_ok=True)
+        return str(url)
+
+    def create_branch(self, repo: RemoteRepo, branch: str, revision: str) -> None:
+        """Create ``branch`` at ``revision`` (an existing branch is fine)."""
+        self.api.create_branch(
+            repo.repo_id, branch=branch, revision=revision, repo_type=self._type(repo), exist_ok=True
+        )
+
+    def commit(
+        self,
+        repo: RemoteRepo,
+        operations: Sequence[AddFile | DeleteFile],
+        *,
+        revision: str,
+        message: str,
+        description: str | None = None,
+        parent: str | None = None,
+        create_pr: bool = False,
+    ) -> CommitResult:
+        """One commit of ``operations`` on ``revision`` (a branch or ``refs/pr/<n>``).
+
+        ``parent`` makes the Hub refuse the commit (412) if ``revision`` moved since it was read. With
+        ``create_pr`` the commit opens a pull request against ``revision`` instead of advancing it.
+        """
+        converted: list[CommitOperationAdd | CommitOperationDelete] = [
+            CommitOperationAdd(path_in_repo=op.path, path_or_fileobj=op.source)
+            if isinstance(op, AddFile)
+            else CommitOperationDelete(path_in_repo=op.path)
+            for op in operations
+        ]
+        info = self.api.create_commit(
+            repo.repo_id,
+            converted,
+            commit_message=message,
+            commit_description=description,
+            repo_type=self._type(repo),
+            revision=revision,
+            parent_commit=parent,
+            create_pr=create_pr,
+        )
+        assert not isinstance(info, Future)  # run_as_future is not used
+        return CommitResult(info.oid, info.commit_url, info.pr_url, info.pr_revision)
 
     def trusted_publisher(self, organization: str) -> object:
         """The overview's ``trustedKernelPublisher`` value (``None`` when absent)."""

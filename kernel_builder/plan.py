@@ -253,3 +253,32 @@ def _aot_plan(
         union if backend == "cuda" else (),
         "native" if native_targets is not None and backend == "cuda" else None,
     )
+
+
+def plan_candidate(
+    project: KernelProject,
+    candidate_name: str,
+    backend: str,
+    interpreter: BuildInterpreter | None,
+    unique_id: str,
+    *,
+    native_targets: tuple[str, ...] | None = None,
+    matrix: Matrix | None = None,
+) -> tuple[VariantPlan, tuple[Diagnostic, ...]]:
+    """The plan of one selected candidate, built with ``interpreter`` (whose torch must give that variant)."""
+    diags = DiagnosticList(project.display_path)
+    if interpreter is None:
+        for noarch in noarch_plans(project, unique_id):
+            if noarch.name == candidate_name:
+                return noarch, ()
+        raise BuildError(f"{candidate_name} is not a pure-Python variant of {project.display_path}")
+    plan = _aot_plan(project, interpreter, backend, unique_id, native_targets, matrix or load_matrix(), diags)
+    if diags.errors:
+        raise ConfigError(diags.sorted())
+    if plan is None or plan.name != candidate_name:
+        found = plan.name if plan is not None else "none"
+        raise BuildError(
+            f"the build environment {interpreter.python} (torch {interpreter.torch_version}) gives variant {found}, "
+            f"not {candidate_name}"
+        )
+    return plan, tuple(d for d in diags.sorted() if "not in the variant matrix" not in d.message)

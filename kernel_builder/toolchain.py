@@ -119,9 +119,11 @@ def _real_nvcc(nvcc: Path) -> Path:
 
 
 @functools.cache
-def cuda_toolkit(purelib: Path | None = None) -> CudaToolkit:
+def cuda_toolkit(purelib: Path | None = None, wanted: tuple[int, int] | None = None) -> CudaToolkit:
     """The first nvcc of ``CUDA_HOME``/``CUDA_PATH``, ``PATH``, NVIDIA's PyPI packages in ``purelib`` (the build
-    environment's site-packages) and the system default that answers ``--version``."""
+    environment's site-packages) and the system default that answers ``--version`` — the first of CUDA
+    ``wanted`` when one is, so a build environment's PyPI toolkit serves a CUDA version the system lacks."""
+    found: list[CudaToolkit] = []
     for nvcc in _nvcc_candidates(purelib):
         if nvcc.is_file():
             try:
@@ -131,7 +133,13 @@ def cuda_toolkit(purelib: Path | None = None) -> CudaToolkit:
             match = _NVCC_RELEASE.search(out)
             if match:
                 real = _real_nvcc(nvcc)
-                return CudaToolkit(real, (int(match[1]), int(match[2])), real.parent.parent, out.strip().splitlines()[-1])
+                version = (int(match[1]), int(match[2]))
+                toolkit = CudaToolkit(real, version, real.parent.parent, out.strip().splitlines()[-1])
+                if wanted is None or version == wanted:
+                    return toolkit
+                found.append(toolkit)
+    if found:
+        return found[0]
     where = "CUDA_HOME, PATH" + (", NVIDIA's PyPI packages" if purelib is not None else "") + f" or {DEFAULT_CUDA_HOME}"
     raise BuildError(f"no CUDA compiler: nvcc not found in {where} (set CUDA_HOME)")
 

@@ -20,6 +20,7 @@ from ..buildenv import BuildInterpreter, TorchDetails
 from ..errors import BuildError
 from ..plan import VariantPlan
 from ..toolchain import CudaToolkit
+from .ops import aot_ops_py
 from .registration import registration_header
 
 _NO_HALF = {
@@ -114,6 +115,9 @@ def write_project(
             late_includes.append(shim)
     text = _cmakelists(root, plan, interpreter, details, toolkit, options, project_dir, late_includes)
     (project_dir / "CMakeLists.txt").write_text(text, encoding="utf-8")
+    # Installed beside the extension, so the project also builds a complete package (a wheel through
+    # scikit-build-core, `kernel-builder generate`); `build` assembles its variants itself and ignores it.
+    (project_dir / "_ops.py").write_text(aot_ops_py(plan.ops_name), encoding="utf-8")
     return project_fingerprint(project_dir)
 
 

@@ -4,7 +4,8 @@ Layers, each its own module: :mod:`~kernel_builder.loader.resolve` judges and so
 :mod:`~kernel_builder.loader.importer` verifies and imports one variant directory,
 :mod:`~kernel_builder.loader.local` loads from local directories and ``LOCAL_KERNELS``, and
 :mod:`~kernel_builder.loader.remote` loads from the Hub (through :mod:`kernel_builder.hub`, the only module
-that makes HTTP requests) behind the trust gate of :mod:`~kernel_builder.loader.trust`. The loader never
+that makes HTTP requests) behind the trust gate of :mod:`~kernel_builder.loader.trust`;
+:mod:`~kernel_builder.loader.locked` loads the commits pinned in a ``kernels.lock``. The loader never
 prints: it warns with ``warnings.warn`` and logs to the ``kernel_builder`` logger.
 """
 
@@ -25,6 +26,7 @@ from kernel_builder.loader.resolve import VariantAccepted, VariantRejected
 from kernel_builder.metadata import Metadata
 
 if TYPE_CHECKING:
+    from kernel_builder.loader.locked import get_locked_kernel, load_kernel
     from kernel_builder.loader.remote import get_kernel, get_kernel_variants, has_kernel, install_kernel
 
 __all__ = [
@@ -41,19 +43,30 @@ __all__ = [
     "get_kernel_variants",
     "get_loaded_kernels",
     "get_local_kernel",
+    "get_locked_kernel",
     "has_kernel",
     "install_kernel",
+    "load_kernel",
     "parse_local_kernels",
 ]
 
 # The Hub half imports huggingface_hub (a few hundred milliseconds): load it on first use, so that local loads
-# and the CLI do not pay for it.
-_REMOTE_EXPORTS = frozenset({"get_kernel", "get_kernel_variants", "has_kernel", "install_kernel"})
+# and the CLI do not pay for it. Name → module that defines it.
+_LAZY = {
+    "get_kernel": "kernel_builder.loader.remote",
+    "get_kernel_variants": "kernel_builder.loader.remote",
+    "has_kernel": "kernel_builder.loader.remote",
+    "install_kernel": "kernel_builder.loader.remote",
+    "get_locked_kernel": "kernel_builder.loader.locked",
+    "load_kernel": "kernel_builder.loader.locked",
+}
+_REMOTE_EXPORTS = frozenset(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _REMOTE_EXPORTS:
-        value = getattr(importlib.import_module("kernel_builder.loader.remote"), name)
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -47,12 +47,17 @@ else:  # pragma: no cover
 
 __all__ = [
     "MAX_REDIRECTS",
+    "Operation",
     "Target",
     "check_revision_arguments",
+    "follow_redirects_from_main",
     "get_kernel",
     "get_kernel_variants",
     "has_kernel",
     "install_kernel",
+    "resolve_version",
+    "start_operation",
+    "variant_metadata",
 ]
 
 logger = logging.getLogger("kernel_builder")
@@ -260,6 +265,35 @@ def _resolve_target(
     return target
 
 
+def resolve_version(hub: Hub, repo: RemoteRepo, version: int) -> str:
+    """The commit SHA of branch ``v<version>`` (online); ``ValueError`` listing the available versions."""
+    return _resolve_online(hub, repo, version, None, warn_outdated=False).sha
+
+
+def follow_redirects_from_main(
+    hub: Hub, repo_id: str, *, gate: Callable[[str], None] | None = None
+) -> RemoteRepo:
+    """The repository ``repo_id`` ends at when its ``kernel-status.toml`` redirects are followed from ``main``.
+
+    ``gate(destination)`` runs before each hop (the trust gate). Online only; loops and more than
+    :data:`MAX_REDIRECTS` hops raise ``ValueError`` listing the chain.
+    """
+    target = _resolve_online(hub, RemoteRepo(repo_id), None, "main", warn_outdated=False)
+    chain = [repo_id]
+    while (status := _status(hub, target)) is not None:
+        destination, _ = _redirect(status, target)
+        chain.append(destination)
+        if destination in chain[:-1]:
+            raise ValueError(f"redirect loop: {' -> '.join(chain)}")
+        if len(chain) - 1 > MAX_REDIRECTS:
+            raise ValueError(f"more than {MAX_REDIRECTS} redirects: {' -> '.join(chain)}")
+        warn(f"'{target.repo.repo_id}' redirected to '{destination}'")
+        if gate is not None:
+            gate(destination)
+        target = _resolve_online(hub, RemoteRepo(destination), None, "main", warn_outdated=False)
+    return target.repo
+
+
 # --- variants (§2, §4.3) ------------------------------------------------------------------------------------
 
 
@@ -269,7 +303,7 @@ def _default_name(repo_id: str) -> str:
     return name if _NAME_RE.fullmatch(name) else "kernel"
 
 
-def _metadata(hub: Hub, target: Target, variant: str) -> Metadata | None:
+def variant_metadata(hub: Hub, target: Target, variant: str) -> Metadata | None:
     """``build/<variant>/metadata.json`` at the target's commit, fetched alone, once per operation."""
     if variant not in target.metadata:
         path = hub.download_file(target.repo, target.sha, f"build/{variant}/{METADATA_FILE}")
@@ -297,7 +331,7 @@ def _decide(
         _variant_names(hub, target),
         env,
         backend,
-        lambda variant: _metadata(hub, target, variant),
+        lambda variant: variant_metadata(hub, target, variant),
         gpus=probe,
         check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
         first_only=first_only,
@@ -320,15 +354,15 @@ def _choose(hub: Hub, target: Target, env: environment.Environment, backend: str
 
 
 @dataclass
-class _Operation:
+class Operation:
     env: environment.Environment
     backend: str
     hub: Hub
 
 
-def _start(
+def start_operation(
     backend: str | None, caller_agent: str | Mapping[str, object] | None, offline: bool | None = None
-) -> _Operation:
+) -> Operation:
     env = environment.detect_environment()
     selected = resolve.select_backend(env, backend)
     try:
@@ -336,10 +370,10 @@ def _start(
     except ValueError:
         compute = selected
     agent = build_user_agent(caller_agent, environment_details(compute, env.cpu, env.os, env.torch_version))
-    return _Operation(env, selected, Hub(agent=agent, offline=offline, warn=warn))
+    return Operation(env, selected, Hub(agent=agent, offline=offline, warn=warn))
 
 
-def _download(operation: _Operation, target: Target, variant: str) -> tuple[Path, Metadata]:
+def _download(operation: Operation, target: Target, variant: str) -> tuple[Path, Metadata]:
     """Download the chosen variant, record the named revision, and read its metadata."""
     hub = operation.hub
     variant_dir = hub.download_folder(target.repo, target.sha, f"build/{variant}")
@@ -349,7 +383,7 @@ def _download(operation: _Operation, target: Target, variant: str) -> tuple[Path
 
 
 def _verify(
-    operation: _Operation, target: Target, variant_dir: Path, metadata: Metadata, verify: bool | None
+    operation: Operation, target: Target, variant_dir: Path, metadata: Metadata, verify: bool | None
 ) -> None:
     folder = operation.hub.repo_folder(target.repo)
     remedy = f"delete {folder} (the cached download of {target.repo.repo_id}) and download it again"
@@ -383,7 +417,7 @@ def get_kernel(
     check_revision_arguments(version, revision)
     _check_repo_id(repo_id)
     skip_gate = check_trust_argument(repo_id, trust_remote_code)
-    operation = _start(backend, user_agent)
+    operation = start_operation(backend, user_agent)
     hub = operation.hub
 
     def gate(destination: str) -> None:
@@ -393,7 +427,7 @@ def get_kernel(
     gate(repo_id)
     target = _resolve_target(hub, repo_id, version, revision, warn_outdated=True, gate=gate)
     variant = _choose(hub, target, operation.env, operation.backend)
-    metadata = _metadata(hub, target, variant)
+    metadata = variant_metadata(hub, target, variant)
     if metadata is None:  # pragma: no cover - resolution rejects GPU candidates without metadata
         raise FileNotFoundError(f"{target.label}: build/{variant}/{METADATA_FILE} not found")
     check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
@@ -412,7 +446,7 @@ def has_kernel(
     """
     check_revision_arguments(version, revision)
     _check_repo_id(repo_id)
-    operation = _start(backend, None)
+    operation = start_operation(backend, None)
     hub = operation.hub
     try:
         target = _resolve_target(hub, repo_id, version, revision)
@@ -440,7 +474,7 @@ def get_kernel_variants(
     index 0), then rejected ones by name. Works offline from the cache; no trust gate."""
     check_revision_arguments(version, revision)
     _check_repo_id(repo_id)
-    operation = _start(backend, None)
+    operation = start_operation(backend, None)
     target = _resolve_target(operation.hub, repo_id, version, revision)
     decisions, _ = _decide(operation.hub, target, operation.env, operation.backend, first_only=False)
     return decisions
@@ -463,11 +497,11 @@ def install_kernel(
     """
     check_revision_arguments(None, revision)
     _check_repo_id(repo_id)
-    operation = _start(backend, user_agent, offline=local_files_only)
+    operation = start_operation(backend, user_agent, offline=local_files_only)
     target = _resolve_target(operation.hub, repo_id, None, revision)
     variant = _choose(operation.hub, target, operation.env, operation.backend)
     if validate_dependencies:
-        metadata = _metadata(operation.hub, target, variant)
+        metadata = variant_metadata(operation.hub, target, variant)
         if metadata is not None:
             check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
     variant_dir, metadata = _download(operation, target, variant)

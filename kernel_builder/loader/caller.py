@@ -1,0 +1,115 @@
+"""Finding the lock of the code that calls a locked load (loader spec §1.4, caller detection).
+
+The caller is the first stack frame outside ``kernel_builder``, ``importlib`` and ``runpy``. Code of an
+installed distribution uses the ``kernels.lock`` shipped in that distribution's metadata (§6.4); ``__main__``
+and code outside any distribution use the ``kernels.lock`` found from the caller's directory upwards, up to the
+first directory holding ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from kernel_builder.loader.errors import KernelNotLockedError
+from kernel_builder.lockfile import LOCK_FILE, LockEntry, find_entry, parse_lock, read_lock
+
+__all__ = ["Caller", "LockMatch", "find_caller", "find_locked"]
+
+_SKIPPED = ("kernel_builder", "importlib", "runpy")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The calling frame's module name and the directory its code lives in."""
+
+    module: str
+    directory: Path
+
+
+@dataclass(frozen=True)
+class LockMatch:
+    """The lock entry found for a repo, and where the lock came from (for messages)."""
+
+    entry: LockEntry
+    source: str
+    project_dir: Path | None  # where `kernel-builder download` would run; None for an installed package
+
+
+def _skipped(module: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in _SKIPPED)
+
+
+def find_caller(frame: FrameType | None) -> Caller:
+    """Walk outward from ``frame`` to the first frame outside our package and the import machinery."""
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__") or "")
+        if not _skipped(module):
+            filename = frame.f_code.co_filename
+            real = filename and not filename.startswith("<") and os.path.exists(filename)
+            directory = Path(os.path.abspath(filename)).parent if real else Path.cwd()
+            return Caller(module or "__main__", directory)
+        frame = frame.f_back
+    return Caller("__main__", Path.cwd())
+
+
+def _from_distributions(repo_id: str, caller: Caller, searched: list[str]) -> LockMatch | None:
+    top = caller.module.partition(".")[0]
+    for name in importlib.metadata.packages_distributions().get(top, []):
+        searched.append(f"{LOCK_FILE} in the metadata of distribution {name!r}")
+        try:
+            text = importlib.metadata.distribution(name).read_text(LOCK_FILE)
+        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - listed a moment ago
+            continue
+        if not text:
+            continue
+        source = f"{LOCK_FILE} of distribution {name!r}"
+        entry = find_entry(parse_lock(text, source), repo_id)
+        if entry is not None:
+            return LockMatch(entry, source, None)
+    return None
+
+
+def _from_directories(repo_id: str, start: Path, searched: list[str]) -> LockMatch | None:
+    directory = start
+    while True:
+        candidate = directory / LOCK_FILE
+        searched.append(str(candidate))
+        if candidate.is_file():
+            entry = find_entry(read_lock(candidate), repo_id)
+            if entry is not None:
+                return LockMatch(entry, str(candidate), directory)
+        if (directory / "pyproject.toml").exists() or directory.parent == directory:
+            return None
+        directory = directory.parent
+
+
+def find_locked(repo_id: str, lockfile: str | os.PathLike[str] | None, frame: FrameType | None) -> LockMatch:
+    """The lock entry for ``repo_id``: from ``lockfile`` if given, else from the caller's project (above).
+
+    Raises :class:`KernelNotLockedError` naming the repo and every place searched, ``FileNotFoundError`` for
+    a given ``lockfile`` that does not exist and ``ValueError`` for an invalid lock.
+    """
+    searched: list[str] = []
+    if lockfile is not None:
+        path = Path(os.path.abspath(lockfile))
+        searched.append(str(path))
+        entry = find_entry(read_lock(path), repo_id)
+        match = None if entry is None else LockMatch(entry, str(path), path.parent)
+    else:
+        caller = find_caller(frame)
+        match = None
+        if caller.module != "__main__":
+            match = _from_distributions(repo_id, caller, searched)
+        if match is None and not searched:  # __main__, or code outside any installed distribution
+            match = _from_directories(repo_id, caller.directory, searched)
+    if match is None:
+        raise KernelNotLockedError(
+            f"{repo_id} is not locked: no lock file lists it (searched: {'; '.join(searched)}). Add it to "
+            f"[tool.kernels.dependencies] in the project's pyproject.toml and run `kernel-builder lock`, then "
+            f"`kernel-builder download`; or pass lockfile=<path to kernels.lock>."
+        )
+    return match

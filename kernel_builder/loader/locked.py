@@ -1,0 +1,248 @@
+"""Locked loads: ``load_kernel`` and ``get_locked_kernel`` (loader spec §1.4, §6.3).
+
+Both take the commit SHA from a lock file (the caller's, found by :mod:`~kernel_builder.loader.caller`, or
+``lockfile``) and never resolve versions; neither applies the trust gate (trust is checked when locking).
+``load_kernel`` never uses the network: the variant must be in the cache, where the lock hash is re-derived
+from the blob names. ``get_locked_kernel`` downloads a missing variant (unless offline), checking the tree
+listing against the lock and every downloaded file against the tree. :func:`fetch_locked_variant` is that
+download, shared with ``kernel-builder download``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
+from kernel_builder.loader import resolve
+from kernel_builder.loader.caller import LockMatch, find_locked
+from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.importer import (
+    RepoInfo,
+    check_digest,
+    check_python_dependencies,
+    env_flag,
+    load_variant,
+    read_variant_metadata,
+)
+from kernel_builder.loader.lockcheck import (
+    check_cache_hash,
+    check_files_against_tree,
+    check_tree_hash,
+    require_covered,
+)
+from kernel_builder.loader.remote import Operation, Target, start_operation, variant_metadata
+from kernel_builder.lockfile import LockEntry, is_bytecode
+from kernel_builder.metadata import Metadata
+
+__all__ = ["choose_variant", "fetch_locked_variant", "get_locked_kernel", "load_kernel", "variant_tree"]
+
+logger = logging.getLogger("kernel_builder")
+
+
+def _download_hint(match: LockMatch) -> str:
+    where = f" {match.project_dir}" if match.project_dir is not None else " [PROJECT_DIR]"
+    return f"run `kernel-builder download{where}`"
+
+
+def _cache_fix(hub: Hub, repo: RemoteRepo, match: LockMatch) -> str:
+    return (
+        f"delete {hub.repo_folder(repo)} (the cached download of {repo.repo_id}) and {_download_hint(match)}"
+    )
+
+
+_LOAD_ANYWAY = "To load it anyway, pass verify_digest=False or set KERNEL_BUILDER_VERIFY_DIGEST=0."
+
+
+def variant_tree(files: Iterable[RemoteFile], variant: str) -> dict[str, RemoteFile]:
+    """The tree entries of ``build/<variant>/``, by path relative to it, bytecode left out."""
+    prefix = f"build/{variant}/"
+    return {
+        file.path[len(prefix) :]: file
+        for file in files
+        if file.path.startswith(prefix) and not is_bytecode(file.path[len(prefix) :])
+    }
+
+
+def choose_variant(
+    names: Iterable[str], operation: Operation, subject: str, lookup: resolve.MetadataLookup
+) -> str:
+    """The preferred compatible variant among ``names``; :class:`NoCompatibleVariantError` with the trace."""
+    probe = resolve.GpuProbe(lambda: resolve.probe_gpus(operation.backend))
+    decisions = resolve.resolve_variants(
+        sorted(set(names)),
+        operation.env,
+        operation.backend,
+        lookup,
+        gpus=probe,
+        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+        first_only=True,
+    )
+    if decisions and isinstance(decisions[0], resolve.VariantAccepted):
+        return decisions[0].variant.variant_str
+    line = resolve.environment_line(operation.env, operation.backend, probe.probed)
+    raise NoCompatibleVariantError(resolve.describe_no_compatible(subject, line, decisions), decisions)
+
+
+def fetch_locked_variant(
+    hub: Hub,
+    repo: RemoteRepo,
+    entry: LockEntry,
+    variant: str,
+    tree: Mapping[str, RemoteFile],
+    *,
+    lock: str,
+    fix: str,
+    load_anyway: str = "",
+    verify_files: bool = True,
+    verify_digest: bool | None = None,
+) -> tuple[Path, Metadata]:
+    """Download one locked variant by SHA and verify it (§6.3): tree hash against the lock, then each file
+    against the tree (unless ``verify_files`` is false), then the digest. ``tree`` is :func:`variant_tree`;
+    ``fix`` says what to do about modified files (``To fix it, <fix>.``), ``load_anyway`` how to skip it."""
+    check_tree_hash(entry, variant, {path: file.content_id for path, file in tree.items()}, lock=lock)
+    variant_dir = hub.download_folder(repo, entry.sha, f"build/{variant}")
+    if verify_files:
+        check_files_against_tree(variant_dir, tree, remedy=f"To fix it, {fix}. {load_anyway}".rstrip())
+    metadata = read_variant_metadata(variant_dir)
+    check_digest(variant_dir, metadata, verify_digest, remedy=fix)
+    return variant_dir, metadata
+
+
+@dataclass
+class _Locked:
+    match: LockMatch
+    operation: Operation
+    repo: RemoteRepo | None  # the cached repo (type known), or None when the SHA is not cached
+
+    @property
+    def entry(self) -> LockEntry:
+        return self.match.entry
+
+
+def _start(repo_id: str, lockfile: str | os.PathLike[str] | None, operation: Operation) -> _Locked:
+    match = find_locked(repo_id, lockfile, sys._getframe(1))
+    hub = operation.hub
+    sha = match.entry.sha
+    cached = hub.find_cached(match.entry.repo_id, lambda candidate: hub.snapshot(candidate, sha).is_dir())
+    return _Locked(match, operation, cached)
+
+
+def _candidates(locked: _Locked) -> list[str]:
+    names = set(locked.entry.variants)
+    if locked.repo is not None:
+        build = locked.operation.hub.snapshot(locked.repo, locked.entry.sha) / "build"
+        if build.is_dir():
+            names |= {p.name for p in build.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    return sorted(names)
+
+
+def _not_cached(locked: _Locked, variant: str | None = None) -> FileNotFoundError:
+    what = f", variant {variant}," if variant is not None else ""
+    return FileNotFoundError(
+        f"{locked.entry.repo_id} at {locked.entry.sha}{what} (locked in {locked.match.source}) is not in the "
+        f"cache ({locked.operation.hub.cache_dir}): {_download_hint(locked.match)}"
+    )
+
+
+def _verify_cached(
+    locked: _Locked, repo: RemoteRepo, variant: str, verify: bool | None
+) -> tuple[Path, Metadata]:
+    hub = locked.operation.hub
+    variant_dir = hub.snapshot(repo, locked.entry.sha) / "build" / variant
+    fix = _cache_fix(hub, repo, locked.match)
+    require_covered(locked.entry, variant, lock=locked.match.source)
+    if env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify is None else verify:
+        remedy = f"To fix it, {fix}. {_LOAD_ANYWAY}"
+        check_cache_hash(locked.entry, variant, variant_dir, lock=locked.match.source, remedy=remedy)
+    metadata = read_variant_metadata(variant_dir)
+    check_digest(variant_dir, metadata, verify, remedy=fix)
+    return variant_dir, metadata
+
+
+def load_kernel(
+    repo_id: str,
+    *,
+    lockfile: Path | None = None,
+    backend: str | None = None,
+    verify_digest: bool | None = None,
+) -> ModuleType:
+    """Import the locked build of ``repo_id`` from the cache, without any network access.
+
+    The lock is ``lockfile`` or the calling project's (§1.4). The locked commit's variant for this environment
+    must have been downloaded (``kernel-builder download``); otherwise ``FileNotFoundError`` says so. The
+    cached files are checked against the lock hash (where the cache holds links) and the digest, unless
+    ``verify_digest=False`` / ``KERNEL_BUILDER_VERIFY_DIGEST=0``. No trust gate: trust is checked when locking.
+    """
+    locked = _start(repo_id, lockfile, start_operation(backend, None, offline=True))
+    if locked.repo is None:
+        raise _not_cached(locked)
+    repo = locked.repo
+    hub = locked.operation.hub
+    target = Target(repo, locked.entry.sha, None)
+    variant = choose_variant(
+        _candidates(locked),
+        locked.operation,
+        f"{repo.repo_id} at {locked.entry.sha} (locked in {locked.match.source})",
+        lambda name: variant_metadata(hub, target, name),
+    )
+    if not (hub.snapshot(repo, locked.entry.sha) / "build" / variant).is_dir():
+        raise _not_cached(locked, variant)
+    variant_dir, metadata = _verify_cached(locked, repo, variant, verify_digest)
+    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(repo.repo_id, locked.entry.sha))
+
+
+def get_locked_kernel(
+    repo_id: str,
+    *,
+    lockfile: Path | None = None,
+    backend: str | None = None,
+    user_agent: str | dict[str, object] | None = None,
+    verify_digest: bool | None = None,
+) -> ModuleType:
+    """Import the locked build of ``repo_id``, downloading its variant first when it is not cached.
+
+    As :func:`load_kernel`, except that a missing variant is downloaded (unless offline) and verified against
+    the lock (tree hash, file bytes, digest), and the variant's Python dependencies are checked.
+    """
+    locked = _start(repo_id, lockfile, start_operation(backend, user_agent))
+    hub = locked.operation.hub
+    entry = locked.entry
+    if locked.repo is None and hub.offline:
+        raise _not_cached(locked)
+    repo = locked.repo or RemoteRepo(entry.repo_id)
+    target = Target(repo, entry.sha, None)
+    subject = f"{entry.repo_id} at {entry.sha} (locked in {locked.match.source})"
+    variant = choose_variant(
+        _candidates(locked), locked.operation, subject, lambda name: variant_metadata(hub, target, name)
+    )
+    cached = locked.repo is not None and (hub.snapshot(repo, entry.sha) / "build" / variant).is_dir()
+    if not cached and hub.offline:
+        raise _not_cached(locked, variant)
+    require_covered(entry, variant, lock=locked.match.source)
+    metadata = variant_metadata(hub, target, variant)
+    if metadata is not None:
+        check_python_dependencies(metadata, locked.operation.backend, f"{subject}, build/{variant}")
+    if cached:
+        variant_dir, metadata = _verify_cached(locked, repo, variant, verify_digest)
+    else:
+        verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify_digest is None else verify_digest
+        tree = variant_tree(hub.tree_files(repo, entry.sha, f"build/{variant}"), variant)
+        variant_dir, metadata = fetch_locked_variant(
+            hub,
+            repo,
+            entry,
+            variant,
+            tree,
+            lock=locked.match.source,
+            fix=_cache_fix(hub, repo, locked.match),
+            load_anyway=_LOAD_ANYWAY,
+            verify_files=verify,
+            verify_digest=verify,
+        )
+    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(repo.repo_id, entry.sha))

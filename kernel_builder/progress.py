@@ -1,0 +1,84 @@
+"""How ``build`` shows progress: a live table per variant on a terminal, plain lines elsewhere.
+
+The builder only reports events (stage changes, Ninja's ``[n/m]`` steps); this module renders them. On a
+terminal it uses ``rich`` (stage, steps, elapsed time per variant); in logs and CI it prints one line per
+stage change, which keeps logs readable and streamed compiler output intact.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+class PlainProgress:
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self.log = log
+        self._started: dict[str, float] = {}
+
+    def stage(self, variant: str, stage: str) -> None:
+        start = self._started.setdefault(variant, time.monotonic())
+        self.log(f"[{time.monotonic() - start:6.1f} s] {variant}: {stage}")
+
+    def step(self, variant: str, done: int, total: int) -> None:
+        if done == total:
+            self.log(f"{variant}: [{done}/{total}] compile steps done")
+
+
+class RichProgress:
+    """One row per variant: description, stage, ``[n/m]`` steps and elapsed time."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.console = Console(stderr=True)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            TextColumn("{task.fields[stage]}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+        )
+        self._tasks: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _task(self, variant: str) -> Any:
+        with self._lock:
+            if variant not in self._tasks:
+                self._tasks[variant] = self.bar.add_task(variant, total=None, stage="")
+            return self._tasks[variant]
+
+    def log(self, line: str) -> None:
+        self.console.print(line, markup=False, highlight=False)
+
+    def stage(self, variant: str, stage: str) -> None:
+        task = self._task(variant)
+        done = stage in ("built", "up to date", "failed")
+        self.bar.update(task, stage=stage)
+        if done:
+            self.bar.stop_task(task)
+
+    def step(self, variant: str, done: int, total: int) -> None:
+        self.bar.update(self._task(variant), completed=done, total=total)
+
+
+@contextmanager
+def progress_display(log: Callable[[str], None]) -> Iterator[Any]:
+    if sys.stderr.isatty():
+        try:
+            display = RichProgress()
+        except ImportError:
+            pass
+        else:
+            with display.bar:
+                yield display
+            return
+    plain = PlainProgress(log)
+    plain.log = log  # type: ignore[method-assign]
+    yield plain

@@ -1,0 +1,292 @@
+"""What an upload sends, decided from local files alone (loader spec §5, steps 1 and 3).
+
+:func:`collect_content` finds the variants directory (``result/``, ``build/`` or the kernel directory itself),
+checks every variant (its name, ``metadata.json``, package and digest; ``--arch native`` builds are refused)
+and lists exactly the files to send: each variant's regular files, ``benchmarks/benchmark*.py`` and the card.
+Bytecode and hidden paths are never listed, and a symbolic link that leaves the variants directory (or the Nix
+store it lives in) refuses the whole upload, so nothing else (sources, virtualenvs, credentials) is read.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernel_builder.loader.importer import read_variant_metadata
+from kernel_builder.metadata import DIGEST_ALGORITHMS, METADATA_FILE, Metadata
+from kernel_builder.publish.errors import PublishError
+from kernel_builder.variants import parse_variant
+
+__all__ = ["Content", "LocalFile", "VariantDir", "collect_content", "is_benchmark"]
+
+CARD = "CARD.md"
+README = "README.md"
+BENCHMARKS = "benchmarks"
+_BENCHMARK_RE = re.compile(r"benchmarks/benchmark[^/]*\.py")
+_NIX_HASH_RE = re.compile(r"[0-9a-z]{32}-.+")
+_UNDIGESTED = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """A file to send: its path in the repository, where it is read from, its size and content ids."""
+
+    path: str
+    source: Path
+    size: int
+    blob_id: str  # git blob SHA-1
+    sha256: str
+
+    @classmethod
+    def read(cls, path: str, source: Path) -> LocalFile:
+        size = source.stat().st_size
+        blob = hashlib.sha1(b"blob %d\0" % size)
+        plain = hashlib.sha256()
+        with open(source, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                blob.update(chunk)
+                plain.update(chunk)
+        return cls(path, source, size, blob.hexdigest(), plain.hexdigest())
+
+
+@dataclass(frozen=True)
+class VariantDir:
+    name: str
+    directory: Path
+    metadata: Metadata
+
+
+@dataclass(frozen=True)
+class Content:
+    """Everything an upload sends: ``files`` go to the version branch, ``card`` to ``main`` as README.md."""
+
+    variants_dir: Path
+    variants: tuple[VariantDir, ...]
+    files: tuple[LocalFile, ...]
+    card: LocalFile | None
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def versions(self) -> list[int]:
+        return sorted({v.metadata.version for v in self.variants if v.metadata.version is not None})
+
+
+def is_benchmark(path: str) -> bool:
+    """``benchmarks/benchmark*.py`` directly in ``benchmarks/``."""
+    return _BENCHMARK_RE.fullmatch(path) is not None
+
+
+def _variant_dirs(directory: Path) -> list[Path]:
+    try:
+        entries = sorted(directory.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [entry for entry in entries if entry.is_dir() and (entry / METADATA_FILE).is_file()]
+
+
+def _find_variants(kernel_dir: Path) -> tuple[Path, list[Path]]:
+    candidates = [kernel_dir / "result", kernel_dir / "build", kernel_dir]
+    for candidate in candidates:
+        found = _variant_dirs(candidate)
+        if found:
+            return candidate, found
+    looked = ", ".join(str(c) for c in candidates)
+    raise PublishError(
+        f"no variants to upload: none of {looked} has subdirectories with {METADATA_FILE}. "
+        f"Build the kernel first (kernel-builder build {kernel_dir})."
+    )
+
+
+def _nix_store(real: Path) -> Path | None:
+    """The Nix store (``/nix/store``) a path lies in, if any: the parent of its ``<hash>-<name>`` part."""
+    for part in (real, *real.parents):
+        if part.parent.name == "store" and _NIX_HASH_RE.fullmatch(part.name):
+            return part.parent
+    return None
+
+
+class _Walker:
+    """Lists regular files under a root, checking every symbolic link against the allowed roots."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = roots
+        self.problems: list[str] = []
+        self.warnings: list[str] = []
+
+    def allowed(self, link: Path, what: str) -> bool:
+        """Whether ``link`` (a symlink) resolves inside an allowed root; records a problem if not."""
+        target = Path(os.path.realpath(link))
+        if not target.exists():
+            self.problems.append(f"{what}: symbolic link {link} -> {os.readlink(link)} is dangling")
+            return False
+        if not any(target == root or root in target.parents for root in self.roots):
+            roots = " or ".join(str(root) for root in self.roots)
+            self.problems.append(
+                f"{what}: symbolic link {link} points to {target}, outside {roots}; refusing to read it"
+            )
+            return False
+        return True
+
+    def walk(self, directory: Path, repo_prefix: str, label: str) -> list[LocalFile]:
+        files: list[LocalFile] = []
+        seen = {os.path.realpath(directory)}
+
+        def visit(current: Path, prefix: str) -> None:
+            for entry in sorted(current.iterdir()):
+                name = entry.name
+                relpath = prefix + name
+                if name.startswith("."):
+                    self.warnings.append(f"{label}/{relpath}: hidden path, not uploaded")
+                    continue
+                if name == "__pycache__" or name.endswith((".pyc", ".pyo")):
+                    continue
+                if entry.is_symlink() and not self.allowed(entry, f"{label}/{relpath}"):
+                    continue
+                if entry.is_dir():
+                    real = os.path.realpath(entry)
+                    if real in seen:
+                        self.problems.append(f"{label}/{relpath}: symbolic link loop (back to {real})")
+                        continue
+                    seen.add(real)
+                    visit(entry, relpath + "/")
+                elif entry.is_file():
+                    files.append(LocalFile.read(repo_prefix + relpath, entry))
+                else:
+                    self.problems.append(f"{label}/{relpath}: not a regular file or directory")
+
+        visit(directory, "")
+        return files
+
+
+def _encoded(file: LocalFile, algorithm: str) -> str:
+    if algorithm == "sha256":
+        return base64.b64encode(bytes.fromhex(file.sha256)).decode("ascii")
+    digest = hashlib.new(algorithm)
+    with open(file.source, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return base64.b64encode(digest.digest()).decode("ascii")
+
+
+def _digest_problems(variant: VariantDir, files: list[LocalFile]) -> list[str]:
+    """The files about to be sent against the variant's digest: what a loader will check after download."""
+    digest = variant.metadata.digest
+    if digest is None:
+        return []
+    if digest.algorithm not in DIGEST_ALGORITHMS:
+        return [f"unsupported algorithm {digest.algorithm!r} (expected {' or '.join(DIGEST_ALGORITHMS)})"]
+    prefix = f"build/{variant.name}/"
+    sent = {f.path[len(prefix) :]: f for f in files}
+    for name in _UNDIGESTED:
+        sent.pop(name, None)
+    problems = []
+    for relpath in sorted(set(sent) | set(digest.files)):
+        if relpath not in sent:
+            problems.append(f"{relpath}: missing (listed in the digest, not uploaded)")
+        elif relpath not in digest.files:
+            problems.append(f"{relpath}: unknown (uploaded, not listed in the digest)")
+        elif _encoded(sent[relpath], digest.algorithm) != digest.files[relpath]:
+            problems.append(f"{relpath}: mismatch ({digest.algorithm} differs from the digest's)")
+    return problems
+
+
+def _check_variant(directory: Path, walker: _Walker) -> VariantDir | None:
+    name = directory.name
+    try:
+        parse_variant(name)
+    except ValueError as error:
+        walker.problems.append(f"{name}: not a variant name ({error})")
+        return None
+    try:
+        metadata = read_variant_metadata(directory)
+    except (OSError, ValueError) as error:
+        walker.problems.append(f"{name}: invalid {METADATA_FILE}: {error}")
+        return None
+    flat, nested = directory / "__init__.py", directory / metadata.python_name / "__init__.py"
+    if not flat.is_file() and not nested.is_file():
+        walker.problems.append(f"{name}: no package __init__.py (tried {flat} and {nested})")
+    if metadata.arch_selection == "native":
+        walker.problems.append(
+            f'{name}: built with --arch native ("arch-selection": "native"), so it runs only on GPUs like '
+            f"the build machine's; rebuild it without --arch native to publish it"
+        )
+    dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
+    if dirty:
+        keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
+        walker.warnings.append(f"{name}: built from uncommitted changes ({keys})")
+    return VariantDir(name, directory, metadata)
+
+
+def collect_content(kernel_dir: str | os.PathLike[str]) -> Content:
+    """Find and check the variants of ``kernel_dir`` and list every file an upload sends.
+
+    Raises :class:`PublishError` listing every refused variant and every link that leaves the allowed roots.
+    Hidden paths and dirty builds come back as warnings.
+    """
+    root = Path(os.path.abspath(kernel_dir))
+    variants_dir, directories = _find_variants(root)
+    real = Path(os.path.realpath(variants_dir))
+    roots = [real]
+    store = _nix_store(real)
+    if store is not None:
+        roots.append(store)
+    walker = _Walker(roots)
+    variants: list[VariantDir] = []
+    files: list[LocalFile] = []
+    for directory in directories:
+        if directory.name.startswith("."):
+            walker.warnings.append(f"{directory.name}: hidden directory (a build's temporary?), not uploaded")
+            continue
+        if directory.is_symlink() and not walker.allowed(directory, directory.name):
+            continue
+        variant = _check_variant(directory, walker)
+        if variant is None:
+            continue
+        variants.append(variant)
+        known = len(walker.problems)
+        variant_files = walker.walk(directory, f"build/{variant.name}/", variant.name)
+        files += variant_files
+        if len(walker.problems) == known:  # links that leave the tree are not followed, not even to hash them
+            problems = _digest_problems(variant, variant_files)
+            if problems:
+                listed = "; ".join(problems)
+                walker.problems.append(
+                    f"{variant.name}: files do not match the digest in {METADATA_FILE}: {listed}"
+                )
+
+    card = None
+    card_path = variants_dir / CARD
+    if card_path.is_file() and (not card_path.is_symlink() or walker.allowed(card_path, CARD)):
+        card = LocalFile.read(README, card_path)
+
+    benchmarks = root / BENCHMARKS
+    if benchmarks.is_dir():
+        walker.roots = [*roots, Path(os.path.realpath(benchmarks))]
+        for path in sorted(benchmarks.glob("benchmark*.py")):
+            label = f"{BENCHMARKS}/{path.name}"
+            if path.is_symlink() and not walker.allowed(path, label):
+                continue
+            if path.is_file():
+                files.append(LocalFile.read(label, path))
+
+    if walker.problems:
+        raise PublishError(
+            "\n".join(
+                [
+                    f"refusing to upload from {variants_dir}:",
+                    *(f"  {problem}" for problem in walker.problems),
+                ]
+            )
+        )
+    return Content(
+        variants_dir,
+        tuple(variants),
+        tuple(sorted(files, key=lambda f: f.path)),
+        card,
+        tuple(walker.warnings),
+    )

@@ -1,0 +1,451 @@
+"""``kernel-builder upload``: plan an upload against the Hub, then make it (loader spec §5).
+
+:func:`upload` resolves the target (repo id, branch, type), collects the content
+(:mod:`~kernel_builder.publish.content`), and builds an :class:`UploadPlan` with read calls only: whether the
+repo and branch exist, which files are new or changed (compared by git blob id or LFS SHA-256 with the tree
+listing), and which are deleted. A dry run stops there. Otherwise it creates the repo and branch if needed and
+commits the changes in path order, in batches of at most :data:`MAX_OPERATIONS_PER_COMMIT`, then the card as
+``README.md`` on ``main`` in its own commit. With ``create_pr`` each branch's first commit opens a pull request
+and later batches go to it. The module never prints; the CLI renders the plan and the result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernel_builder import __version__
+from kernel_builder.errors import UsageError
+from kernel_builder.hub import KERNEL, MODEL, REQUEST_ERRORS, AddFile, DeleteFile, Hub, RemoteFile, RemoteRepo
+from kernel_builder.publish.content import Content, LocalFile, collect_content, is_benchmark
+from kernel_builder.publish.errors import PublishError, describe
+
+__all__ = [
+    "MAX_OPERATIONS_PER_COMMIT",
+    "BranchChanges",
+    "PullRequest",
+    "UploadOptions",
+    "UploadPlan",
+    "UploadResult",
+    "describe_plan",
+    "upload",
+]
+
+#: At most this many adds and deletes per commit; tests lower it.
+MAX_OPERATIONS_PER_COMMIT = 1000
+
+_REPO_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAIN = "main"
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class UploadOptions:
+    kernel_dir: Path = Path(".")
+    repo_id: str | None = None
+    branch: str | None = None
+    private: bool = False
+    repo_type: str = KERNEL
+    create_pr: bool = False
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class BranchChanges:
+    """What one branch gets: new or changed files, unchanged ones (not sent), and deletions."""
+
+    branch: str
+    adds: tuple[LocalFile, ...] = ()
+    unchanged: tuple[LocalFile, ...] = ()
+    deletes: tuple[str, ...] = ()
+
+    @property
+    def operations(self) -> list[AddFile | DeleteFile]:
+        """Adds and deletes sorted by path."""
+        ops: list[AddFile | DeleteFile] = [AddFile(f.path, f.source) for f in self.adds]
+        ops += [DeleteFile(path) for path in self.deletes]
+        return sorted(ops, key=lambda op: op.path)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.adds or self.deletes)
+
+
+@dataclass(frozen=True)
+class UploadPlan:
+    repo_id: str
+    repo_type: str
+    branch: str
+    url: str
+    create_repo: bool
+    create_branch: bool
+    base: str | None  # the head the version branch's changes apply to; None when the repo is created
+    main_head: str | None
+    files: BranchChanges
+    card: BranchChanges | None
+    create_pr: bool = False
+    private: bool = False
+    variants: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return (
+            self.create_repo
+            or self.create_branch
+            or self.files.changed
+            or bool(self.card and self.card.changed)
+        )
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    branch: str
+    url: str
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    status: str  # no_changes | uploaded | pull_request_created | dry_run
+    plan: UploadPlan
+    commits: tuple[str, ...] = ()
+    pull_requests: tuple[PullRequest, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "repo_id": self.plan.repo_id,
+            "branch": self.plan.branch,
+            "url": self.plan.url,
+            "pull_requests": [{"branch": pr.branch, "url": pr.url} for pr in self.pull_requests],
+        }
+
+
+# --- the target (§5 step 2) ---------------------------------------------------------------------------------
+
+
+def _hub_settings(kernel_dir: Path) -> tuple[str | None, str | None]:
+    """``[general.hub]`` ``repo-id`` and ``branch`` of the kernel's build.toml, if it has one."""
+    if not (kernel_dir / "build.toml").is_file():
+        return None, None
+    from kernel_builder.config import load_project
+
+    hub = load_project(kernel_dir).project.config.general.hub
+    return hub.repo_id, hub.branch
+
+
+def _repo_id(options: UploadOptions) -> tuple[str, str | None]:
+    repo_id, branch = options.repo_id, options.branch
+    if repo_id is None or branch is None:
+        configured_id, configured_branch = _hub_settings(Path(options.kernel_dir))
+        repo_id = repo_id or configured_id
+        branch = branch or configured_branch
+    if not repo_id:
+        raise UsageError(
+            f"no repository to upload to: pass --repo-id <org>/<name>, or set repo-id in the [general.hub] "
+            f"table of {Path(options.kernel_dir) / 'build.toml'}"
+        )
+    if not _REPO_ID_RE.fullmatch(repo_id):
+        raise UsageError(f"invalid repo id {repo_id!r}: expected <org>/<name>")
+    if options.repo_type not in (KERNEL, MODEL):
+        raise UsageError(f"invalid repo type {options.repo_type!r}: expected {KERNEL} or {MODEL}")
+    return repo_id, branch
+
+
+def _branch(branch: str | None, content: Content) -> str:
+    versions = content.versions
+    if len(versions) > 1:
+        listed = ", ".join(f"{v.name}: {v.metadata.version}" for v in content.variants)
+        raise PublishError(
+            f"the variants in {content.variants_dir} are builds of different versions ({listed}); rebuild "
+            f"them from one version of the kernel before uploading"
+        )
+    if branch:
+        return branch
+    if not versions:
+        raise UsageError(
+            "the variants' metadata.json has no version to name the branch after: pass --branch, or set "
+            "branch in the [general.hub] table of build.toml"
+        )
+    return f"v{versions[0]}"
+
+
+# --- the plan (§5 steps 4 and 5) ----------------------------------------------------------------------------
+
+
+def _unchanged(local: LocalFile, remote: RemoteFile | None) -> bool:
+    if remote is None:
+        return False
+    return local.sha256 == remote.sha256 if remote.sha256 is not None else local.blob_id == remote.blob_id
+
+
+def _changes(
+    branch: str, files: Sequence[LocalFile], tree: Sequence[RemoteFile], doomed: Callable[[str], bool]
+) -> BranchChanges:
+    remote = {file.path: file for file in tree}
+    sending = {file.path for file in files}
+    adds = tuple(f for f in files if not _unchanged(f, remote.get(f.path)))
+    unchanged = tuple(f for f in files if _unchanged(f, remote.get(f.path)))
+    deletes = tuple(path for path in sorted(remote) if path not in sending and doomed(path))
+    return BranchChanges(branch, adds, unchanged, deletes)
+
+
+def plan_upload(
+    hub: Hub, repo: RemoteRepo, content: Content, branch: str, options: UploadOptions
+) -> UploadPlan:
+    """Everything the upload will do, found with read calls only."""
+    branches = hub.existing_branches(repo)
+    url = f"{hub.repo_url(repo)}/tree/{branch}"
+    variants = tuple(v.name for v in content.variants)
+    common: dict[str, Any] = {
+        "repo_id": repo.repo_id,
+        "repo_type": options.repo_type,
+        "branch": branch,
+        "url": url,
+        "create_pr": options.create_pr,
+        "private": options.private,
+        "variants": variants,
+        "warnings": content.warnings,
+    }
+    if branches is None:
+        if options.create_pr:
+            raise PublishError(
+                f"--create-pr needs an existing repository, and {options.repo_type} repo {repo.repo_id} does "
+                f"not exist on {hub.endpoint}; upload without --create-pr to create it"
+            )
+        files = BranchChanges(branch, tuple(content.files))
+        card = BranchChanges(MAIN, (content.card,)) if content.card is not None else None
+        return UploadPlan(
+            **common,
+            create_repo=True,
+            create_branch=branch != MAIN,
+            base=None,
+            main_head=None,
+            files=files,
+            card=card,
+        )
+
+    main_head = branches.get(MAIN)
+    exists = branch in branches
+    if not exists:
+        if options.create_pr:
+            raise PublishError(
+                f"--create-pr needs an existing branch, and {repo.repo_id} has no branch {branch}; upload "
+                f"without --create-pr to create it"
+            )
+        if main_head is None:
+            raise PublishError(f"{repo.repo_id} has no branch {MAIN} to create branch {branch} from")
+    base = branches[branch] if exists else main_head
+    assert base is not None
+    tree = hub.tree_files(repo, base)
+    if exists:
+        uploaded = tuple(f"build/{name}/" for name in variants)
+
+        def doomed(path: str) -> bool:
+            return path.startswith(uploaded) or is_benchmark(path)
+
+    else:
+
+        def doomed(path: str) -> bool:
+            return path.startswith(("build/", "benchmarks/"))
+
+    files = _changes(branch, content.files, tree, doomed)
+    card = None
+    if content.card is not None:
+        main_tree = tree if base == main_head else (hub.tree_files(repo, main_head) if main_head else [])
+        card = _changes(MAIN, [content.card], main_tree, lambda path: False)
+    return UploadPlan(
+        **common,
+        create_repo=False,
+        create_branch=not exists,
+        base=base,
+        main_head=main_head,
+        files=files,
+        card=card,
+    )
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    raise AssertionError  # pragma: no cover
+
+
+def describe_plan(plan: UploadPlan) -> list[str]:
+    """The plan as lines for a dry run: creations, adds with sizes, unchanged counts, deletes, README."""
+    lines = [f"upload to {plan.repo_type} repo {plan.repo_id}, branch {plan.branch} ({plan.url})"]
+    if plan.create_repo:
+        lines.append(f"  create repository {plan.repo_id} ({'private' if plan.private else 'public'})")
+    if plan.create_branch:
+        lines.append(f"  create branch {plan.branch} from the head of {MAIN}")
+    for changes in (plan.files, plan.card):
+        if changes is None:
+            continue
+        target = f"{changes.branch} (pull request)" if plan.create_pr else changes.branch
+        for file in changes.adds:
+            lines.append(f"  add    {file.path} ({_size(file.size)}) to {target}")
+        for path in changes.deletes:
+            lines.append(f"  delete {path} from {target}")
+        if changes.unchanged:
+            lines.append(f"  {len(changes.unchanged)} file(s) unchanged on {changes.branch}")
+    if plan.card is None:
+        lines.append("  no CARD.md in the variants directory: README.md is left as it is")
+    if not plan.changed:
+        lines.append("  nothing to change")
+    return lines
+
+
+# --- the commits (§5 step 6) --------------------------------------------------------------------------------
+
+
+def _batches(operations: Sequence[AddFile | DeleteFile]) -> list[list[AddFile | DeleteFile]]:
+    size = max(1, MAX_OPERATIONS_PER_COMMIT)
+    return [list(operations[start : start + size]) for start in range(0, len(operations), size)]
+
+
+@dataclass
+class _Progress:
+    commits: list[str] = field(default_factory=list)
+    pull_requests: list[PullRequest] = field(default_factory=list)
+
+
+def _commit_branch(
+    hub: Hub,
+    repo: RemoteRepo,
+    changes: BranchChanges,
+    *,
+    parent: str | None,
+    title: str,
+    description: str,
+    create_pr: bool,
+    progress: _Progress,
+    log: Log,
+) -> str | None:
+    """Commit ``changes`` in batches; returns the last commit's SHA (``parent`` when nothing changed)."""
+    batches = _batches(changes.operations)
+    revision = changes.branch
+    for index, batch in enumerate(batches, 1):
+        opens_pr = create_pr and index == 1
+        result = hub.commit(
+            repo,
+            batch,
+            revision=revision,
+            message=f"{title} (batch {index}/{len(batches)})",
+            description=description,
+            parent=parent,
+            create_pr=opens_pr,
+        )
+        if opens_pr:
+            if result.pr_url is None or result.pr_revision is None:  # pragma: no cover - the Hub sends both
+                raise PublishError(f"the Hub opened no pull request for {repo.repo_id} {changes.branch}")
+            progress.pull_requests.append(PullRequest(changes.branch, result.pr_url))
+            revision = result.pr_revision
+            log(f"opened pull request {result.pr_url} against {changes.branch}")
+        progress.commits.append(result.oid)
+        log(f"committed batch {index}/{len(batches)} ({len(batch)} change(s)) to {revision}: {result.oid}")
+        parent = result.oid
+    return parent
+
+
+def _create_repo(hub: Hub, repo: RemoteRepo, private: bool, log: Log) -> str:
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        hub.create_repo(repo, private=private)
+    except HfHubHTTPError as error:
+        response = getattr(error, "response", None)
+        if response is not None and response.status_code == 403:
+            org = repo.repo_id.split("/")[0]
+            raise PublishError(
+                f"not allowed to create {repo.repo_type} repo {repo.repo_id} on {hub.endpoint} (403). Use a "
+                f"token with write access to '{org}' (HF_TOKEN or `hf auth login`); creating kernel repos may "
+                f"need the organization's permission: ask an admin of '{org}' to create {repo.repo_id} "
+                f"(or to grant you that right), then run the upload again."
+            ) from None
+        raise
+    log(f"created {repo.repo_type} repo {repo.repo_id}")
+    heads = hub.branches(repo)
+    if MAIN not in heads:  # pragma: no cover - a new repo starts with a commit on main
+        raise PublishError(f"the new repo {repo.repo_id} has no branch {MAIN}")
+    return heads[MAIN]
+
+
+def _execute(hub: Hub, repo: RemoteRepo, plan: UploadPlan, log: Log) -> UploadResult:
+    progress = _Progress()
+    main_head = plan.main_head
+    base = plan.base
+    if plan.create_repo:
+        main_head = _create_repo(hub, repo, plan.private, log)
+        base = main_head
+    if plan.create_branch:
+        assert main_head is not None
+        hub.create_branch(repo, plan.branch, main_head)
+        log(f"created branch {plan.branch} from {main_head}")
+        base = main_head
+    names = ", ".join(plan.variants)
+    head = _commit_branch(
+        hub,
+        repo,
+        plan.files,
+        parent=base,
+        title=f"Upload {len(plan.variants)} variant(s) with kernel-builder {__version__}",
+        description=f"Variants: {names}",
+        create_pr=plan.create_pr,
+        progress=progress,
+        log=log,
+    )
+    if plan.card is not None and plan.card.changed:
+        parent = head if plan.branch == MAIN and not plan.create_pr else main_head
+        _commit_branch(
+            hub,
+            repo,
+            plan.card,
+            parent=parent,
+            title=f"Update README.md from CARD.md with kernel-builder {__version__}",
+            description="The kernel's card (build/CARD.md).",
+            create_pr=plan.create_pr,
+            progress=progress,
+            log=log,
+        )
+    if progress.pull_requests:
+        status = "pull_request_created"
+    elif progress.commits or plan.create_repo or plan.create_branch:
+        status = "uploaded"
+    else:
+        status = "no_changes"
+    return UploadResult(status, plan, tuple(progress.commits), tuple(progress.pull_requests))
+
+
+def upload(
+    options: UploadOptions, *, log: Log = lambda line: None, warn: Log = lambda line: None
+) -> UploadResult:
+    """Upload a kernel's built variants (see the module docstring).
+
+    ``log`` receives progress lines; ``warn`` each warning about the content (hidden paths left out, dirty
+    builds) as soon as it is collected, before any request (they are also kept in the plan).
+
+    Raises ``UsageError`` (exit 2) for a missing or invalid repo id, :class:`PublishError` (exit 1) for
+    refused variants, a missing repo or branch with ``create_pr``, and failed Hub requests.
+    """
+    repo_id, branch_setting = _repo_id(options)
+    content = collect_content(options.kernel_dir)
+    for warning in content.warnings:
+        warn(warning)
+    branch = _branch(branch_setting, content)
+    hub = Hub(agent=f"kernel-builder-cli/{__version__}")
+    if hub.offline:
+        raise PublishError("upload needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it")
+    repo = RemoteRepo(repo_id, options.repo_type)
+    try:
+        plan = plan_upload(hub, repo, content, branch, options)
+        if options.dry_run:
+            return UploadResult("dry_run", plan)
+        return _execute(hub, repo, plan, log)
+    except REQUEST_ERRORS as error:
+        raise PublishError(f"upload to {repo_id} failed: {describe(error)}") from error
