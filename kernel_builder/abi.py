@@ -55,6 +55,7 @@ def read_elf(path: Path) -> ElfFacts:
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
     from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
+    from elftools.elf.sections import SymbolTableSection
 
     with path.open("rb") as f:
         elf = ELFFile(f)
@@ -64,9 +65,9 @@ def read_elf(path: Path) -> ElfFacts:
             if isinstance(section, DynamicSection):
                 for tag in section.iter_tags():
                     if tag.entry.d_tag == "DT_NEEDED":
-                        needed.append(tag.needed)
+                        needed.append(str(getattr(tag, "needed", "")))
                     elif tag.entry.d_tag in ("DT_RUNPATH", "DT_RPATH"):
-                        runpath.append(getattr(tag, "runpath", None) or getattr(tag, "rpath", ""))
+                        runpath.append(str(getattr(tag, "runpath", None) or getattr(tag, "rpath", "")))
         version_names: dict[int, str] = {}
         versym = None
         for section in elf.iter_sections():
@@ -79,7 +80,7 @@ def read_elf(path: Path) -> ElfFacts:
         undefined: list[tuple[str, str | None]] = []
         defined: set[str] = set()
         dynsym = elf.get_section_by_name(".dynsym")
-        if dynsym is not None:
+        if isinstance(dynsym, SymbolTableSection):
             for index, symbol in enumerate(dynsym.iter_symbols()):
                 if not symbol.name:
                     continue

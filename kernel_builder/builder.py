@@ -14,19 +14,19 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
-from typing import Protocol, Union
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from . import __version__, toolchain
 from . import compile as compile_stage
 from .buildenv import BuildInterpreter, quick_probe, torch_details
 from .candidates import Candidate, Selection, select_candidates
-from .envs import EnvSpec, ensure_env
 from .config.model import KernelProject
 from .diagnostics import Diagnostic, Severity
+from .envs import EnvSpec, ensure_env
 from .errors import BuildError, KernelBuilderError, UsageError
 from .generate.cmake import ProjectOptions, nvcc_threads, write_project
 from .generate.registration import is_generated, registration_header
@@ -50,7 +50,7 @@ class BuildOptions:
     nvcc_threads: int | None = None
     import_check: bool = True
     python: str | None = None  # build interpreter; default: this one
-    selection: Selection = Selection()
+    selection: Selection = field(default_factory=Selection)
     refresh_envs: bool = False
     parallel: int | None = None  # variants built at once; default from the cores
     werror: bool = False  # ABI symbol-version findings fail the variant
@@ -200,7 +200,7 @@ def default_parallel(variant_count: int) -> int:
 
 
 # A job: a plan already made (default selection), or a selected candidate planned in its own environment.
-_Job = Union[tuple[VariantPlan, "BuildInterpreter | None"], Candidate]
+_Job = tuple[VariantPlan, "BuildInterpreter | None"] | Candidate
 
 
 class Builder:

@@ -196,7 +196,7 @@ def _run_check_abi(args: argparse.Namespace) -> int:
 
 
 def _run_generate(args: argparse.Namespace) -> int:
-    from .builder import BuildOptions, Builder
+    from .builder import Builder, BuildOptions
     from .config import load_project
 
     result = load_project(args.path)
@@ -210,10 +210,10 @@ def _run_generate(args: argparse.Namespace) -> int:
 def _run_build(args: argparse.Namespace) -> int:
     import time
 
-    from .builder import BuildOptions, Builder
+    from .builder import Builder, BuildOptions
     from .candidates import Selection
-    from .progress import progress_display
     from .config import load_project
+    from .progress import progress_display
     from .unique_id import check_unique_id
 
     started = time.monotonic()

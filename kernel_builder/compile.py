@@ -25,7 +25,7 @@ def default_jobs(nvcc_threads: int) -> int:
 def configure(project_dir: Path, build_dir: Path, *, build_type: str, cuda: bool, verbose: bool) -> None:
     build_dir.mkdir(parents=True, exist_ok=True)
     cxx = toolchain.host_compiler().path
-    argv = [
+    argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
         "-G", "Ninja",
         "-S", project_dir,

@@ -79,6 +79,4 @@ def progress_display(log: Callable[[str], None]) -> Iterator[Any]:
             with display.bar:
                 yield display
             return
-    plain = PlainProgress(log)
-    plain.log = log  # type: ignore[method-assign]
-    yield plain
+    yield PlainProgress(log)

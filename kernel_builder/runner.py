@@ -42,7 +42,8 @@ def run(
             output = result.stdout
         else:
             sys.stdout.flush()
-            result = subprocess.run([str(a) for a in argv], cwd=cwd, env=full_env, check=False)
+            streamed = subprocess.run([str(a) for a in argv], cwd=cwd, env=full_env, check=False)
+            result = subprocess.CompletedProcess(streamed.args, streamed.returncode, "", "")
             output = ""
     except FileNotFoundError as exc:
         raise BuildError(f"{what} failed: {argv[0]} not found ({exc.strerror})") from None

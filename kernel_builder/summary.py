@@ -16,7 +16,7 @@ def describe_project(project: KernelProject) -> str:
     config = project.config
     general = config.general
     lines = [
-        f"{project.display_path}: ok (edition 5{', read from legacy v%d form' % project.form if project.form < 5 else ''})",
+        f"{project.display_path}: ok (edition 5{f', read from legacy v{project.form} form' if project.form < 5 else ''})",
         f"  name:      {general.name} (Python package {general.py_name})",
         f"  version:   {general.version}",
         f"  license:   {general.license}",

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..diagnostics import Diagnostic, DiagnosticList
 from ..errors import ConfigError, KernelBuilderError
-from .forms import Form, detect_form
 from .context import Context
+from .forms import Form, detect_form
 from .load import load_text, parse_toml, resolve_build_toml
 from .positions import scan_positions
 from .schema import ALL_FIVE_BACKENDS
