@@ -656,3 +656,18 @@ def test_build_type_reaches_cmake_and_rebuilds(mutable: Built, probe: Built) -> 
         assert "configuring" in run.stderr and "compiling" in run.stderr
         assert cmake_cache_value(mutable.cmake_build, "CMAKE_BUILD_TYPE") == build_type
         assert snapshot(mutable.variant_dir) != before
+
+
+def test_check_abi_on_relu_reports_exactly_the_toolchain_symbol_versions(relu: Built) -> None:
+    """Debian 12's gcc 12 / glibc 2.36 is newer than manylinux_2_28: copying a shared_ptr references
+    __libc_single_threaded@GLIBC_2.32. That is all check-abi may report: no abi3 or dependency violation."""
+    run = run_cli(["check-abi", str(relu.root)])
+    assert run.returncode == 1, run.output
+    so = extension(relu.variant_dir)
+    assert run.stdout.splitlines() == [
+        f"{so}: symbol-version: __libc_single_threaded@GLIBC_2.32 is newer than manylinux_2_28 allows",
+        "checked 1 extension(s): 1 violation(s) (symbol-version); not manylinux_2_28-compliant (built with a "
+        "newer toolchain)",
+    ]
+    # the build itself only warned about it
+    assert "__libc_single_threaded@GLIBC_2.32 is newer than manylinux_2_28 allows" in relu.run.output
