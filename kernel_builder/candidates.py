@@ -51,34 +51,38 @@ def aot_candidates(project: KernelProject, matrix: Matrix | None = None) -> list
     out: list[Candidate] = []
     for backend in config.aot_backends():
         abi = framework.stable_abi_for(backend)
-        entries = list(applicable_entries(config, matrix, backend))
-        if abi is not None:
-            entries = _newest_per_compute(entries)
-        for entry in entries:
-            for system in entry.systems:
-                variant = variant_for_entry(entry, system, abi.major_minor if abi is not None else None)
-                reason = None
-                if backend not in BUILDABLE_AOT_BACKENDS:
-                    reason = cannot_build_message(backend)
-                elif system != BUILDABLE_HOST or host_system() != BUILDABLE_HOST:
-                    reason = _cannot_build_system(backend, system)
-                else:
-                    version = tuple(entry.version[:2]) if entry.version is not None else None
-                    key = (backend, version if backend == "cuda" else None)
-                    if key in e20:
-                        reason = e20[key]
-                out.append(Candidate(variant, backend, entry, system, entry.required, reason))
+        pairs = [(entry, system) for entry in applicable_entries(config, matrix, backend) for system in entry.systems]
+        chosen = _newest_per_compute(pairs) if abi is not None else [(e, s, e.required) for e, s in pairs]
+        for entry, system, required in chosen:
+            variant = variant_for_entry(entry, system, abi.major_minor if abi is not None else None)
+            reason = None
+            if backend not in BUILDABLE_AOT_BACKENDS:
+                reason = cannot_build_message(backend)
+            elif system != BUILDABLE_HOST or host_system() != BUILDABLE_HOST:
+                reason = _cannot_build_system(backend, system)
+            else:
+                version = tuple(entry.version[:2]) if entry.version is not None else None
+                key = (backend, version if backend == "cuda" else None)
+                if key in e20:
+                    reason = e20[key]
+            out.append(Candidate(variant, backend, entry, system, required, reason))
     return out
 
 
-def _newest_per_compute(entries: list[MatrixEntry]) -> list[MatrixEntry]:
-    """With the stable ABI, one Torch serves every newer one: keep the newest Torch per compute version."""
+def _newest_per_compute(pairs: list[tuple[MatrixEntry, str]]) -> list[tuple[MatrixEntry, str, bool]]:
+    """With the stable ABI, one Torch serves every newer one: keep the newest Torch per (compute version,
+    system), so each stable-ABI variant name appears once even where entries list different systems. The
+    variant is required when any entry it stands for is."""
     newest: dict[tuple[object, ...], MatrixEntry] = {}
-    for entry in entries:
-        key = (entry.backend, entry.version, entry.systems)
+    required: dict[tuple[object, ...], bool] = {}
+    for entry, system in pairs:
+        key = (entry.backend, entry.version, system)
         if key not in newest or entry.torch > newest[key].torch:
             newest[key] = entry
-    return [e for e in entries if newest[(e.backend, e.version, e.systems)] is e]
+        required[key] = required.get(key, False) or entry.required
+    return [
+        (e, s, required[(e.backend, e.version, s)]) for e, s in pairs if newest[(e.backend, e.version, s)] is e
+    ]
 
 
 def noarch_candidates(project: KernelProject) -> list[Candidate]:

@@ -38,6 +38,13 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     )
 
 
+def _add_path(
+    parser: argparse.ArgumentParser, metavar: str = "PATH", help: str = "kernel directory or its build.toml"
+) -> None:
+    """The optional positional every command takes; ``.`` by default."""
+    parser.add_argument("path", nargs="?", default=".", metavar=metavar, help=f"{help} (default: .)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kernel-builder",
@@ -48,13 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     check = commands.add_parser("check-config", help="validate build.toml and print a summary")
-    check.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    _add_path(check)
     check.add_argument("--werror", action="store_true", help="treat warnings as errors")
     _add_common(check)
     check.set_defaults(handler=_run_check_config)
 
     update = commands.add_parser("update-build", help="rewrite a legacy build.toml in the current edition")
-    update.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    _add_path(update)
     update.add_argument("--license", metavar="ID", help="SPDX license identifier to add when the file has none")
     mode = update.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
@@ -63,32 +70,32 @@ def build_parser() -> argparse.ArgumentParser:
     update.set_defaults(handler=_run_update_build)
 
     variants = commands.add_parser("list-variants", help="list the project's candidate variants")
-    variants.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    _add_path(variants)
     _add_common(variants)
     variants.set_defaults(handler=_run_list_variants)
 
     matrix = commands.add_parser("matrix", help="print a CI build matrix of the buildable variants")
-    matrix.add_argument("path", nargs="?", default=".", metavar="DIR", help="kernel directory or its build.toml")
+    _add_path(matrix, "DIR", "kernel directory or its build.toml")
     matrix.add_argument("--format", choices=["github", "json"], default="github", help="output format")
     _add_common(matrix)
     matrix.set_defaults(handler=_run_matrix)
 
     abi = commands.add_parser("check-abi", help="check the built extensions against manylinux_2_28 and abi3")
-    abi.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel root, its build/ or one variant")
+    _add_path(abi, "PATH", "kernel root, its build/ or one variant")
     _add_common(abi)
     abi.set_defaults(handler=_run_check_abi)
 
     generate = commands.add_parser(
         "generate", help="write pyproject.toml so pip builds the kernel as a wheel (scikit-build-core)"
     )
-    generate.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    _add_path(generate)
     generate.add_argument("--force", action="store_true", help="replace an existing pyproject.toml")
     generate.add_argument("--python", metavar="PATH", help="interpreter whose torch the wheel is for")
     _add_common(generate)
     generate.set_defaults(handler=_run_generate)
 
     build = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
-    build.add_argument("path", nargs="?", default=".", metavar="PATH", help="kernel directory or its build.toml")
+    _add_path(build)
     build.add_argument("--variant", action="append", default=[], metavar="NAME",
                        help="build this candidate variant in its own environment (repeatable)")
     build.add_argument("--required", action="store_true", help="build every required variant buildable here")
@@ -109,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.set_defaults(handler=_run_build)
 
     upload = commands.add_parser("upload", help="upload the built variants to a kernel repo on the Hub")
-    upload.add_argument("path", nargs="?", default=".", metavar="KERNEL_DIR", help="kernel directory (default: .)")
+    _add_path(upload, "KERNEL_DIR", "kernel directory")
     upload.add_argument("--repo-id", metavar="ID", help="<org>/<name> (default: [general.hub] repo-id of build.toml)")
     upload.add_argument("--branch", metavar="B", help="target branch (default: [general.hub] branch, else v<version>)")
     upload.add_argument("--private", action="store_true", help="create the repository as private")
@@ -122,13 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     upload.set_defaults(handler=_run_upload)
 
     lock = commands.add_parser("lock", help="pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock")
-    lock.add_argument("path", nargs="?", default=".", metavar="PROJECT_DIR", help="project directory (default: .)")
+    _add_path(lock, "PROJECT_DIR", "project directory")
     lock.add_argument("--trust-remote-code", action="store_true", help="skip the trusted-publisher check")
     _add_common(lock)
     lock.set_defaults(handler=_run_lock)
 
     download = commands.add_parser("download", help="download and verify the kernels pinned in kernels.lock")
-    download.add_argument("path", nargs="?", default=".", metavar="PROJECT_DIR", help="project directory (default: .)")
+    _add_path(download, "PROJECT_DIR", "project directory")
     download.add_argument("--all-variants", action="store_true", help="every locked variant, not only this machine's")
     _add_common(download)
     download.set_defaults(handler=_run_download)

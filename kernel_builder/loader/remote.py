@@ -244,7 +244,26 @@ def _resolve_target(
     if hub.offline:
         return _resolve_offline(hub, repo_id, version, revision)
     target = _resolve_online(hub, RemoteRepo(repo_id), version, revision, warn_outdated=warn_outdated)
-    chain = [repo_id]
+
+    def hop(repo: RemoteRepo, destination_revision: str | None) -> Target:
+        if destination_revision is not None:
+            return _resolve_online(hub, repo, None, destination_revision, warn_outdated=False)
+        if version is not None:
+            return _resolve_online(hub, repo, version, None, warn_outdated=warn_outdated)
+        return _resolve_online(hub, repo, None, "main", warn_outdated=False)
+
+    return _follow_redirects(hub, target, hop, gate)
+
+
+def _follow_redirects(
+    hub: Hub,
+    target: Target,
+    hop: Callable[[RemoteRepo, str | None], Target],
+    gate: Callable[[str], None] | None,
+) -> Target:
+    """Follow ``kernel-status.toml`` redirects from ``target``; ``hop`` resolves each destination (given the
+    redirect's own ``revision``, if any). Loops and more than :data:`MAX_REDIRECTS` hops raise ``ValueError``."""
+    chain = [target.repo.repo_id]
     while (status := _status(hub, target)) is not None:
         destination, destination_revision = _redirect(status, target)
         chain.append(destination)
@@ -255,13 +274,7 @@ def _resolve_target(
         warn(f"'{target.repo.repo_id}' redirected to '{destination}'")
         if gate is not None:
             gate(destination)
-        repo = RemoteRepo(destination)
-        if destination_revision is not None:
-            target = _resolve_online(hub, repo, None, destination_revision, warn_outdated=False)
-        elif version is not None:
-            target = _resolve_online(hub, repo, version, None, warn_outdated=warn_outdated)
-        else:
-            target = _resolve_online(hub, repo, None, "main", warn_outdated=False)
+        target = hop(RemoteRepo(destination), destination_revision)
     return target
 
 
@@ -279,19 +292,11 @@ def follow_redirects_from_main(
     :data:`MAX_REDIRECTS` hops raise ``ValueError`` listing the chain.
     """
     target = _resolve_online(hub, RemoteRepo(repo_id), None, "main", warn_outdated=False)
-    chain = [repo_id]
-    while (status := _status(hub, target)) is not None:
-        destination, _ = _redirect(status, target)
-        chain.append(destination)
-        if destination in chain[:-1]:
-            raise ValueError(f"redirect loop: {' -> '.join(chain)}")
-        if len(chain) - 1 > MAX_REDIRECTS:
-            raise ValueError(f"more than {MAX_REDIRECTS} redirects: {' -> '.join(chain)}")
-        warn(f"'{target.repo.repo_id}' redirected to '{destination}'")
-        if gate is not None:
-            gate(destination)
-        target = _resolve_online(hub, RemoteRepo(destination), None, "main", warn_outdated=False)
-    return target.repo
+
+    def hop(repo: RemoteRepo, _revision: str | None) -> Target:
+        return _resolve_online(hub, repo, None, "main", warn_outdated=False)
+
+    return _follow_redirects(hub, target, hop, gate).repo
 
 
 # --- variants (§2, §4.3) ------------------------------------------------------------------------------------
