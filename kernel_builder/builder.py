@@ -373,6 +373,7 @@ class Builder:
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
             elif record is not None and record.get("extension") == _sha256(extension):
+                self._check_abi(variant, extension, interpreter)  # cheap, and --werror may be new
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")

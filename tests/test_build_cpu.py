@@ -50,6 +50,7 @@ from build_fixtures import (
     torch_includes,
     undefined_symbols,
     variant_files,
+    write_tree,
 )
 
 from kernel_builder.config import load_project
@@ -666,8 +667,70 @@ def test_check_abi_on_relu_reports_exactly_the_toolchain_symbol_versions(relu: B
     so = extension(relu.variant_dir)
     assert run.stdout.splitlines() == [
         f"{so}: symbol-version: __libc_single_threaded@GLIBC_2.32 is newer than manylinux_2_28 allows",
-        "checked 1 extension(s): 1 violation(s) (symbol-version); not manylinux_2_28-compliant (built with a "
-        "newer toolchain)",
+        (
+            "checked 1 extension(s): 1 violation(s) (symbol-version); not manylinux_2_28-compliant (built with a "
+            "newer toolchain)"
+        ),
     ]
     # the build itself only warned about it
     assert "__libc_single_threaded@GLIBC_2.32 is newer than manylinux_2_28 allows" in relu.run.output
+
+
+ABI_PROJECT = {
+    "build.toml": """
+        [general]
+        name = "abi-probe"
+        version = 1
+        edition = 5
+        license = "Apache-2.0"
+        backends = ["cpu"]
+
+        [torch]
+        src = ["torch-ext/binding.cpp"]
+
+        [kernel.probe]
+        backend = "cpu"
+        depends = []
+        src = ["probe/probe.cpp"]
+    """,
+    "torch-ext/binding.cpp": """
+        #include "registration.h"
+        REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
+    """,
+    "torch-ext/abi_probe/__init__.py": "from ._ops import ops\n",
+    "probe/probe.cpp": """
+        #include <memory>
+        // Copying a shared_ptr references __libc_single_threaded@GLIBC_2.32 with this toolchain.
+        std::shared_ptr<int> keep(const std::shared_ptr<int> &p) { std::shared_ptr<int> q = p; return q; }
+    """,
+}
+NON_ABI3 = """
+    #include <Python.h>
+    // Not part of the limited API: declared by hand, as careless code would.
+    extern "C" const char *PyUnicode_AsUTF8(PyObject *);
+    extern "C" const char *utf8(PyObject *o) { return PyUnicode_AsUTF8(o); }
+"""
+
+
+def test_build_abi_checks_fail_python_abi_and_warn_symbol_versions(tmp_path: Path) -> None:
+    """Python-ABI violations fail the variant; newer symbol versions only warn, unless --werror."""
+    root = write_tree(tmp_path / "abi-probe", ABI_PROJECT)
+    warned = build(root, "--no-import-check")
+    assert warned.returncode == 0, warned.output
+    assert "__libc_single_threaded@GLIBC_2.32 is newer than manylinux_2_28 allows" in warned.output
+
+    strict = run_cli(["build", str(root), "--no-import-check", "--werror"])
+    assert strict.returncode == 1
+    assert "ABI check failed:\n  symbol-version: __libc_single_threaded@GLIBC_2.32" in strict.output
+    assert (root / "build" / CPU_VARIANT).is_dir()  # the earlier good variant is untouched
+
+    (root / "probe" / "non_abi3.cpp").write_text(NON_ABI3)
+    text = (
+        (root / "build.toml")
+        .read_text()
+        .replace('src = ["probe/probe.cpp"]', 'src = ["probe/probe.cpp", "probe/non_abi3.cpp"]')
+    )
+    (root / "build.toml").write_text(text)
+    failed = run_cli(["build", str(root), "--no-import-check"])
+    assert failed.returncode == 1
+    assert "python-abi: PyUnicode_AsUTF8 is not in the limited API of Python 3.9 (abi3)" in failed.output

@@ -644,3 +644,23 @@ def test_pre_release_version_is_only_a_trait_without_edition(make_project: MakeP
     assert render().splitlines()[0] == (
         "kernel/build.toml:3: error: pre-release build.toml format, not supported; see update-build"
     )
+
+
+@pytest.mark.parametrize("form", ["v2", "v3"])
+def test_v2_v3_underscore_names_load_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """Upstream accepted `name = "my_kernel"` in these forms; such real files keep working."""
+    root = tmp_path / form
+    shutil.copytree(FORMS / form, root)
+    text = (root / "build.toml").read_text().replace('name = "gelu"', 'name = "my_gelu"')
+    (root / "build.toml").write_text(text)
+    (root / "torch-ext" / "gelu").rename(root / "torch-ext" / "my_gelu")
+    monkeypatch.chdir(tmp_path)
+    result = load_project(form)
+    assert (result.project.name, result.project.py_name) == ("my-gelu", "my_gelu")
+    assert (
+        f"{form}/build.toml:4: warning: legacy name `my_gelu` does not follow the edition-5 name rule; read as "
+        "`my-gelu`\n  hint: the Python package stays `torch-ext/my_gelu/`"
+    ) in [d.render() for d in result.warnings]
+    assert sum("legacy v" in d.message for d in result.warnings) == 1
