@@ -96,10 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
     _add_path(build)
-    build.add_argument("--variant", action="append", default=[], metavar="NAME",
+    which = build.add_mutually_exclusive_group()
+    which.add_argument("--variant", action="append", default=[], metavar="NAME",
                        help="build this candidate variant in its own environment (repeatable)")
-    build.add_argument("--required", action="store_true", help="build every required variant buildable here")
-    build.add_argument("--all-variants", action="store_true", help="build every variant buildable here")
+    which.add_argument("--required", action="store_true", help="build every required variant buildable here")
+    which.add_argument("--all-variants", action="store_true", help="build every variant buildable here")
     build.add_argument("--refresh-envs", action="store_true", help="re-create the isolated build environments")
     build.add_argument("--parallel", type=int, metavar="N", help="variants built at once (default: cores / 4)")
     build.add_argument("--werror", action="store_true", help="treat ABI symbol-version warnings as errors")
@@ -247,7 +248,9 @@ def _run_build(args: argparse.Namespace) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    with progress_display(log) as progress:
+    # A live table only when variants build side by side: a serial build streams the compiler's output.
+    parallel = (args.parallel or (os.cpu_count() or 1) // 4) > 1
+    with progress_display(log, live=parallel) as progress:
         report = Builder(result.project, options, log=progress.log, progress=progress).run()
     _print_diagnostics(report.diagnostics)
     from .summary import build_table

@@ -71,8 +71,8 @@ class RichProgress:
 
 
 @contextmanager
-def progress_display(log: Callable[[str], None]) -> Iterator[Any]:
-    if sys.stderr.isatty():
+def progress_display(log: Callable[[str], None], *, live: bool = True) -> Iterator[Any]:
+    if live and sys.stderr.isatty():
         try:
             display = RichProgress()
         except ImportError:
