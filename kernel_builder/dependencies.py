@@ -10,6 +10,16 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class KernelDependency:
+    """One ``kernel-depends`` entry (build.toml and metadata.json): a kernel repo at a major ``version`` or at a
+    ``revision``."""
+
+    repo_id: str
+    version: int | None = None
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
 class PythonDependency:
     name: str
     level: str  # "general" or a backend name whose [general.<backend>] table may list it

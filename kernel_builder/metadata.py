@@ -22,6 +22,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .dependencies import KernelDependency
+
 __all__ = [
     "BACKEND_TYPES",
     "DIGEST_ALGORITHMS",
@@ -53,15 +55,6 @@ class Digest:
 
     algorithm: str
     files: Mapping[str, str] = field(hash=False)
-
-
-@dataclass(frozen=True)
-class KernelDependency:
-    """One ``kernel-depends`` entry: a kernel repo at a major ``version`` or at a ``revision``."""
-
-    repo_id: str
-    version: int | None = None
-    revision: str | None = None
 
 
 @dataclass(frozen=True)

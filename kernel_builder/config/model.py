@@ -10,14 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..dependencies import KernelDependency as KernelDependency  # re-exported for the config readers
 from .values import Version
-
-
-@dataclass(frozen=True)
-class KernelDependency:
-    repo_id: str
-    version: int | None = None
-    revision: str | None = None
 
 
 @dataclass(frozen=True)
