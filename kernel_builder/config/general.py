@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..dependencies import PYTHON_DEPENDENCIES, allowed_python_dependencies
+from ..dependencies import PYTHON_DEPENDENCIES, KernelDependency, allowed_python_dependencies
 from .context import Context, describe
-from .model import BackendSettings, General, Hub, KernelDependency
+from .model import BackendSettings, General, Hub
 from .positions import KeyPath
 from .readers import Reader
 from .schema import BACKENDS, GENERAL, GENERAL_BACKEND, HUB, suggest_key, suggest_value

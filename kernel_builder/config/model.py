@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..dependencies import KernelDependency as KernelDependency  # re-exported for the config readers
+from ..dependencies import KernelDependency
 from .values import Version
 
 
