@@ -809,3 +809,17 @@ def undefined_symbols(so: Path) -> set[str]:
     """Names (without ``@VERSION``) of the dynamic symbols ``so`` imports."""
     out = tool_output(["nm", "-D", "--undefined-only", so])
     return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+
+
+def assert_one_ops_name(built: Built, name: str) -> None:
+    """Build-output §10 case 8, on disk: ``name`` is the .so's name, its ``PyInit_`` symbol and _ops.py's."""
+    assert built.ops_name == name
+    assert [p.name for p in built.variant_dir.glob("*.so")] == [f"{name}.abi3.so"]
+    init_symbols = [
+        line.split()[-1] for line in dynamic_symbols(extension(built.variant_dir)).splitlines() if "PyInit_" in line
+    ]
+    assert init_symbols == [f"PyInit_{name}"]
+    ops_py = (built.variant_dir / "_ops.py").read_text(encoding="utf-8")
+    assert f"from . import {name}" in ops_py
+    assert f"ops = torch.ops.{name}\n" in ops_py
+    assert f'return "{name}::" + op_name' in ops_py

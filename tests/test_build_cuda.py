@@ -21,13 +21,13 @@ from build_fixtures import (
     PROBE_UNION,
     REGISTRATION_PROBE,
     Built,
+    assert_one_ops_name,
     build,
     compile_commands,
     copy_example,
     cpu_python,
     cuobjdump,
     dynamic_section,
-    dynamic_symbols,
     extension,
     metadata,
     needed,
@@ -117,18 +117,7 @@ def test_one_ops_name_everywhere(fixture: str, request: pytest.FixtureRequest, c
     project = load_project(built.root).project
     unique_id = PROBE_ID if fixture == "probe" else compute_unique_id(project)
     name = f"_{project.py_name}_cuda_{unique_id}"
-    assert built.ops_name == name
-    assert [p.name for p in built.variant_dir.glob("*.so")] == [f"{name}.abi3.so"]
-    init_symbols = [
-        line.split()[-1]
-        for line in dynamic_symbols(extension(built.variant_dir)).splitlines()
-        if "PyInit_" in line
-    ]
-    assert init_symbols == [f"PyInit_{name}"]
-    ops_py = (built.variant_dir / "_ops.py").read_text(encoding="utf-8")
-    assert f"from . import {name}" in ops_py
-    assert f"ops = torch.ops.{name}\n" in ops_py
-    assert f'return "{name}::" + op_name' in ops_py
+    assert_one_ops_name(built, name)
     op = "extension_name" if fixture == "probe" else "relu"
     seen = run_json(
         cuda_py,
