@@ -54,6 +54,8 @@ class BuildOptions:
     refresh_envs: bool = False
     parallel: int | None = None  # variants built at once; default from the cores
     werror: bool = False  # ABI symbol-version findings fail the variant
+    offline: bool = False  # never create an isolated environment or pip-install anything (Nix, air-gapped)
+    provenance: Provenance | None = None  # recorded instead of the kernel's git state (e.g. a flake's revision)
 
 
 @dataclass
@@ -77,7 +79,9 @@ class BuildReport:
 
 
 #: Build options that do not shape a variant's output (compared with the record of the last build).
-_NOT_INPUTS = ("verbose", "jobs", "import_check", "python", "backend", "selection", "refresh_envs", "parallel", "werror")
+_NOT_INPUTS = (
+    "verbose", "jobs", "import_check", "python", "backend", "selection", "refresh_envs", "parallel", "werror", "offline",
+)  # fmt: skip
 
 
 def _dir_size(path: Path) -> int:
@@ -171,6 +175,22 @@ def _wants_pypi_toolkit(candidate: Candidate) -> tuple[int, int] | None:
     except BuildError:
         return wanted
     return None if system == wanted else wanted
+
+
+def _offline_mismatch(candidate: Candidate, interpreter: BuildInterpreter | None, abi: tuple[int, int] | None) -> str:
+    """Why ``--offline`` cannot build ``candidate``: the running environment's torch gives another variant."""
+    entry = candidate.entry
+    assert entry is not None
+    compute = entry.backend if entry.version_str is None else f"{entry.backend} {entry.version_str}"
+    if interpreter is None:
+        have = "this environment has no torch"
+    else:
+        own = _variant_name(interpreter, abi) or "no variant"
+        have = f"this environment's torch {interpreter.torch_version} builds {own}"
+    return (
+        f"--offline: {have}, not {candidate.name}; run kernel-builder with --python naming an interpreter whose "
+        f"torch is {entry.torch_str} ({compute}), or drop --offline to let kernel-builder create that environment"
+    )
 
 
 class ProgressSink(Protocol):
@@ -293,6 +313,8 @@ class Builder:
         abi = getattr(self.project.config.framework, "stable_abi_for", lambda _b: None)(candidate.backend)
         abi_mm = abi.major_minor if abi is not None else None
         if interpreter is None or _variant_name(interpreter, abi_mm) != candidate.name:
+            if self.options.offline:
+                raise BuildError(_offline_mismatch(candidate, interpreter, abi_mm))
             self.progress.stage(candidate.name, "preparing build environment")
             spec = EnvSpec.for_entry(candidate.entry)
             python = ensure_env(
@@ -504,7 +526,7 @@ class Builder:
         pins = sorted({d for c in variant.components for d in c.depends if d.startswith("cutlass_")})
         includes: list[Path] = []
         for pin in pins:
-            includes.extend(cutlass_includes(pin, interpreter, self.log))
+            includes.extend(cutlass_includes(pin, interpreter, self.log, offline=self.options.offline))
         return tuple(includes)
 
     def _link_compile_commands(self, cmake_build: Path) -> None:
@@ -516,6 +538,8 @@ class Builder:
         link.symlink_to(target)
 
     def _provenance(self) -> Provenance | None:
+        if self.options.provenance is not None:
+            return self.options.provenance
         return git_provenance(self.project, id_input_files(self.project))
 
     def _import_check(self, interpreter: BuildInterpreter | None) -> Callable[[Path], None] | None:

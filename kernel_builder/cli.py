@@ -12,9 +12,13 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from . import __version__
-from .errors import ConfigError, KernelBuilderError
+from .errors import ConfigError, KernelBuilderError, UsageError
+
+if TYPE_CHECKING:
+    from .package import Provenance
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -71,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     variants = commands.add_parser("list-variants", help="list the project's candidate variants")
     _add_path(variants)
+    variants.add_argument("--json", action="store_true", help="print the candidates as a JSON list")
     _add_common(variants)
     variants.set_defaults(handler=_run_list_variants)
 
@@ -107,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--backend", help="build only this backend's variants")
     build.add_argument("--arch", choices=["native"], help="native: only the visible GPU's capability (not publishable)")
     build.add_argument("--unique-id", metavar="ID", help="override the content-derived op namespace id")
+    build.add_argument("--offline", action="store_true",
+                       help="no network, no pip: build only what this environment's torch serves (Nix, air-gapped)")
+    build.add_argument("--provenance-commit", metavar="REV",
+                       help="record this commit in metadata.json instead of asking git (e.g. a flake's revision)")
+    build.add_argument("--provenance-dirty", action="store_true",
+                       help="with --provenance-commit: record that the sources differ from that commit")
     build.add_argument("--build-type", default="Release", choices=["Release", "Debug", "RelWithDebInfo"])
     build.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: from MAX_JOBS or cores)")
     build.add_argument("--nvcc-threads", type=int, metavar="N", help="nvcc --threads (default: from the arch count)")
@@ -174,11 +185,17 @@ def _run_update_build(args: argparse.Namespace) -> int:
 def _run_list_variants(args: argparse.Namespace) -> int:
     from .candidates import all_candidates
     from .config import load_project
-    from .summary import variants_table
+    from .summary import variants_json, variants_table
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
-    print(variants_table(all_candidates(result.project)))
+    candidates = all_candidates(result.project)
+    if args.json:
+        import json
+
+        print(json.dumps(variants_json(candidates), indent=2))
+    else:
+        print(variants_table(candidates))
     return 0
 
 
@@ -227,6 +244,7 @@ def _run_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     if args.unique_id is not None:
         check_unique_id(args.unique_id)
+    provenance = _provenance_option(args.provenance_commit, args.provenance_dirty)
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
     options = BuildOptions(
@@ -243,6 +261,8 @@ def _run_build(args: argparse.Namespace) -> int:
         refresh_envs=args.refresh_envs,
         parallel=args.parallel,
         werror=args.werror,
+        offline=args.offline,
+        provenance=provenance,
     )
 
     def log(line: str) -> None:
@@ -259,6 +279,24 @@ def _run_build(args: argparse.Namespace) -> int:
     for failure in (r for r in report.results if r.status == "failed"):
         print(f"error: {failure.name}: {failure.message}", file=sys.stderr)
     return 1 if report.failed else 0
+
+
+def _provenance_option(commit: str | None, dirty: bool) -> Provenance | None:
+    """``--provenance-commit`` / ``--provenance-dirty``: what metadata.json records instead of git's answer."""
+    import re
+
+    from .package import Provenance
+
+    if commit is None:
+        if dirty:
+            raise UsageError("--provenance-dirty needs --provenance-commit (the commit the sources differ from)")
+        return None
+    if not re.fullmatch(r"[0-9a-f]{7,64}", commit):
+        raise UsageError(
+            f"--provenance-commit {commit!r} is not a git commit id: expected 7 to 64 lower-case hex digits "
+            "(a full or abbreviated commit hash)"
+        )
+    return Provenance(commit, dirty)
 
 
 def _run_upload(args: argparse.Namespace) -> int:

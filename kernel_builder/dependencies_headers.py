@@ -1,8 +1,8 @@
 """Header-only dependencies of kernel sections (CUTLASS), found offline (build-output spec §5).
 
 In order: a checkout named by ``CUTLASS_SRC_DIR`` (a version mismatch is a warning); for the pins whose
-PyPI ``nvidia-cutlass`` wheel carries the C++ headers, that package installed into the build environment;
-otherwise an error naming the pin, its version and ``CUTLASS_SRC_DIR``.
+PyPI ``nvidia-cutlass`` wheel carries the C++ headers, that package in the build environment (installed there
+unless ``--offline``); otherwise an error naming the pin, its version and ``CUTLASS_SRC_DIR``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ def _includes(root: Path) -> list[Path]:
     return [p for p in (root / "include", root / "tools" / "util" / "include") if p.is_dir()]
 
 
-def cutlass_includes(pin: str, interpreter: BuildInterpreter, log: Callable[[str], None]) -> list[Path]:
+def cutlass_includes(
+    pin: str, interpreter: BuildInterpreter, log: Callable[[str], None], *, offline: bool = False
+) -> list[Path]:
+    """Include directories of ``pin``; ``offline`` forbids installing the PyPI package (``build --offline``)."""
     spec = CUTLASS_PINS[pin]
     src_dir = os.environ.get("CUTLASS_SRC_DIR")
     if src_dir:
@@ -53,6 +56,12 @@ def cutlass_includes(pin: str, interpreter: BuildInterpreter, log: Callable[[str
         )
     source = interpreter.purelib / "cutlass_library" / "source"
     if checkout_version(source) != spec.version:
+        if offline:
+            raise BuildError(
+                f"{pin} needs CUTLASS {spec.version}, and --offline forbids installing nvidia-cutlass=={spec.version}: "
+                f"set CUTLASS_SRC_DIR to a checkout of CUTLASS {spec.version}, or install that package in the "
+                "build environment"
+            )
         log(f"installing nvidia-cutlass=={spec.version} into the build environment for {pin}")
         result = subprocess.run(
             [str(interpreter.python), "-m", "pip", "install", "--quiet", "--no-deps", f"nvidia-cutlass=={spec.version}"],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .config.model import KernelProject, Torch, TorchNoarch
 
@@ -79,3 +79,19 @@ def variants_table(candidates: Sequence[Candidate]) -> str:
         rows.append((c.name, "required" if c.required else "optional", "yes" if c.buildable else f"no: {c.reason}"))
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     return "\n".join(f"{a.ljust(widths[0])}  {b.ljust(widths[1])}  {c}" for a, b, c in rows)
+
+
+def variants_json(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
+    """``list-variants --json``: the table's facts, one object per candidate; ``system`` is null for noarch
+    variants and ``reason`` null for buildable ones. The Nix lib's tests compare their names with these."""
+    return [
+        {
+            "variant": c.name,
+            "backend": c.backend,
+            "system": c.system,
+            "required": c.required,
+            "buildable": c.buildable,
+            "reason": c.reason,
+        }
+        for c in candidates
+    ]

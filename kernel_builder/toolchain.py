@@ -1,8 +1,8 @@
 """The tools a compiled variant needs, found as typed values and checked before anything is configured.
 
-CMake and Ninja come from their PyPI packages (pinned by this project's dependencies), the host compiler
-from ``$CXX`` or the system ``g++``, and nvcc from ``CUDA_HOME``, ``PATH``, NVIDIA's PyPI toolkit packages or
-``/usr/local/cuda``; nvcc's major.minor must equal the CUDA version Torch was built with.
+CMake and Ninja come from their PyPI packages (pinned by this project's dependencies), or from ``PATH`` where
+those packages are absent (Nix builds); the host compiler from ``$CXX`` or the system ``g++``; nvcc from
+``CUDA_HOME``, ``PATH``, NVIDIA's PyPI toolkit packages or ``/usr/local/cuda``; nvcc's major.minor must equal the CUDA version Torch was built with.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from pathlib import Path
 from .errors import BuildError
 
 _NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
+MIN_CMAKE = (3, 26)
+MIN_NINJA = (1, 11)
 #: Where a system CUDA toolkit lives when neither CUDA_HOME nor PATH names one.
 DEFAULT_CUDA_HOME = Path("/usr/local/cuda")
 
@@ -43,18 +46,40 @@ class CudaToolkit:
 
 @functools.cache
 def cmake() -> Tool:
-    import cmake as cmake_pkg  # the PyPI package: a known CMake >= 3.26 whatever the system has
-
+    """CMake of the ``cmake`` PyPI package: a known CMake >= 3.26 whatever the system has. Where that package is
+    absent (a Nix build brings its own CMake), the ``cmake`` on ``PATH``."""
+    try:
+        import cmake as cmake_pkg
+    except ImportError:
+        return _on_path("cmake", "CMake", MIN_CMAKE)
     path = Path(cmake_pkg.CMAKE_BIN_DIR) / "cmake"
     return Tool(path, getattr(cmake_pkg, "__version__", "unknown"))
 
 
 @functools.cache
 def ninja() -> Tool:
-    import ninja as ninja_pkg
-
+    """Ninja of the ``ninja`` PyPI package, else (as for :func:`cmake`) the one on ``PATH``."""
+    try:
+        import ninja as ninja_pkg
+    except ImportError:
+        return _on_path("ninja", "Ninja", MIN_NINJA)
     path = Path(ninja_pkg.BIN_DIR) / "ninja"
     return Tool(path, getattr(ninja_pkg, "__version__", "unknown"))
+
+
+def _on_path(name: str, label: str, minimum: tuple[int, int]) -> Tool:
+    wanted = f"{minimum[0]}.{minimum[1]}"
+    found = shutil.which(name)
+    if found is None:
+        raise BuildError(
+            f"no {label}: install the `{name}` Python package (a dependency of kernel-builder) or put {name} "
+            f"{wanted} or newer on PATH"
+        )
+    match = _VERSION.search(_first_line([found, "--version"]))
+    version = match[0] if match else "unknown"
+    if match is None or (int(match[1]), int(match[2])) < minimum:
+        raise BuildError(f"{name} {found} is {version}; kernel-builder needs {wanted} or newer")
+    return Tool(Path(found), version)
 
 
 def _first_line(argv: list[str]) -> str:

@@ -200,6 +200,36 @@ def test_list_variants_of_relu(capsys: pytest.CaptureFixture[str]) -> None:
     assert err == ""
 
 
+def test_list_variants_json_of_relu(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--json``: one object per candidate, in the table's order, with the same facts (the Nix lib's check)."""
+    assert cli.main(["list-variants", str(RELU), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    listed = json.loads(out)
+    candidates = all_candidates(load(RELU))
+    assert listed == [
+        {
+            "variant": c.name,
+            "backend": c.backend,
+            "system": c.system,
+            "required": c.required,
+            "buildable": c.buildable,
+            "reason": c.reason,
+        }
+        for c in candidates
+    ]
+    assert {"variant": CPU_213, "backend": "cpu", "system": "x86_64-linux", "required": True, "buildable": True,
+            "reason": None} in listed  # fmt: skip
+
+
+def test_list_variants_json_of_a_noarch_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project(tmp_path, GENERAL.format(backends='["cpu", "cuda"]') + "\n[torch-noarch]\n")
+    assert cli.main(["list-variants", "kernel", "--json"]) == 0
+    assert [(v["variant"], v["system"]) for v in json.loads(capsys.readouterr().out)] == [
+        ("torch-cpu", None), ("torch-cuda", None)
+    ]
+
+
 def test_variants_table_columns_line_up() -> None:
     text = variants_table(all_candidates(load(RELU)))
     lines = text.splitlines()
@@ -685,3 +715,74 @@ def test_rich_progress_rows() -> None:
     assert [(tasks[n].fields["stage"], tasks[n].completed, tasks[n].total) for n in "abc"] == [
         ("built", 3, 3), ("up to date", 1, 1), ("failed", 1, 4),
     ]  # fmt: skip
+
+
+# --- --offline: only this environment serves a selected variant ------------------------------------------
+
+
+@pytest.fixture
+def no_environments(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Fails the test if an isolated environment is asked for; records what ``_build_variant`` was given."""
+
+    def ensure_env(*args: object, **kwargs: object) -> Path:
+        raise AssertionError("--offline must not create a build environment")
+
+    seen: list[str] = []
+
+    def build_variant(self: Builder, plan: object, unique_id: str, interpreter: object) -> str:
+        seen.append(f"{plan.name} {getattr(interpreter, 'torch_version', None)}")  # type: ignore[attr-defined]
+        return "built"
+
+    monkeypatch.setattr(builder_module, "ensure_env", ensure_env)
+    monkeypatch.setattr(Builder, "_build_variant", build_variant)
+    return seen
+
+
+def test_offline_variant_of_this_environment_builds_in_it(
+    tmp_path: Path, use_matrix: Matrix, no_environments: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tests' interpreter has torch 2.13.0 (CPU): it serves torch213-cxx11-cpu-x86_64-linux itself."""
+    project(tmp_path)
+    assert cli.main(["build", "kernel", "--variant", CPU_213, "--offline"]) == 0, capsys.readouterr().err
+    assert [seen.split()[0] for seen in no_environments] == [CPU_213]
+    assert no_environments[0].split()[1].startswith("2.13.0")
+
+
+def test_offline_variant_of_another_torch_fails_without_an_environment(
+    tmp_path: Path, use_matrix: Matrix, no_environments: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    project(tmp_path)
+    assert cli.main(["build", "kernel", "--variant", CU130_214, "--variant", CPU_213, "--offline"]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {CU130_214}: --offline: this environment's torch 2.13.0" in err
+    assert f"builds {CPU_213}, not {CU130_214}" in err
+    assert "run kernel-builder with --python naming an interpreter whose torch is 2.14 (cuda 13.0)" in err
+    assert [seen.split()[0] for seen in no_environments] == [CPU_213]  # the other variant still builds
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--provenance-dirty"], "--provenance-dirty needs --provenance-commit"),
+        (["--provenance-commit", "HEAD"], "--provenance-commit 'HEAD' is not a git commit id"),
+        (["--provenance-commit", "abc"], "--provenance-commit 'abc' is not a git commit id"),
+    ],
+)
+def test_provenance_flags_are_checked(
+    tmp_path: Path, use_matrix: Matrix, no_environments: list[str], capsys: pytest.CaptureFixture[str],
+    args: list[str], message: str,
+) -> None:  # fmt: skip
+    project(tmp_path)
+    assert cli.main(["build", "kernel", "--variant", CPU_213, *args]) == 2
+    assert f"error: {message}" in capsys.readouterr().err
+    assert no_environments == []
+
+
+def test_provenance_flags_replace_git(tmp_path: Path, use_matrix: Matrix) -> None:
+    from kernel_builder.package import Provenance
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    options = BuildOptions(provenance=Provenance(commit, dirty=True))
+    assert Builder(loaded(tmp_path), options, log=lambda _: None)._provenance() == Provenance(commit, True)
+    # Without them, the kernel's git work tree decides (here: none).
+    assert Builder(loaded(tmp_path), BuildOptions(), log=lambda _: None)._provenance() is None

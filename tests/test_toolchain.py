@@ -7,6 +7,7 @@ The "compilers" here are shell scripts that answer the few questions the tool as
 from __future__ import annotations
 
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,11 +17,13 @@ from kernel_builder import toolchain
 from kernel_builder.errors import BuildError
 from kernel_builder.toolchain import CudaToolkit, Tool, check_cuda_match, cuda_toolkit
 
+CACHED = (toolchain.cuda_toolkit, toolchain.host_compiler, toolchain._accepts, toolchain.cmake, toolchain.ninja)
+
 
 @pytest.fixture(autouse=True)
 def _fresh_caches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """The tool lookups are cached per process; each test starts without CUDA_HOME and with an empty PATH."""
-    for cached in (toolchain.cuda_toolkit, toolchain.host_compiler, toolchain._accepts):
+    for cached in CACHED:
         cached.cache_clear()
     empty = tmp_path / "empty-path"
     empty.mkdir()
@@ -28,7 +31,7 @@ def _fresh_caches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[N
     for var in ("CUDA_HOME", "CUDA_PATH", "CXX"):
         monkeypatch.delenv(var, raising=False)
     yield
-    for cached in (toolchain.cuda_toolkit, toolchain.host_compiler, toolchain._accepts):
+    for cached in CACHED:
         cached.cache_clear()
 
 
@@ -226,3 +229,49 @@ def test_fingerprint(tmp_path: Path) -> None:
     assert toolchain.fingerprint(a, b) == toolchain.fingerprint(a, b)
     assert toolchain.fingerprint(a, b) != toolchain.fingerprint(Tool(a.path, "3.31.1"), b)
     assert toolchain.fingerprint(a, b) != toolchain.fingerprint(a, CudaToolkit(b.nvcc, (13, 0), tmp_path, "other"))
+
+
+# --- CMake and Ninja -------------------------------------------------------------------------------------------
+
+
+def test_cmake_and_ninja_come_from_their_pypi_packages() -> None:
+    import ninja as ninja_pkg
+
+    import cmake as cmake_pkg
+
+    assert toolchain.cmake().path == Path(cmake_pkg.CMAKE_BIN_DIR) / "cmake"
+    assert toolchain.ninja().path == Path(ninja_pkg.BIN_DIR) / "ninja"
+
+
+@pytest.fixture
+def no_pypi_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a Nix build, where nixpkgs' cmake and ninja are on PATH and their PyPI packages are absent."""
+    monkeypatch.setitem(sys.modules, "cmake", None)  # `import cmake` raises ImportError
+    monkeypatch.setitem(sys.modules, "ninja", None)
+
+
+def test_without_the_packages_cmake_and_ninja_come_from_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pypi_tools: None
+) -> None:
+    tools = tmp_path / "bin"
+    cmake = script(tools / "cmake", "echo 'cmake version 3.31.7'; echo; echo 'CMake suite maintained by Kitware'\n")
+    ninja = script(tools / "ninja", "echo '1.12.1'\n")
+    monkeypatch.setenv("PATH", str(tools))
+    assert toolchain.cmake() == Tool(cmake, "3.31.7")
+    assert toolchain.ninja() == Tool(ninja, "1.12.1")
+
+
+def test_an_old_cmake_on_path_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pypi_tools: None) -> None:
+    script(tmp_path / "bin" / "cmake", "echo 'cmake version 3.22.1'\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    with pytest.raises(BuildError, match=r"cmake .*bin/cmake is 3\.22\.1; kernel-builder needs 3\.26 or newer"):
+        toolchain.cmake()
+
+
+def test_no_cmake_at_all(no_pypi_tools: None) -> None:
+    with pytest.raises(BuildError) as caught:
+        toolchain.cmake()
+    assert str(caught.value) == (
+        "no CMake: install the `cmake` Python package (a dependency of kernel-builder) or put cmake 3.26 or newer "
+        "on PATH"
+    )
