@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 CUDA_VENV := .venv-cu130
 CUDA_STAMP := $(CUDA_VENV)/.installed
 
-.PHONY: demo test test-fast lint typecheck clean
+.PHONY: demo test test-fast lint typecheck clean nix-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,18 @@ demo: $(STAMP)
 	$(BIN)/kernel-builder build examples/relu
 	$(BIN)/python examples/demo.py examples/relu
 
-test: $(STAMP) $(CUDA_STAMP)
+# tests/test_nix.py evaluates lib/ and flake.nix with nix-instantiate (no nixpkgs, no daemon). Where it is
+# missing and we are root with apt-get (CI: a clean Debian clone), install Debian's nix-bin; otherwise say why
+# those tests will skip. A failed install fails `make test`.
+nix-tools:
+	@command -v nix-instantiate >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nix-bin; \
+	  else \
+	    echo "note: nix-instantiate not found and nix-bin needs root and apt-get: tests/test_nix.py will skip"; \
+	  fi; }
+
+test: $(STAMP) $(CUDA_STAMP) nix-tools
 	KB_TEST_CUDA_PYTHON=$(CURDIR)/$(CUDA_VENV)/bin/python $(BIN)/python -m pytest
 
 test-fast: $(STAMP)
