@@ -92,7 +92,9 @@ let
           config.allowUnfree = true; # the CUDA toolkit's licence
         }
       ),
-      pythonFor ? (pkgs: pkgs.python3),
+      # { pkgs, variant } -> the Python to build `variant` with (variant is null for the dev shell); a
+      # different nixpkgs per Torch version goes here.
+      pythonFor ? ({ pkgs, ... }: pkgs.python3),
       # { pkgs, python, variant } -> a torch of python.pkgs, or null; see defaultTorchFor.
       torchFor ? defaultTorchFor,
       # { pkgs, torch, variant } -> a CUDA toolkit (CUDA_HOME) for cuda variants.
@@ -128,10 +130,10 @@ let
         system:
         let
           pkgs = pkgsFor system;
-          python = pythonFor pkgs;
+          pythonOf = variant: pythonFor { inherit pkgs variant; };
           kernelBuilder = kernelBuilderFor pkgs;
           candidates = candidatesFor project system;
-          torchOf = variant: torchFor { inherit pkgs python variant; };
+          torchOf = variant: torchFor { inherit pkgs variant; python = pythonOf variant; };
           cudaOf = variant: if variant.backend == "cuda" then cudaToolkitFor { inherit pkgs variant; torch = torchOf variant; } else null;
 
           buildCommand =
@@ -145,6 +147,7 @@ let
           variantPackage =
             variant:
             let
+              python = pythonOf variant;
               torch = torchOf variant;
               cuda = cudaOf variant;
               pythonEnv = python.withPackages (ps: [ (kernelBuilder ps) ] ++ optional (torch != null) torch);
@@ -206,6 +209,7 @@ let
             variant:
             let
               package = variants.${variant.variant};
+              python = pythonOf variant;
               pythonEnv = python.withPackages (
                 ps: [ (kernelBuilder ps) package.torch ps.pytest ] ++ pythonCheckInputs ps
               );
@@ -233,6 +237,7 @@ let
 
           devShell =
             let
+              python = pythonOf null;
               torch = devTorchFor { inherit pkgs python; };
               pythonEnv = python.withPackages (ps: [ (kernelBuilder ps) torch ps.pytest ] ++ pythonCheckInputs ps);
             in

@@ -336,6 +336,25 @@ def test_another_torch_leaves_an_empty_bundle_and_no_checks() -> None:
     assert out == {"bundle": [], "checks": {}, "n": 17}
 
 
+def test_a_python_per_torch_version_widens_the_bundle() -> None:
+    """pythonFor picks the Python (hence torch) per variant: here one with torch 2.12 for the 2.12 entries."""
+    bundle = nix_eval(
+        """{ path }: ((import ./lib { }).genKernelFlakeOutputs {
+          self = { outPath = path; };
+          pkgsFor = system: import ./tests/nix/stub-pkgs.nix { };
+          pythonFor = { pkgs, variant }:
+            if variant != null && variant.entry != null && variant.entry.torch == "2.12"
+            then (import ./tests/nix/stub-pkgs.nix { torchVersion = "2.12.0"; }).python3
+            else pkgs.python3;
+        }).packages.x86_64-linux.bundle.variants""",
+        path=str(REPO / "examples" / "relu"),
+    )
+    assert bundle == [
+        "torch212-cxx11-cpu-x86_64-linux", "torch213-cxx11-cpu-x86_64-linux",
+        "torch212-cxx11-cu130-x86_64-linux", "torch213-cxx11-cu130-x86_64-linux",
+    ]  # fmt: skip
+
+
 # --- flake.nix and the template ----------------------------------------------------------------------------
 
 FLAKE = """
