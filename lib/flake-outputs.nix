@@ -168,6 +168,8 @@ let
                 dontUseNinjaBuild = true;
                 dontUseNinjaInstall = true;
                 dontUseNinjaCheck = true;
+                # metadata.json holds a digest of every file: stripping or patching them would break it.
+                dontFixup = true;
                 buildPhase = ''
                   runHook preBuild
                   export HOME="$TMPDIR"

@@ -276,6 +276,7 @@ def test_gen_kernel_flake_outputs_details() -> None:
           available = builtins.filter (n: s.${n}.available or false) (builtins.attrNames s);
           cudaHome = s.torch213-cxx11-cu130-x86_64-linux.CUDA_HOME.outPath;
           cpuHasCuda = s.torch213-cxx11-cpu-x86_64-linux ? CUDA_HOME;
+          fixup = s.torch213-cxx11-cpu-x86_64-linux.dontFixup;
           inputs = map (p: p.outPath) s.torch213-cxx11-cpu-x86_64-linux.nativeBuildInputs;
           torch = s.torch213-cxx11-cpu-x86_64-linux.torch.outPath;
           checks = builtins.attrNames out.checks.x86_64-linux;
@@ -290,6 +291,7 @@ def test_gen_kernel_flake_outputs_details() -> None:
     assert sorted(out["available"]) == both
     assert out["default"] == "relu-1-build"
     assert out["cudaHome"] == "/stub/cuda-13.0" and out["cpuHasCuda"] is False
+    assert out["fixup"] is True  # no stripping: metadata.json's digest covers the extension's bytes
     assert out["inputs"] == ["/stub/python", "/stub/cmake", "/stub/ninja"]
     assert out["torch"] == "/stub/torch"
     assert out["checks"] == ["tests-torch213-cxx11-cpu-x86_64-linux"]
