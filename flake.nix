@@ -47,7 +47,7 @@
         let
           python = pkgs.python3;
           names =
-            package.requirementNames python.pythonVersion (builtins.fromTOML (builtins.readFile ./pyproject.toml)).build-system.requires
+            package.buildSystemNames python.pythonVersion
             ++ package.runtimeNames python.pythonVersion
             ++ package.developmentNames python.pythonVersion;
           available = builtins.filter (name: python.pkgs ? ${name}) names;
@@ -69,7 +69,7 @@
       templates = rec {
         kernel = {
           path = ./templates/kernel;
-          description = "A kernel project (build.toml, CPU and CUDA sources, tests) whose flake builds every variant";
+          description = "A kernel project (build.toml, CPU and CUDA sources, tests) whose flake builds its variants";
           welcomeText = ''
             # A new kernel project
 

@@ -31,7 +31,11 @@ let
       )
     ) matrix.entries;
 
-  sameCompute = a: b: a.entry.backend == b.entry.backend && a.entry.fullComputeVersion == b.entry.fullComputeVersion && a.system == b.system;
+  sameCompute =
+    a: b:
+    a.entry.backend == b.entry.backend
+    && a.entry.fullComputeVersion == b.entry.fullComputeVersion
+    && a.system == b.system;
 
   compiledCandidates =
     project: backend:
@@ -44,7 +48,8 @@ let
       # With the stable ABI one Torch serves every newer one: keep the newest Torch per (compute, system),
       # required when any entry it stands for is.
       peers = pair: filter (sameCompute pair) pairs;
-      newest = pair: !(any (other: versions.lessThan pair.entry.torchVersion other.entry.torchVersion) (peers pair));
+      newer = pair: other: versions.lessThan pair.entry.torchVersion other.entry.torchVersion;
+      newest = pair: !(any (newer pair) (peers pair));
       chosen = if abi == null then pairs else filter newest pairs;
       make = pair: {
         variant = variants.compiledVariantName {
@@ -73,10 +78,12 @@ let
 
   # Every candidate: compiled ones per backend in matrix order, then the pure-Python ones.
   candidates =
-    project: concatMap (compiledCandidates project) project.aotBackends ++ map noarchCandidate project.noarchBackends;
+    project:
+    concatMap (compiledCandidates project) project.aotBackends ++ map noarchCandidate project.noarchBackends;
 
   # The candidates a system builds: its compiled variants and every pure-Python variant.
-  candidatesFor = project: system: filter (candidate: candidate.system == null || candidate.system == system) (candidates project);
+  candidatesFor =
+    project: system: filter (candidate: candidate.system == null || candidate.system == system) (candidates project);
 in
 {
   inherit applicableEntries candidates candidatesFor;

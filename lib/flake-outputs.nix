@@ -3,7 +3,6 @@
 { nixpkgs }:
 let
   inherit (builtins)
-    attrNames
     baseNameOf
     concatStringsSep
     elem
@@ -22,6 +21,8 @@ let
   inherit (import ./package.nix) kernelBuilderFor;
 
   genAttrs = names: f: listToAttrs (map (name: { inherit name; value = f name; }) names);
+  # { <name of x> = f x; } for every x of a list.
+  attrsOf = nameOf: f: list: listToAttrs (map (x: { name = nameOf x; value = f x; }) list);
   optional = condition: value: if condition then [ value ] else [ ];
   optionals = condition: values: if condition then values else [ ];
 
@@ -44,7 +45,13 @@ let
   # The CUDA toolkit of a cuda variant: the one torch was built with, where torch says.
   defaultCudaToolkitFor = { pkgs, torch, ... }: (torch.cudaPackages or pkgs.cudaPackages).cudatoolkit;
 
-  torchCuda = torch: if torch.cudaSupport or false then torch.cudaPackages.cudaMajorMinorVersion or torch.cudaPackages.cudaVersion or null else null;
+  # The CUDA version ("12.8") of a torch package, null for a CPU build.
+  torchCuda =
+    torch:
+    if torch.cudaSupport or false then
+      torch.cudaPackages.cudaMajorMinorVersion or torch.cudaPackages.cudaVersion or null
+    else
+      null;
 
   # Whether `torch` gives exactly `variant` (kernel-builder --offline builds nothing else). Decided at
   # evaluation time from the package's version, so `bundle` and `checks` hold only variants that can build.
@@ -58,7 +65,12 @@ let
     && (
       entry == null
       || (
-        (if variant.stableAbi == null then torchVersion == entry.torchVersion else !(versions.lessThan torchVersion variant.stableAbi))
+        (
+          if variant.stableAbi == null then
+            torchVersion == entry.torchVersion
+          else
+            !(versions.lessThan torchVersion variant.stableAbi)
+        )
         && (if variant.backend == "cuda" then torchCuda torch == entry.version else torchCuda torch == null)
       )
     );
@@ -75,7 +87,9 @@ let
           rel = substring (stringLength project.root + 1) (-1) (toString path);
           name = baseNameOf path;
         in
-        !(elem rel [ "build" ".kernel-builder" "result" ]) && name != "__pycache__" && match ".*\\.pyc" name == null;
+        !(elem rel [ "build" ".kernel-builder" "result" ])
+        && name != "__pycache__"
+        && match ".*\\.pyc" name == null;
     };
 
   genKernelFlakeOutputs =
@@ -113,7 +127,13 @@ let
     let
       project = readProject path;
       source = projectSource project;
-      repo = if repoId != null then repoId else if project.repoId != null then project.repoId else "local/${project.name}";
+      repo =
+        if repoId != null then
+          repoId
+        else if project.repoId != null then
+          project.repoId
+        else
+          "local/${project.name}";
       selfRoot = rootOf self;
       # "" for a kernel at the flake's root, "/kernels/relu" for one below it.
       relative = substring (stringLength selfRoot) (-1) project.root;
@@ -134,12 +154,31 @@ let
           kernelBuilder = kernelBuilderFor pkgs;
           candidates = candidatesFor project system;
           torchOf = variant: torchFor { inherit pkgs variant; python = pythonOf variant; };
-          cudaOf = variant: if variant.backend == "cuda" then cudaToolkitFor { inherit pkgs variant; torch = torchOf variant; } else null;
+          cudaOf =
+            variant:
+            if variant.backend == "cuda" then
+              cudaToolkitFor {
+                inherit pkgs variant;
+                torch = torchOf variant;
+              }
+            else
+              null;
 
           buildCommand =
             variant: pythonEnv:
             concatStringsSep " " (
-              [ "kernel-builder" "build" "." "--variant" variant.variant "--offline" "--python" "${pythonEnv}/bin/python" "--jobs" "\"$NIX_BUILD_CORES\"" ]
+              [
+                "kernel-builder"
+                "build"
+                "."
+                "--variant"
+                variant.variant
+                "--offline"
+                "--python"
+                "${pythonEnv}/bin/python"
+                "--jobs"
+                "\"$NIX_BUILD_CORES\""
+              ]
               ++ optionals (uniqueId != null) [ "--unique-id" uniqueId ]
               ++ provenanceArgs
             );
@@ -185,8 +224,8 @@ let
                 passthru = {
                   inherit (variant) variant backend required;
                   inherit torch;
-                  # Whether the torch of this nixpkgs gives this variant (else the build stops with kernel-builder's
-                  # --offline message naming the torch it needs).
+                  # Whether the torch of this nixpkgs gives this variant (else the build stops with
+                  # kernel-builder's --offline message naming the torch it needs).
                   available = serves variant torch;
                 };
                 meta.description = "${project.name} ${variant.variant}, built by kernel-builder";
@@ -194,9 +233,7 @@ let
               // (if cuda != null then { CUDA_HOME = cuda; } else { })
             );
 
-          variants = genAttrs (map (variant: variant.variant) candidates) (
-            name: variantPackage (builtins.head (filter (variant: variant.variant == name) candidates))
-          );
+          variants = attrsOf (variant: variant.variant) variantPackage candidates;
           available = filter (variant: variants.${variant.variant}.available) candidates;
 
           # Every variant this nixpkgs can build, joined into one build/ tree (with CARD.md, as `build` writes it).
@@ -260,9 +297,7 @@ let
             inherit bundle;
             default = bundle;
           };
-          checks = genAttrs (map (variant: "tests-${variant.variant}") tested) (
-            name: checkPackage (builtins.head (filter (variant: "tests-${variant.variant}" == name) tested))
-          );
+          checks = attrsOf (variant: "tests-${variant.variant}") checkPackage tested;
           devShells.default = devShell;
         };
       outputs = genAttrs systems perSystem;

@@ -36,7 +36,10 @@ let
   # __version__ = "0.1.0" in kernel_builder/__init__.py (what pyproject.toml's dynamic version reads).
   version = head (match ".*\n__version__ = \"([^\"]+)\"\n.*" (readFile ../kernel_builder/__init__.py));
 
-  lower = replaceStrings [ "A" "B" "C" "D" "E" "F" "G" "H" "I" "J" "K" "L" "M" "N" "O" "P" "Q" "R" "S" "T" "U" "V" "W" "X" "Y" "Z" "_" "." ] [ "a" "b" "c" "d" "e" "f" "g" "h" "i" "j" "k" "l" "m" "n" "o" "p" "q" "r" "s" "t" "u" "v" "w" "x" "y" "z" "-" "-" ];
+  # Lower case, `_` and `.` as `-`: the normalised name of a distribution.
+  upper = [ "A" "B" "C" "D" "E" "F" "G" "H" "I" "J" "K" "L" "M" "N" "O" "P" "Q" "R" "S" "T" "U" "V" "W" "X" "Y" "Z" ];
+  lowerCase = [ "a" "b" "c" "d" "e" "f" "g" "h" "i" "j" "k" "l" "m" "n" "o" "p" "q" "r" "s" "t" "u" "v" "w" "x" "y" "z" ];
+  lower = replaceStrings (upper ++ [ "_" "." ]) (lowerCase ++ [ "-" "-" ]);
 
   # "huggingface_hub>=1.10" -> { name = "huggingface-hub"; marker = null; } (nixpkgs' attribute names are the
   # normalised distribution names).
@@ -71,7 +74,11 @@ let
     pythonVersion: requirements:
     map (r: r.name) (filter (r: markerHolds pythonVersion r.marker) (map requirement requirements));
 
-  runtimeNames = pythonVersion: filter (name: !(elem name programs)) (requirementNames pythonVersion pyproject.project.dependencies);
+  runtimeNames =
+    pythonVersion:
+    filter (name: !(elem name programs)) (requirementNames pythonVersion pyproject.project.dependencies);
+
+  buildSystemNames = pythonVersion: requirementNames pythonVersion pyproject.build-system.requires;
 
   # The tools a developer of kernel-builder uses: the `dev` extra without itself, then the `test` extra.
   developmentNames =
@@ -90,7 +97,7 @@ let
       inherit version;
       pyproject = true;
       src = source;
-      build-system = map (name: ps.${name}) (requirementNames ps.python.pythonVersion pyproject.build-system.requires);
+      build-system = map (name: ps.${name}) (buildSystemNames ps.python.pythonVersion);
       dependencies = map (name: ps.${name}) (runtimeNames ps.python.pythonVersion);
       # CMake and Ninja come from nixpkgs as programs, not as the PyPI packages pyproject.toml names.
       pythonRemoveDeps = programs;
@@ -116,6 +123,7 @@ in
     source
     version
     requirementNames
+    buildSystemNames
     runtimeNames
     developmentNames
     kernelBuilderFor
