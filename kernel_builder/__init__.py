@@ -8,6 +8,26 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from kernel_builder.layers import (
+        CUDAProperties,
+        Device,
+        FuncRepository,
+        KernelizeFallback,
+        LayerRepository,
+        LocalFuncRepository,
+        LocalLayerRepository,
+        LockedFuncRepository,
+        LockedLayerRepository,
+        Mode,
+        ROCMProperties,
+        kernelize,
+        register_kernel_mapping,
+        replace_kernel_forward_from_hub,
+        use_kernel_forward_from_hub,
+        use_kernel_func_from_hub,
+        use_kernel_mapping,
+        use_kernelized_func,
+    )
     from kernel_builder.loader import (
         KernelIntegrityError,
         KernelNotLockedError,
@@ -29,11 +49,22 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CUDAProperties",
+    "Device",
+    "FuncRepository",
     "KernelIntegrityError",
     "KernelNotLockedError",
+    "KernelizeFallback",
+    "LayerRepository",
     "LoadedKernel",
+    "LocalFuncRepository",
+    "LocalLayerRepository",
+    "LockedFuncRepository",
+    "LockedLayerRepository",
     "Metadata",
+    "Mode",
     "NoCompatibleVariantError",
+    "ROCMProperties",
     "RepoInfo",
     "UntrustedKernelError",
     "VariantAccepted",
@@ -46,21 +77,55 @@ __all__ = [
     "get_locked_kernel",
     "has_kernel",
     "install_kernel",
+    "kernelize",
     "load_kernel",
+    "register_kernel_mapping",
+    "replace_kernel_forward_from_hub",
+    "use_kernel_forward_from_hub",
+    "use_kernel_func_from_hub",
+    "use_kernel_mapping",
+    "use_kernelized_func",
 ]
 
-# The loader's public names are imported on first access so that `import kernel_builder` (the CLI, the
-# builder) stays cheap: it pulls in neither the loader nor, through it, torch or huggingface_hub.
-_LOADER_EXPORTS = frozenset(__all__) - {"__version__"}
+# The loader's and the layer API's public names are imported on first access so that
+# `import kernel_builder` (the CLI, the builder) stays cheap: it pulls in neither the loader nor, through
+# it, torch or huggingface_hub.
+_LAYER_EXPORTS = frozenset(
+    {
+        "CUDAProperties",
+        "Device",
+        "FuncRepository",
+        "KernelizeFallback",
+        "LayerRepository",
+        "LocalFuncRepository",
+        "LocalLayerRepository",
+        "LockedFuncRepository",
+        "LockedLayerRepository",
+        "Mode",
+        "ROCMProperties",
+        "kernelize",
+        "register_kernel_mapping",
+        "replace_kernel_forward_from_hub",
+        "use_kernel_forward_from_hub",
+        "use_kernel_func_from_hub",
+        "use_kernel_mapping",
+        "use_kernelized_func",
+    }
+)
+_EXPORTS = {
+    name: "kernel_builder.layers" if name in _LAYER_EXPORTS else "kernel_builder.loader" for name in __all__
+}
+del _EXPORTS["__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LOADER_EXPORTS:
-        value = getattr(importlib.import_module("kernel_builder.loader"), name)
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | _LOADER_EXPORTS)
+    return sorted(set(globals()) | set(_EXPORTS))

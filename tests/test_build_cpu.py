@@ -317,6 +317,7 @@ def test_layout_aot(probe: Built, relu: Built) -> None:
         f"{CPU_VARIANT}/__init__.py",
         f"{CPU_VARIANT}/_ops.py",
         f"{CPU_VARIANT}/{relu.ops_name}.abi3.so",
+        f"{CPU_VARIANT}/layers.py",
         f"{CPU_VARIANT}/metadata.json",
     ]
     assert (relu.build / "CARD.md").read_bytes() == (relu.root / "CARD.md").read_bytes()

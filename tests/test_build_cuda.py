@@ -327,6 +327,7 @@ def test_layout(probe: Built, relu: Built) -> None:
         f"{CUDA_VARIANT}/__init__.py",
         f"{CUDA_VARIANT}/_ops.py",
         f"{CUDA_VARIANT}/{relu.ops_name}.abi3.so",
+        f"{CUDA_VARIANT}/layers.py",
         f"{CUDA_VARIANT}/metadata.json",
     ]
 

@@ -11,7 +11,6 @@ download, shared with ``kernel-builder download``.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -40,7 +39,14 @@ from kernel_builder.loader.remote import Operation, Target, start_operation, var
 from kernel_builder.lockfile import LockEntry, is_bytecode
 from kernel_builder.metadata import Metadata
 
-__all__ = ["choose_variant", "fetch_locked_variant", "get_locked_kernel", "load_kernel", "variant_tree"]
+__all__ = [
+    "choose_variant",
+    "fetch_locked_variant",
+    "get_locked_kernel",
+    "get_locked_match",
+    "load_kernel",
+    "variant_tree",
+]
 
 logger = logging.getLogger("kernel_builder")
 
@@ -125,8 +131,7 @@ class _Locked:
         return self.match.entry
 
 
-def _start(repo_id: str, lockfile: str | os.PathLike[str] | None, operation: Operation) -> _Locked:
-    match = find_locked(repo_id, lockfile, sys._getframe(1))
+def _start(match: LockMatch, operation: Operation) -> _Locked:
     hub = operation.hub
     sha = match.entry.sha
     cached = hub.find_cached(match.entry.repo_id, lambda candidate: hub.snapshot(candidate, sha).is_dir())
@@ -179,7 +184,8 @@ def load_kernel(
     cached files are checked against the lock hash (where the cache holds links) and the digest, unless
     ``verify_digest=False`` / ``KERNEL_BUILDER_VERIFY_DIGEST=0``. No trust gate: trust is checked when locking.
     """
-    locked = _start(repo_id, lockfile, start_operation(backend, None, offline=True))
+    match = find_locked(repo_id, lockfile, sys._getframe(1))
+    locked = _start(match, start_operation(backend, None, offline=True))
     if locked.repo is None:
         raise _not_cached(locked)
     repo = locked.repo
@@ -210,7 +216,24 @@ def get_locked_kernel(
     As :func:`load_kernel`, except that a missing variant is downloaded (unless offline) and verified against
     the lock (tree hash, file bytes, digest), and the variant's Python dependencies are checked.
     """
-    locked = _start(repo_id, lockfile, start_operation(backend, user_agent))
+    match = find_locked(repo_id, lockfile, sys._getframe(1))
+    return get_locked_match(match, backend=backend, user_agent=user_agent, verify_digest=verify_digest)
+
+
+def get_locked_match(
+    match: LockMatch,
+    *,
+    backend: str | None = None,
+    user_agent: str | dict[str, object] | None = None,
+    verify_digest: bool | None = None,
+) -> ModuleType:
+    """:func:`get_locked_kernel` for a lock entry found earlier
+    (:func:`~kernel_builder.loader.caller.find_locked`).
+
+    A ``LockedLayerRepository`` finds its lock where it is constructed, in the code that names the kernel, and
+    loads later from ``kernelize``, whose caller may belong to another project.
+    """
+    locked = _start(match, start_operation(backend, user_agent))
     hub = locked.operation.hub
     entry = locked.entry
     if locked.repo is None and hub.offline:

@@ -25,6 +25,8 @@ from kernel_builder import environment
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
 from kernel_builder.loader import resolve
+from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
+from kernel_builder.loader.arguments import check_revision_arguments
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     RepoInfo,
@@ -88,32 +90,6 @@ class Target:
     def label(self) -> str:
         version = f" (v{self.version})" if self.version is not None else ""
         return f"{self.repo.repo_id} at {self.sha}{version}"
-
-
-# --- arguments ----------------------------------------------------------------------------------------------
-
-
-def check_revision_arguments(version: object, revision: object) -> None:
-    """Exactly one of ``version`` (an ``int`` ≥ 0, not a ``bool``) and ``revision`` (a non-empty string)."""
-    if (version is None) == (revision is None):
-        given = "both were given" if version is not None else "neither was given"
-        raise ValueError(
-            f"exactly one of version and revision is required ({given}): pass version=<N> to load the latest "
-            f"build of major version N (branch v<N>), or revision=<branch, tag or commit SHA>"
-        )
-    if version is not None:
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise TypeError(f"version must be an int N (branch v<N>), got {version!r}; pass version=<N>")
-        if version < 0:
-            raise ValueError(f"version must be 0 or more, got {version}; pass version=<N>")
-    elif not isinstance(revision, str) or not revision.strip():
-        raise ValueError(f"revision must be a branch, tag or commit SHA, got {revision!r}")
-
-
-def _check_repo_id(repo_id: object) -> str:
-    if not isinstance(repo_id, str) or not _REPO_ID_RE.fullmatch(repo_id):
-        raise ValueError(f"invalid kernel repo id {repo_id!r}: expected <org>/<name>")
-    return repo_id
 
 
 # --- revisions (§4.2) ---------------------------------------------------------------------------------------

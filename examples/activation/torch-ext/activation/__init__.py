@@ -1,10 +1,11 @@
 """Activation kernels for CPU and CUDA tensors: SiLU-and-multiply and GELU
-with the tanh approximation."""
+with the tanh approximation, as functions and as kernel layers (`layers`)."""
 
 from __future__ import annotations
 
 import torch
 
+from . import layers
 from ._ops import ops
 
 
@@ -36,4 +37,4 @@ def gelu_tanh(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return out
 
 
-__all__ = ["gelu_tanh", "silu_and_mul"]
+__all__ = ["gelu_tanh", "layers", "silu_and_mul"]

@@ -1,9 +1,11 @@
-"""ReLU kernel for CPU and CUDA tensors."""
+"""ReLU kernel for CPU and CUDA tensors, as a function and as a kernel layer
+(`layers.ReLU`)."""
 
 from __future__ import annotations
 
 import torch
 
+from . import layers
 from ._ops import ops
 
 
@@ -21,4 +23,4 @@ def relu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return out
 
 
-__all__ = ["relu"]
+__all__ = ["layers", "relu"]

@@ -1,0 +1,158 @@
+"""Marking layers and functions as replaceable by hub kernels (what a modelling library does).
+
+A mark is two class attributes, ``kernel_layer_name`` and ``kernel_condition``, the same ones upstream's
+``kernels`` sets, so a model marked with either package can be kernelized by either. Marking changes no
+behaviour: the layer runs its own ``forward`` until ``kernelize`` decides otherwise.
+
+A marked *function* becomes a module: an instance of a small ``nn.Module`` class whose ``forward`` calls the
+function and whose signature is the function's (what the kernel layer's ``forward`` is checked against). It
+is called like the function. ``kernelize`` only sees it through a module that lists it with
+:func:`use_kernelized_func`; the instance is shared, so kernelizing replaces it for every model using it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = [
+    "FUNCS_ATTRIBUTE",
+    "function_layer",
+    "replace_kernel_forward_from_hub",
+    "use_kernel_forward_from_hub",
+    "use_kernel_func_from_hub",
+    "use_kernelized_func",
+]
+
+#: The instance attribute (outside ``nn.Module``'s submodule registry) that holds a module's marked functions.
+FUNCS_ATTRIBUTE = "_kernel_funcs"
+
+_T = TypeVar("_T")
+Condition = Callable[["nn.Module"], bool]
+
+
+def _always(module: nn.Module) -> bool:
+    return True
+
+
+def _check_layer_name(layer_name: object) -> str:
+    if not isinstance(layer_name, str) or not layer_name:
+        raise TypeError(f"a kernel layer name must be a non-empty string, got {layer_name!r}")
+    return layer_name
+
+
+def replace_kernel_forward_from_hub(
+    cls: type[nn.Module], layer_name: str, condition: Condition | None = None
+) -> None:
+    """Mark ``cls`` (a layer class you do not own) as replaceable by the kernel layers mapped to
+    ``layer_name``.
+
+    ``condition(module)``, when given, is asked for each instance at ``kernelize`` time; an instance for
+    which it is false keeps its forward. Prefer :func:`use_kernel_forward_from_hub` in the class's own code:
+    only its maintainer can promise to keep ``forward``'s signature stable.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"replace_kernel_forward_from_hub marks a layer class, got {cls!r}")
+    if condition is not None and not callable(condition):
+        raise TypeError(f"condition must be a callable taking the module, got {condition!r}")
+    cls.kernel_layer_name = _check_layer_name(layer_name)  # type: ignore[attr-defined]
+    # A staticmethod, so that reading it through an instance does not bind the module as a first argument.
+    cls.kernel_condition = staticmethod(condition or _always)  # type: ignore[attr-defined]
+
+
+def use_kernel_forward_from_hub(layer_name: str, condition: Condition | None = None) -> Callable[[_T], Any]:
+    """Decorator: mark a layer class (returned as is) or a function (returned as a module, see the module
+    docstring) as replaceable by the kernel layers mapped to ``layer_name``."""
+    _check_layer_name(layer_name)
+
+    def mark(target: _T) -> Any:
+        if isinstance(target, type):
+            replace_kernel_forward_from_hub(target, layer_name, condition)
+            return target
+        if inspect.isfunction(target) or inspect.isbuiltin(target):
+            layer = function_layer(target)
+            replace_kernel_forward_from_hub(layer, layer_name, condition)
+            return layer()
+        raise TypeError(
+            f"@use_kernel_forward_from_hub({layer_name!r}) applies to classes and functions, not {target!r}"
+        )
+
+    return mark
+
+
+def use_kernel_func_from_hub(func_name: str) -> Callable[[_T], Any]:
+    """The older name of :func:`use_kernel_forward_from_hub` for functions; kept for code that uses it."""
+    return use_kernel_forward_from_hub(func_name)
+
+
+def use_kernelized_func(*funcs: Any) -> Callable[[type[_T]], type[_T]]:
+    """Class decorator: each instance lists ``funcs`` (functions marked with
+    :func:`use_kernel_forward_from_hub`) so that ``kernelize`` finds them when it visits the instance.
+
+    They are stored in the instance's ``__dict__``, not as submodules: the model's ``state_dict``,
+    ``named_modules`` and ``repr`` stay as they were.
+    """
+    for func in funcs:
+        if not isinstance(getattr(type(func), "kernel_layer_name", None), str):
+            raise ValueError(  # noqa: TRY004 - upstream's kernels raises ValueError here
+                f"{func!r} is not a function marked with @use_kernel_forward_from_hub, so kernelize could "
+                f"not replace it; mark it first"
+            )
+
+    def attach(cls: type[_T]) -> type[_T]:
+        original_init = cls.__init__
+
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original_init(self, *args, **kwargs)
+            listed = self.__dict__.setdefault(FUNCS_ATTRIBUTE, {})
+            for func in funcs:
+                listed[type(func).kernel_layer_name] = func
+
+        __init__.__doc__ = original_init.__doc__
+        __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
+        cls.__init__ = __init__  # type: ignore[method-assign]
+        return cls
+
+    return attach
+
+
+def function_layer(func: Callable[..., Any]) -> type[nn.Module]:
+    """A module class whose ``forward(self, <func's parameters>)`` calls ``func``.
+
+    It carries ``func``'s ``can_torch_compile`` (default false) and ``has_backward`` (default true)
+    attributes, so a kernel *function* is judged like a kernel layer.
+    """
+    from torch import nn
+
+    def forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # some builtins have none: accept any arguments
+        signature = inspect.Signature(
+            [
+                inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),
+                inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
+            ]
+        )
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    forward.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[self_parameter, *signature.parameters.values()]
+    )
+    name = getattr(func, "__name__", "function")
+    forward.__name__ = forward.__qualname__ = "forward"
+    forward.__doc__ = getattr(func, "__doc__", None)
+    namespace = {
+        "forward": forward,
+        "can_torch_compile": bool(getattr(func, "can_torch_compile", False)),
+        "has_backward": bool(getattr(func, "has_backward", True)),
+        "__doc__": f"Module form of the function {name!r}.",
+        "__module__": getattr(func, "__module__", __name__),
+    }
+    layer: type[nn.Module] = type(name, (nn.Module,), namespace)
+    return layer

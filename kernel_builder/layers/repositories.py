@@ -1,0 +1,342 @@
+"""Where a mapping's kernel layers come from: a Hub repository, a local build, or a commit pinned in
+``kernels.lock``; each names a layer class of the kernel's ``layers`` module (``*LayerRepository``) or a
+function of the kernel (``*FuncRepository``, kept for code written against them).
+
+Constructing a repository does no I/O beyond finding the lock of a ``Locked*`` one: a model library can build
+its mapping at import time. ``load()`` loads the kernel through :mod:`kernel_builder.loader` (so every check
+of a plain ``get_kernel`` applies: trust gate, variant choice, digest) and returns the layer class.
+Repositories are immutable, compare by value and hash, which lets ``kernelize`` load each one once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from kernel_builder.layers.errors import KernelizeError
+from kernel_builder.loader.arguments import check_repo_id, check_revision_arguments
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from kernel_builder.loader.caller import LockMatch
+
+__all__ = [
+    "FuncRepository",
+    "LayerRepository",
+    "LocalFuncRepository",
+    "LocalLayerRepository",
+    "LockedFuncRepository",
+    "LockedLayerRepository",
+]
+
+
+def _check_name(kind: str, value: object) -> str:
+    if not isinstance(value, str) or not value.isidentifier():
+        raise ValueError(
+            f"{kind} must be a Python identifier (a class or function of the kernel), got {value!r}"
+        )
+    return value
+
+
+def _trust(value: object) -> bool | tuple[str, ...]:
+    if isinstance(value, list):
+        return tuple(value)
+    if not isinstance(value, bool):
+        raise TypeError(
+            f"trust_remote_code must be True, False or a list of signing identities, got {value!r}"
+        )
+    return value
+
+
+def _trust_argument(value: bool | tuple[str, ...]) -> bool | list[str]:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def layer_of(kernel: ModuleType, layer_name: str, source: str) -> type[nn.Module]:
+    """The class ``layer_name`` of ``kernel.layers``; :class:`KernelizeError` naming ``source`` otherwise."""
+    layers = getattr(kernel, "layers", None)
+    if not isinstance(layers, ModuleType):
+        hint = "Its package defines no layers module."
+        try:
+            present = importlib.util.find_spec(f"{kernel.__name__}.layers") is not None
+        except (ImportError, ValueError):
+            present = False
+        if present:
+            hint = (
+                "Its package has a layers module, but __init__.py does not import it: add "
+                "`from . import layers`."
+            )
+        raise KernelizeError(
+            f"kernel {source} has no `layers` attribute, so it provides no kernel layers. {hint}"
+        )
+    layer = getattr(layers, layer_name, None)
+    if layer is None:
+        available = sorted(
+            name
+            for name, value in vars(layers).items()
+            if inspect.isclass(value) and not name.startswith("_")
+        )
+        listed = ", ".join(available) if available else "none"
+        raise KernelizeError(
+            f"kernel {source} has no layer {layer_name!r} in its layers module (classes there: {listed})"
+        )
+    return layer  # type: ignore[no-any-return]
+
+
+def function_of(kernel: ModuleType, func_name: str, source: str) -> type[nn.Module]:
+    """The function ``func_name`` of ``kernel`` as a module class (see :func:`~.marks.function_layer`)."""
+    from kernel_builder.layers.marks import function_layer
+
+    func = getattr(kernel, func_name, None)
+    if func is None or not callable(func):
+        raise KernelizeError(f"kernel {source} has no function {func_name!r}")
+    return function_layer(func)
+
+
+class _Named:
+    """Equality, hashing and ``repr`` from :meth:`_key`; :attr:`label` says where the kernel comes from."""
+
+    def _key(self) -> tuple[object, ...]:
+        raise NotImplementedError
+
+    @property
+    def label(self) -> str:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Named) and type(other) is type(self) and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._key()))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self}>"
+
+
+class _Hub(_Named):
+    def __init__(
+        self,
+        repo_id: str,
+        revision: str | None,
+        version: int | None,
+        trust_remote_code: bool | list[str],
+        user_agent: str | dict[str, Any] | None,
+    ) -> None:
+        check_revision_arguments(version, revision)
+        self.repo_id = check_repo_id(repo_id)
+        self.revision = revision
+        self.version = version
+        self._trust_remote_code = _trust(trust_remote_code)
+        self._user_agent = dict(user_agent) if isinstance(user_agent, dict) else user_agent
+
+    def _kernel(self) -> ModuleType:
+        from kernel_builder.loader.remote import get_kernel
+
+        return get_kernel(
+            self.repo_id,
+            version=self.version,
+            revision=self.revision,
+            trust_remote_code=_trust_argument(self._trust_remote_code),
+            user_agent=self._user_agent,
+        )
+
+    def _hub_key(self) -> tuple[object, ...]:
+        return (self.repo_id, self.revision, self.version, self._trust_remote_code)
+
+    @property
+    def label(self) -> str:
+        at = f"version {self.version}" if self.version is not None else f"revision {self.revision}"
+        return f"{self.repo_id} ({at})"
+
+
+class LayerRepository(_Hub):
+    """Layer ``layer_name`` of the Hub kernel ``repo_id`` at ``version=`` (branch ``v<N>``) or ``revision=``.
+
+    ``trust_remote_code`` and ``user_agent`` are passed to ``get_kernel``.
+    """
+
+    def __init__(
+        self,
+        repo_id: str,
+        *,
+        layer_name: str,
+        revision: str | None = None,
+        version: int | None = None,
+        trust_remote_code: bool | list[str] = False,
+        user_agent: str | dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(repo_id, revision, version, trust_remote_code, user_agent)
+        self.layer_name = _check_name("layer_name", layer_name)
+
+    def load(self) -> type[nn.Module]:
+        return layer_of(self._kernel(), self.layer_name, self.label)
+
+    def _key(self) -> tuple[object, ...]:
+        return (*self._hub_key(), self.layer_name)
+
+    def __str__(self) -> str:
+        return f"{self.label}, layer {self.layer_name}"
+
+
+class FuncRepository(_Hub):
+    """Function ``func_name`` of the Hub kernel ``repo_id``, used as a layer (prefer
+    :class:`LayerRepository`)."""
+
+    def __init__(
+        self,
+        repo_id: str,
+        *,
+        func_name: str,
+        revision: str | None = None,
+        version: int | None = None,
+        trust_remote_code: bool | list[str] = False,
+    ) -> None:
+        super().__init__(repo_id, revision, version, trust_remote_code, None)
+        self.func_name = _check_name("func_name", func_name)
+
+    def load(self) -> type[nn.Module]:
+        return function_of(self._kernel(), self.func_name, self.label)
+
+    def _key(self) -> tuple[object, ...]:
+        return (*self._hub_key(), self.func_name)
+
+    def __str__(self) -> str:
+        return f"{self.label}, function {self.func_name}"
+
+
+class _Local(_Named):
+    def __init__(self, repo_path: str | os.PathLike[str]) -> None:
+        if not isinstance(repo_path, (str, os.PathLike)):
+            raise TypeError(f"repo_path must be a path, got {repo_path!r}")
+        self.repo_path = Path(os.path.abspath(repo_path))
+
+    def _kernel(self) -> ModuleType:
+        from kernel_builder.loader.local import get_local_kernel
+
+        return get_local_kernel(self.repo_path)
+
+    @property
+    def label(self) -> str:
+        return f"local kernel {self.repo_path}"
+
+
+class LocalLayerRepository(_Local):
+    """Layer ``layer_name`` of a local kernel: a kernel root with ``build/``, a ``build/`` directory or one
+    variant directory (as ``get_local_kernel`` accepts)."""
+
+    def __init__(self, repo_path: str | os.PathLike[str], *, layer_name: str) -> None:
+        super().__init__(repo_path)
+        self.layer_name = _check_name("layer_name", layer_name)
+
+    def load(self) -> type[nn.Module]:
+        return layer_of(self._kernel(), self.layer_name, self.label)
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.repo_path, self.layer_name)
+
+    def __str__(self) -> str:
+        return f"{self.label}, layer {self.layer_name}"
+
+
+class LocalFuncRepository(_Local):
+    """Function ``func_name`` of a local kernel, used as a layer (prefer :class:`LocalLayerRepository`)."""
+
+    def __init__(self, repo_path: str | os.PathLike[str], *, func_name: str) -> None:
+        super().__init__(repo_path)
+        self.func_name = _check_name("func_name", func_name)
+
+    def load(self) -> type[nn.Module]:
+        return function_of(self._kernel(), self.func_name, self.label)
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.repo_path, self.func_name)
+
+    def __str__(self) -> str:
+        return f"{self.label}, function {self.func_name}"
+
+
+class _Locked(_Named):
+    """The lock entry is found when the repository is constructed, from the code that constructs it (its
+    project's ``kernels.lock``, or its distribution's), or from ``lockfile``; ``KernelNotLockedError`` then.
+
+    ``trust_remote_code`` is accepted for compatibility and has no effect: a locked kernel was trusted when it
+    was locked, and its files are checked against the lock.
+    """
+
+    def __init__(
+        self, repo_id: str, lockfile: str | os.PathLike[str] | None, trust_remote_code: object
+    ) -> None:
+        from kernel_builder.loader.caller import find_locked
+
+        check_repo_id(repo_id)
+        _trust(trust_remote_code)
+        # Frames inside kernel_builder are skipped: the caller is the code constructing the repository.
+        self._match: LockMatch = find_locked(repo_id, lockfile, sys._getframe(1))
+        self.repo_id = repo_id
+
+    def _kernel(self) -> ModuleType:
+        from kernel_builder.loader.locked import get_locked_match
+
+        return get_locked_match(self._match)
+
+    def _locked_key(self) -> tuple[object, ...]:
+        return (self.repo_id, self._match.entry.sha, self._match.source)
+
+    @property
+    def label(self) -> str:
+        return f"{self.repo_id} (locked at {self._match.entry.sha} in {self._match.source})"
+
+
+class LockedLayerRepository(_Locked):
+    """Layer ``layer_name`` of the Hub kernel ``repo_id`` at the commit pinned in ``kernels.lock``."""
+
+    def __init__(
+        self,
+        repo_id: str,
+        *,
+        lockfile: str | os.PathLike[str] | None = None,
+        layer_name: str,
+        trust_remote_code: bool | list[str] = False,
+    ) -> None:
+        super().__init__(repo_id, lockfile, trust_remote_code)
+        self.layer_name = _check_name("layer_name", layer_name)
+
+    def load(self) -> type[nn.Module]:
+        return layer_of(self._kernel(), self.layer_name, self.label)
+
+    def _key(self) -> tuple[object, ...]:
+        return (*self._locked_key(), self.layer_name)
+
+    def __str__(self) -> str:
+        return f"{self.label}, layer {self.layer_name}"
+
+
+class LockedFuncRepository(_Locked):
+    """Function ``func_name`` of a locked Hub kernel, used as a layer (prefer
+    :class:`LockedLayerRepository`)."""
+
+    def __init__(
+        self,
+        repo_id: str,
+        *,
+        lockfile: str | os.PathLike[str] | None = None,
+        func_name: str,
+        trust_remote_code: bool | list[str] = False,
+    ) -> None:
+        super().__init__(repo_id, lockfile, trust_remote_code)
+        self.func_name = _check_name("func_name", func_name)
+
+    def load(self) -> type[nn.Module]:
+        return function_of(self._kernel(), self.func_name, self.label)
+
+    def _key(self) -> tuple[object, ...]:
+        return (*self._locked_key(), self.func_name)
+
+    def __str__(self) -> str:
+        return f"{self.label}, function {self.func_name}"

@@ -1,0 +1,38 @@
+"""Argument checks shared by the Hub loads and the layer repositories that name a Hub kernel.
+
+Kept apart from :mod:`~kernel_builder.loader.remote` so that code which only describes a kernel (a
+``LayerRepository`` built while a model library is imported) can validate its arguments without importing
+``huggingface_hub``.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["check_repo_id", "check_revision_arguments"]
+
+_REPO_ID_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+def check_revision_arguments(version: object, revision: object) -> None:
+    """Exactly one of ``version`` (an ``int`` ≥ 0, not a ``bool``) and ``revision`` (a non-empty string)."""
+    if (version is None) == (revision is None):
+        given = "both were given" if version is not None else "neither was given"
+        raise ValueError(
+            f"exactly one of version and revision is required ({given}): pass version=<N> to load the latest "
+            f"build of major version N (branch v<N>), or revision=<branch, tag or commit SHA>"
+        )
+    if version is not None:
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise TypeError(f"version must be an int N (branch v<N>), got {version!r}; pass version=<N>")
+        if version < 0:
+            raise ValueError(f"version must be 0 or more, got {version}; pass version=<N>")
+    elif not isinstance(revision, str) or not revision.strip():
+        raise ValueError(f"revision must be a branch, tag or commit SHA, got {revision!r}")
+
+
+def check_repo_id(repo_id: object) -> str:
+    """``repo_id`` itself when it has the form ``<org>/<name>``; ``ValueError`` otherwise."""
+    if not isinstance(repo_id, str) or not _REPO_ID_RE.fullmatch(repo_id):
+        raise ValueError(f"invalid kernel repo id {repo_id!r}: expected <org>/<name>")
+    return repo_id

@@ -1,0 +1,163 @@
+"""Helpers for the kernelize tests: pure-Python kernels with ``layers`` modules, published as local builds or to
+the Hub double, and a small model whose layers are marked by the package under test.
+
+The kernels are noarch variants (``torch-cpu``, ``torch-cuda``) written by ``write_variant``, so either loader
+(ours or upstream's ``kernels``) picks ``torch-cpu`` on this CPU machine. Their layers count their calls in
+``CALLS`` (a module-level Counter of the kernel's ``layers`` module), which proves that kernel code ran.
+
+``reset_layers`` forgets what the layer API cached (loaded layer classes, checked pairs, the process-wide
+mapping) and what the loader imported, so each test starts from a fresh process state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hub_server import HubServer, files_from_directory
+from loader_fixtures import reset_loader, write_variant
+
+from kernel_builder.layers import kernelizer, mapping
+
+#: The noarch variants of the test kernels; ``torch-cpu`` is the one this machine loads.
+VARIANTS = ("torch-cpu", "torch-cuda")
+ORG = "kb-layers"
+KERNEL_REPO = f"{ORG}/activation"
+NO_LAYERS_REPO = f"{ORG}/no-layers"
+
+LAYERS = '''
+import collections
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+CALLS = collections.Counter()
+
+
+class SiluAndMul(nn.Module):
+    """Differentiable and traceable: serves every mode."""
+
+    has_backward = True
+    can_torch_compile = True
+
+    def forward(self, x):
+        CALLS["SiluAndMul"] += 1
+        d = x.shape[-1] // 2
+        return F.silu(x[..., :d]) * x[..., d:]
+
+
+class GeluTanh(nn.Module):
+    """Declares no backward: Mode.TRAINING keeps the original forward."""
+
+    has_backward = False
+    can_torch_compile = True
+
+    def forward(self, x):
+        CALLS["GeluTanh"] += 1
+        return F.gelu(x, approximate="tanh")
+
+
+class ReLU(nn.Module):
+    """Declares nothing: has a backward (the default), not known to compile (the default)."""
+
+    def forward(self, x):
+        CALLS["ReLU"] += 1
+        return torch.relu(x)
+
+
+class WithInit(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class WithHelper(nn.Module):
+    def helper(self, x):
+        return x
+
+    def forward(self, x):
+        return self.helper(x)
+
+
+class TwoInputs(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+class KeywordOnly(nn.Module):
+    def forward(self, *, x):
+        return x
+'''
+
+INIT = '''
+import torch.nn.functional as F
+
+from . import layers
+
+
+def silu_and_mul(x):
+    d = x.shape[-1] // 2
+    return F.silu(x[..., :d]) * x[..., d:]
+
+
+silu_and_mul.can_torch_compile = True
+'''
+
+NO_LAYERS_INIT = "def identity(x):\n    return x\n"
+
+
+def write_kernel(root: Path, *, name: str = "activation", layers: bool = True, tag: str = "") -> Path:
+    """A kernel root with ``build/<variant>`` for each of :data:`VARIANTS`; returns ``root``."""
+    files = {"__init__.py": INIT, "layers/__init__.py": LAYERS} if layers else {"__init__.py": NO_LAYERS_INIT}
+    for variant in VARIANTS:
+        kernel_id = f"_{name.replace('-', '_')}_{tag}{variant.replace('-', '_')}_0123456789"
+        write_variant(root / "build" / variant, name=name, kernel_id=kernel_id, backend=variant[6:], files=files)
+    return root
+
+
+def publish_kernel(hub: HubServer, tmp_path: Path, repo_id: str = KERNEL_REPO, *, layers: bool = True) -> str:
+    """Publish a test kernel on branch ``v1`` of ``repo_id`` (organization not trusted); returns the commit."""
+    organization = repo_id.split("/")[0]
+    hub.add_organization(organization, trusted=False)
+    hub.create_repo(repo_id, repo_type="kernel")
+    hub.create_branch(repo_id, "v1")
+    name = repo_id.split("/")[1]
+    root = write_kernel(tmp_path / f"publish-{name}", name=name, layers=layers, tag="hub_")
+    return hub.commit(repo_id, files_from_directory(root / "build", "build"), branch="v1", repo_type="kernel")
+
+
+def reset_layers() -> None:
+    """Forget loaded kernels, cached layer classes and checks, and the process-wide mapping."""
+    with kernelizer._lock:
+        kernelizer._loaded.clear()
+        kernelizer._checked.clear()
+        kernelizer._kernel_forwards.clear()
+    mapping._global_mapping.clear()
+    reset_loader()
+
+
+@pytest.fixture
+def fresh_layers() -> Iterator[None]:
+    reset_layers()
+    yield
+    reset_layers()
+
+
+def layers_module(kernel_module_name: str) -> ModuleType:
+    """The ``layers`` submodule of an imported kernel (to read its ``CALLS``)."""
+    import sys
+
+    return sys.modules[f"{kernel_module_name}.layers"]
+
+
+def calls_of(layer_class: type[Any]) -> Any:
+    """The ``CALLS`` counter of the kernel a layer class comes from."""
+    import sys
+
+    return sys.modules[layer_class.__module__].CALLS
