@@ -1,5 +1,5 @@
-"""Helpers for the kernelize tests: pure-Python kernels with ``layers`` modules, published as local builds or to
-the Hub double, and a small model whose layers are marked by the package under test.
+"""Helpers for the kernelize tests: pure-Python kernels with ``layers`` modules, published as local builds or
+to the Hub double, and a small model whose layers are marked by the package under test.
 
 The kernels are noarch variants (``torch-cpu``, ``torch-cuda``) written by ``write_variant``, so either loader
 (ours or upstream's ``kernels``) picks ``torch-cpu`` on this CPU machine. Their layers count their calls in
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -95,19 +94,20 @@ class KeywordOnly(nn.Module):
         return x
 '''
 
-INIT = '''
+INIT = """
 import torch.nn.functional as F
 
 from . import layers
 
 
 def silu_and_mul(x):
+    layers.CALLS["silu_and_mul"] += 1
     d = x.shape[-1] // 2
     return F.silu(x[..., :d]) * x[..., d:]
 
 
 silu_and_mul.can_torch_compile = True
-'''
+"""
 
 NO_LAYERS_INIT = "def identity(x):\n    return x\n"
 
@@ -117,12 +117,14 @@ def write_kernel(root: Path, *, name: str = "activation", layers: bool = True, t
     files = {"__init__.py": INIT, "layers/__init__.py": LAYERS} if layers else {"__init__.py": NO_LAYERS_INIT}
     for variant in VARIANTS:
         kernel_id = f"_{name.replace('-', '_')}_{tag}{variant.replace('-', '_')}_0123456789"
-        write_variant(root / "build" / variant, name=name, kernel_id=kernel_id, backend=variant[6:], files=files)
+        write_variant(
+            root / "build" / variant, name=name, kernel_id=kernel_id, backend=variant[6:], files=files
+        )
     return root
 
 
 def publish_kernel(hub: HubServer, tmp_path: Path, repo_id: str = KERNEL_REPO, *, layers: bool = True) -> str:
-    """Publish a test kernel on branch ``v1`` of ``repo_id`` (organization not trusted); returns the commit."""
+    """Publish a test kernel on branch ``v1`` of ``repo_id`` (its organization untrusted); its commit."""
     organization = repo_id.split("/")[0]
     hub.add_organization(organization, trusted=False)
     hub.create_repo(repo_id, repo_type="kernel")
@@ -149,15 +151,9 @@ def fresh_layers() -> Iterator[None]:
     reset_layers()
 
 
-def layers_module(kernel_module_name: str) -> ModuleType:
-    """The ``layers`` submodule of an imported kernel (to read its ``CALLS``)."""
+def calls_of(defined: Any) -> Any:
+    """The ``CALLS`` counter of the kernel whose module defines ``defined`` (a layer class, a function)."""
     import sys
 
-    return sys.modules[f"{kernel_module_name}.layers"]
-
-
-def calls_of(layer_class: type[Any]) -> Any:
-    """The ``CALLS`` counter of the kernel a layer class comes from."""
-    import sys
-
-    return sys.modules[layer_class.__module__].CALLS
+    module = sys.modules[defined.__module__]
+    return module.CALLS if hasattr(module, "CALLS") else module.layers.CALLS
