@@ -44,7 +44,7 @@ def _module_members() -> frozenset[str]:
 
 
 def _describe(parameters: list[inspect.Parameter]) -> str:
-    return "(" + ", ".join(str(p) for p in parameters) + ")"
+    return str(inspect.Signature(parameters))
 
 
 def check_layer_class(layer: object, original: type[nn.Module], *, subject: str) -> type[nn.Module]:
