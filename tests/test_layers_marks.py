@@ -206,3 +206,11 @@ def test_mode_support() -> None:
         check_registered_mode(Good, Mode.TRAINING, subject="Good")
     with pytest.raises(KernelizeError, match="does not declare can_torch_compile = True"):
         check_registered_mode(Plain, Mode.TRAINING | Mode.TORCH_COMPILE, subject="Plain")
+
+
+def test_checks_still_pass_after_torch_compile_patched_nn_module() -> None:
+    """torch.compile adds a member to nn.Module itself on first use; a kernel layer inherits it."""
+    assert check_layer_class(Good, Original, subject="Good") is Good
+    compiled = torch.compile(lambda x: x * 2, backend="eager", fullgraph=True)
+    assert torch.equal(compiled(torch.ones(2)), torch.full((2,), 2.0))
+    assert check_layer_class(Good, Original, subject="Good") is Good

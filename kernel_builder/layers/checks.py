@@ -12,7 +12,6 @@ computes gradients) and ``can_torch_compile`` (default false: the kernel is not 
 
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import TYPE_CHECKING
 
@@ -36,8 +35,8 @@ def can_torch_compile(layer: type[nn.Module]) -> bool:
     return bool(getattr(layer, "can_torch_compile", False))
 
 
-@functools.lru_cache(maxsize=1)
 def _module_members() -> frozenset[str]:
+    # Not cached: torch.compile adds members to nn.Module itself (and patches its __init__) on first use.
     from torch import nn
 
     return frozenset(name for name, _ in inspect.getmembers(nn.Module))

@@ -189,3 +189,94 @@ def test_raw_ops_are_registered(kernel):
     out = torch.empty_like(x)
     kernel.ops.gelu_tanh(out, x)
     torch.testing.assert_close(out, _gelu_tanh_reference(x), rtol=1e-5, atol=1e-5)
+
+
+# --- kernel layers: kernelize -----------------------------------------------
+
+
+def _marked_model():
+    """A small model whose activations are marked the way a modelling library
+    marks them; kernelize swaps in this kernel's layers."""
+    from torch import nn
+
+    from kernel_builder import use_kernel_forward_from_hub
+
+    @use_kernel_forward_from_hub("SiluAndMul")
+    class SiluAndMul(nn.Module):
+        def forward(self, x):
+            d = x.shape[-1] // 2
+            return F.silu(x[..., :d]) * x[..., d:]
+
+    @use_kernel_forward_from_hub("GeluTanh")
+    class GeluTanh(nn.Module):
+        def forward(self, x):
+            return F.gelu(x, approximate="tanh")
+
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(32, 64), SiluAndMul(), nn.Linear(32, 32), GeluTanh(), nn.Linear(32, 8)).to(DEVICE)
+
+
+def _mapping():
+    from kernel_builder import LocalLayerRepository
+
+    return {
+        name: {DEVICE: LocalLayerRepository(BUILD_DIR, layer_name=name)}
+        for name in ("SiluAndMul", "GeluTanh")
+    }
+
+
+def _kernelize(model, mode, use_fallback=False):
+    from kernel_builder import kernelize, use_kernel_mapping
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with use_kernel_mapping(_mapping(), inherit_mapping=False):
+            return kernelize(model, mode=mode, use_fallback=use_fallback)
+
+
+def test_layers_follow_the_kernel_layer_conventions(kernel):
+    for name in ("SiluAndMul", "GeluTanh"):
+        layer = getattr(kernel.layers, name)
+        assert layer.__init__ is torch.nn.Module.__init__
+        assert (layer.has_backward, layer.can_torch_compile) == (False, True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_kernelized_model_matches_the_reference(kernel, dtype):
+    from kernel_builder import Mode
+
+    model = _marked_model().to(dtype)
+    x = _randn((4, 7, 32), dtype)
+    with torch.no_grad():
+        reference = model(x)
+        _kernelize(model, Mode.INFERENCE)
+        assert model[1].forward.__func__ is kernel.layers.SiluAndMul.forward
+        assert model[3].forward.__func__ is kernel.layers.GeluTanh.forward
+        assert "forward" not in model[0].__dict__  # unmarked layers are untouched
+        result = model(x)
+    torch.testing.assert_close(result, reference, **TOLERANCES[dtype])
+
+
+def test_training_keeps_the_original_forwards(kernel):
+    from kernel_builder import Mode
+    from kernel_builder.layers import KernelizeError
+
+    model = _kernelize(_kernelize(_marked_model(), Mode.INFERENCE), Mode.TRAINING, use_fallback=True)
+    assert "forward" not in model[1].__dict__ and "forward" not in model[3].__dict__
+    with pytest.raises(KernelizeError, match="has_backward = False"):
+        _kernelize(model, Mode.TRAINING)
+
+
+def test_kernelized_model_under_torch_compile(kernel):
+    """Inductor on a GPU; on the CPU the ahead-of-time eager backend, which traces
+    the same graph with fake tensors without compiling C++."""
+    from kernel_builder import Mode
+
+    torch._dynamo.reset()
+    model = _kernelize(_marked_model(), Mode.INFERENCE | Mode.TORCH_COMPILE)
+    assert model[1].forward.__func__ is kernel.layers.SiluAndMul.forward
+    x = _randn((8, 32), torch.float32)
+    with torch.no_grad():
+        reference = model(x)
+        compiled = torch.compile(model, fullgraph=True, backend="inductor" if DEVICE == "cuda" else "aot_eager")
+        torch.testing.assert_close(compiled(x), reference, **TOLERANCES[torch.float32])

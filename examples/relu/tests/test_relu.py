@@ -129,3 +129,74 @@ def test_relu_non_contiguous_raises(kernel):
     out = torch.empty((16, 8), device=DEVICE, dtype=torch.float32)
     with pytest.raises(RuntimeError, match="contiguous"):
         kernel.relu(x, out=out)
+
+
+# --- kernel layers: kernelize -------------------------------------------------
+
+
+def _marked_model():
+    """A small model whose ReLU is marked the way a modelling library marks it;
+    kernelize swaps in this kernel's `layers.ReLU`."""
+    from torch import nn
+
+    from kernel_builder import use_kernel_forward_from_hub
+
+    @use_kernel_forward_from_hub("ReLU")
+    class ReLU(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 16), ReLU(), nn.Linear(16, 4)).to(DEVICE)
+
+
+def _kernelize(model, mode, use_fallback=False):
+    from kernel_builder import LocalLayerRepository, kernelize, use_kernel_mapping
+
+    mapping = {"ReLU": {DEVICE: LocalLayerRepository(BUILD_DIR, layer_name="ReLU")}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with use_kernel_mapping(mapping, inherit_mapping=False):
+            return kernelize(model, mode=mode, use_fallback=use_fallback)
+
+
+def test_relu_layer_follows_the_kernel_layer_conventions(kernel):
+    layer = kernel.layers.ReLU
+    assert layer.__init__ is torch.nn.Module.__init__
+    assert (layer.has_backward, layer.can_torch_compile) == (False, True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_kernelized_model_matches_the_reference(kernel, dtype):
+    from kernel_builder import Mode
+
+    model = _marked_model().to(dtype)
+    x = _randn((5, 16), dtype)
+    with torch.no_grad():
+        reference = model(x)
+        _kernelize(model, Mode.INFERENCE)
+        assert model[1].forward.__func__ is kernel.layers.ReLU.forward
+        assert "forward" not in model[0].__dict__
+        torch.testing.assert_close(model(x), reference, rtol=0, atol=0)
+
+
+def test_training_keeps_the_original_forward(kernel):
+    from kernel_builder import Mode
+    from kernel_builder.layers import KernelizeError
+
+    model = _kernelize(_kernelize(_marked_model(), Mode.INFERENCE), Mode.TRAINING, use_fallback=True)
+    assert "forward" not in model[1].__dict__
+    with pytest.raises(KernelizeError, match="has_backward = False"):
+        _kernelize(model, Mode.TRAINING)
+
+
+def test_kernelized_model_under_torch_compile(kernel):
+    from kernel_builder import Mode
+
+    torch._dynamo.reset()
+    model = _kernelize(_marked_model(), Mode.INFERENCE | Mode.TORCH_COMPILE)
+    x = _randn((8, 16), torch.float32)
+    with torch.no_grad():
+        reference = model(x)
+        compiled = torch.compile(model, fullgraph=True, backend="inductor" if DEVICE == "cuda" else "aot_eager")
+        torch.testing.assert_close(compiled(x), reference, rtol=0, atol=0)
