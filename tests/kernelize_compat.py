@@ -7,7 +7,9 @@ kernels (Hub repositories and local builds named in CONFIG), every mapping scena
 under ``K.use_kernel_mapping(..., inherit_mapping=False)`` and records what happened to each marked layer:
 ``kernel:<kernel layer class>``, ``kernel`` (a marked function replaced), ``original``, or the builtin type
 of the error kernelize raised. It prints one JSON object, case → outcome; ``tests/test_layers_compat.py``
-runs it with both packages and compares the two objects.
+runs it with both packages and compares the two objects. Where the mapping gives each layer the kernel layer
+of its own name (scenario ``bare``), on the CPU, the model's output after kernelize is compared with its
+output before (``outputs``: ``match`` or ``differ``).
 
 CONFIG: ``{"sources": {"hub": {LAYER: REPO_ID, ...}, "local": {LAYER: PATH, ...}}, "extras": bool}``, where
 LAYER is a kernel layer class name (``SiluAndMul``, ``GeluTanh``, ``ReLU``; ``*`` for any) and, with
@@ -102,6 +104,10 @@ class Model(nn.Module):
         self.off = Switchable(False)
         self.plain = nn.GELU()
         self.head = Head()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = self.relu(self.gelu(self.act(self.up(x))))
+        return self.head(self.plain(self.off(self.on(hidden))))
 
 
 MARKED = ("act", "gelu", "relu", "on", "off", "plain", "head")
@@ -216,8 +222,14 @@ def repository_factory(kind: str, where: dict[str, str]) -> Callable[[str], Any]
     return repo
 
 
-def run_case(mapping: dict[str, Any], mode: Any, device: str, use_fallback: Any) -> dict[str, str] | str:
+def run_case(
+    mapping: dict[str, Any], mode: Any, device: str, use_fallback: Any, *, check_outputs: bool
+) -> dict[str, str] | str:
     model = Model()
+    x = torch.randn(3, 8)
+    if check_outputs:
+        with torch.no_grad():
+            reference = model(x)
     try:
         with K.use_kernel_mapping(mapping, inherit_mapping=False):
             K.kernelize(model, mode=mode, device=device, use_fallback=use_fallback)
@@ -226,10 +238,15 @@ def run_case(mapping: dict[str, Any], mode: Any, device: str, use_fallback: Any)
         return f"error:{builtin.__name__}"
     result = {name: outcome(getattr(model, name)) for name in MARKED}
     result["head:silu_and_mul"] = func_outcome()
+    if check_outputs:  # the layers are those of the model's own names: outputs must not change
+        with torch.no_grad():
+            close = torch.allclose(model(x), reference, rtol=1e-5, atol=1e-6)
+        result["outputs"] = "match" if close else "differ"
     return result
 
 
 def main() -> None:
+    torch.set_num_threads(1)  # thousands of tiny forwards: threads only contend
     patch_capability()
     results: dict[str, Any] = {}
     for kind, where in CONFIG["sources"].items():
@@ -241,7 +258,8 @@ def main() -> None:
                     for fallback_name, use_fallback in FALLBACKS.items():
                         capability[0] = value
                         key = f"{kind}/{scenario}/{mode_name}/{device}{value or ''}/fallback={fallback_name}"
-                        results[key] = run_case(mapping, mode, device, use_fallback)
+                        check = scenario == "bare" and device == "cpu" and Mode.TORCH_COMPILE not in mode
+                        results[key] = run_case(mapping, mode, device, use_fallback, check_outputs=check)
     print(json.dumps(results, sort_keys=True))
 
 

@@ -5,12 +5,19 @@ The kernels are noarch variants (``torch-cpu``, ``torch-cuda``) written by ``wri
 (ours or upstream's ``kernels``) picks ``torch-cpu`` on this CPU machine. Their layers count their calls in
 ``CALLS`` (a module-level Counter of the kernel's ``layers`` module), which proves that kernel code ran.
 
+``run_compat_script`` runs ``kernelize_compat.py`` with one package (ours or upstream's) in a fresh
+interpreter; ``differences`` lists where two of its results disagree.
+
 ``reset_layers`` forgets what the layer API cached (loaded layer classes, checked pairs, the process-wide
 mapping) and what the loader imported, so each test starts from a fresh process state.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -157,3 +164,45 @@ def calls_of(defined: Any) -> Any:
 
     module = sys.modules[defined.__module__]
     return module.CALLS if hasattr(module, "CALLS") else module.layers.CALLS
+
+
+# --- the compatibility script ------------------------------------------------------------------------------
+
+SCRIPT = Path(__file__).resolve().parent / "kernelize_compat.py"
+
+
+def run_compat_script(package: str, config: dict[str, Any], work: Path) -> dict[str, Any]:
+    """Run the script with ``package`` in a fresh interpreter, with its own kernel cache; its JSON result."""
+    pytest.importorskip(package)
+    work.mkdir(parents=True, exist_ok=True)
+    config_file = work / "config.json"
+    config_file.write_text(json.dumps(config), encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "KERNELS_CACHE": str(work / "cache"),
+        "HF_HUB_CACHE": str(work / "cache"),
+        # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
+        "HF_HUB_DISABLE_TELEMETRY": "0",
+    }
+    env.pop("DISABLE_KERNEL_MAPPING", None)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), package, str(config_file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=work,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, f"{package}:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    decisions: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return decisions
+
+
+def differences(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    return [
+        f"{key}: kernel_builder {ours.get(key)!r}, kernels {theirs.get(key)!r}"
+        for key in sorted(set(ours) | set(theirs))
+        if ours.get(key) != theirs.get(key)
+    ]

@@ -1,7 +1,10 @@
 """The examples' own test suites, run against fresh builds on this machine's CPU (slow).
 
-Each example is copied out of the repository, built with `kernel-builder build` for the running torch (CPU),
-and its `tests/` run in a subprocess, as a kernel author would run them.
+Each example is copied out of the repository and built once for the running torch (CPU) with
+`kernel-builder build`; its `tests/` run in a subprocess, as a kernel author would run them. The builds of
+examples/activation and examples/relu also serve the kernelize compatibility check: the script of
+`test_layers_compat.py`, run with `kernel_builder` and with upstream's `kernels`, must make the same decisions
+with the examples' compiled layers, from local builds and from the Hub double.
 """
 
 from __future__ import annotations
@@ -9,12 +12,30 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from build_fixtures import build, copy_example
+from hub_server import HubServer, files_from_directory
+from layers_fixtures import differences, run_compat_script
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``built(example)``: the root of a copy of ``examples/<example>``, built for the CPU once per module."""
+    roots: dict[str, Path] = {}
+
+    def get(example: str) -> Path:
+        if example not in roots:
+            root = copy_example(example, tmp_path_factory.mktemp(example) / example)
+            build(root).check()
+            roots[example] = root
+        return roots[example]
+
+    return get
 
 
 @pytest.mark.parametrize(
@@ -25,12 +46,23 @@ pytestmark = pytest.mark.slow
         ("relu-triton", ["torch-cpu", "torch-cuda"]),
     ],
 )
-def test_example_suite_passes_on_its_build(tmp_path: Path, example: str, variants: list[str]) -> None:
-    root = copy_example(example, tmp_path / example)
-    build(root).check()
+def test_example_suite_passes_on_its_build(
+    built: Callable[[str], Path], tmp_path: Path, example: str, variants: list[str]
+) -> None:
+    root = built(example)
     assert sorted(p.name for p in (root / "build").iterdir() if p.is_dir()) == variants
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", str(root / "tests"), "-q", "-p", "no:cacheprovider", "-o", "addopts="],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(root / "tests"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -40,3 +72,38 @@ def test_example_suite_passes_on_its_build(tmp_path: Path, example: str, variant
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else result.stderr
     assert result.returncode == 0, result.stdout + result.stderr
     assert " passed" in summary and "skipped" not in summary, summary
+
+
+def test_kernelize_decisions_match_upstream_on_example_builds(
+    built: Callable[[str], Path], hub: HubServer, tmp_path: Path
+) -> None:
+    roots = {name: built(name) for name in ("activation", "relu")}
+    hub.add_organization("kernel-builder-examples", trusted=False)
+    for name, root in roots.items():
+        repo_id = f"kernel-builder-examples/{name}"
+        hub.create_repo(repo_id, repo_type="kernel")
+        hub.create_branch(repo_id, "v1")
+        hub.commit(repo_id, files_from_directory(root / "build", "build"), branch="v1", repo_type="kernel")
+    where = {"SiluAndMul": "activation", "GeluTanh": "activation", "ReLU": "relu", "*": "activation"}
+    config = {
+        "sources": {
+            "hub": {layer: f"kernel-builder-examples/{name}" for layer, name in where.items()},
+            "local": {layer: str(roots[name]) for layer, name in where.items()},
+        }
+    }
+    ours, theirs = (
+        run_compat_script(package, config, tmp_path / package) for package in ("kernel_builder", "kernels")
+    )
+    assert differences(ours, theirs) == []
+    for source in ("hub", "local"):
+        inference = ours[f"{source}/bare/inference/cpu/fallback=false"]
+        assert (inference["act"], inference["gelu"], inference["relu"], inference["outputs"]) == (
+            "kernel:SiluAndMul",
+            "kernel:GeluTanh",
+            "kernel:ReLU",
+            "match",
+        )
+        assert ours[f"{source}/bare/inference+compile/cpu/fallback=false"]["relu"] == "kernel:ReLU"
+        training = ours[f"{source}/bare/training/cpu/fallback=true"]  # the examples' ops have no backward
+        assert (training["act"], training["relu"], training["outputs"]) == ("original", "original", "match")
+        assert ours[f"{source}/bare/training/cpu/fallback=false"] == "error:ValueError"

@@ -2,70 +2,26 @@
 ``kernels`` makes the same replacement decisions for the same mappings: against the Hub double and through
 local builds.
 
-Here the kernels are pure-Python ones (fast); ``test_layers_examples.py`` runs the script on CPU builds of
+Here the kernels are pure-Python ones (fast); ``test_examples.py`` runs the script on CPU builds of
 examples/activation and examples/relu (slow).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-import pytest
 from hub_server import HubServer
-from layers_fixtures import KERNEL_REPO, publish_kernel, write_kernel
-
-SCRIPT = Path(__file__).resolve().parent / "kernelize_compat.py"
-PACKAGES = ("kernel_builder", "kernels")
-
-
-def run_compat_script(package: str, config: dict[str, Any], work: Path) -> dict[str, Any]:
-    """Run the script with ``package`` in a fresh interpreter, with its own kernel cache; its JSON result."""
-    pytest.importorskip(package)
-    work.mkdir(parents=True, exist_ok=True)
-    config_file = work / "config.json"
-    config_file.write_text(json.dumps(config), encoding="utf-8")
-    env = {
-        **os.environ,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "KERNELS_CACHE": str(work / "cache"),
-        "HF_HUB_CACHE": str(work / "cache"),
-        # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
-        "HF_HUB_DISABLE_TELEMETRY": "0",
-    }
-    env.pop("DISABLE_KERNEL_MAPPING", None)
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), package, str(config_file)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=work,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, f"{package}:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    decisions: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    return decisions
-
-
-def differences(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
-    return [
-        f"{key}: kernel_builder {ours.get(key)!r}, kernels {theirs.get(key)!r}"
-        for key in sorted(set(ours) | set(theirs))
-        if ours.get(key) != theirs.get(key)
-    ]
+from layers_fixtures import KERNEL_REPO, differences, publish_kernel, run_compat_script, write_kernel
 
 
 def test_same_decisions_as_upstream_kernels(hub: HubServer, tmp_path: Path) -> None:
     publish_kernel(hub, tmp_path)
     root = write_kernel(tmp_path / "local-activation", tag="local_")
     config = {"sources": {"hub": {"*": KERNEL_REPO}, "local": {"*": str(root)}}, "extras": True}
-    ours, theirs = (run_compat_script(package, config, tmp_path / package) for package in PACKAGES)
+    ours, theirs = (
+        run_compat_script(package, config, tmp_path / package) for package in ("kernel_builder", "kernels")
+    )
     assert differences(ours, theirs) == []
 
     # The comparison covers every kind of decision, not only fallbacks.
@@ -86,6 +42,7 @@ def test_same_decisions_as_upstream_kernels(hub: HubServer, tmp_path: Path) -> N
             "plain": "original",
             "head": "original",
             "head:silu_and_mul": "kernel",
+            "outputs": "match",
         }
         training = ours[f"{source}/bare/training/cpu/fallback=true"]
         assert (training["act"], training["gelu"]) == (
