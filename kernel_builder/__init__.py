@@ -89,43 +89,21 @@ __all__ = [
 
 # The loader's and the layer API's public names are imported on first access so that
 # `import kernel_builder` (the CLI, the builder) stays cheap: it pulls in neither the loader nor, through
-# it, torch or huggingface_hub.
-_LAYER_EXPORTS = frozenset(
-    {
-        "CUDAProperties",
-        "Device",
-        "FuncRepository",
-        "KernelizeFallback",
-        "LayerRepository",
-        "LocalFuncRepository",
-        "LocalLayerRepository",
-        "LockedFuncRepository",
-        "LockedLayerRepository",
-        "Mode",
-        "ROCMProperties",
-        "kernelize",
-        "register_kernel_mapping",
-        "replace_kernel_forward_from_hub",
-        "use_kernel_forward_from_hub",
-        "use_kernel_func_from_hub",
-        "use_kernel_mapping",
-        "use_kernelized_func",
-    }
-)
-_EXPORTS = {
-    name: "kernel_builder.layers" if name in _LAYER_EXPORTS else "kernel_builder.loader" for name in __all__
-}
-del _EXPORTS["__version__"]
+# it, torch or huggingface_hub. The layer API imports the loader, so looking in the loader first is free.
+_SOURCES = ("kernel_builder.loader", "kernel_builder.layers")
+_EXPORTS = frozenset(__all__) - {"__version__"}
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is not None:
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
+    if name in _EXPORTS:
+        for source in _SOURCES:
+            module = importlib.import_module(source)
+            if name in module.__all__:
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | _EXPORTS)

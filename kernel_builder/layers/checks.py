@@ -94,8 +94,8 @@ def check_registered_mode(layer: type[nn.Module], registered: Mode, *, subject: 
     if Mode.TORCH_COMPILE in registered and not can_torch_compile(layer):
         raise KernelizeError(
             f"{subject} is registered for {registered} but does not declare can_torch_compile = True. "
-            f"Register it without Mode.TORCH_COMPILE, or declare can_torch_compile = True in the kernel layer "
-            f"once it traces under torch.compile."
+            f"Register it without Mode.TORCH_COMPILE, or declare can_torch_compile = True in the kernel "
+            f"layer once it traces under torch.compile."
         )
 
 

@@ -23,35 +23,32 @@ def check_device_type(device_type: object) -> str:
     return device_type
 
 
-def _check_capabilities(kind: str, low: object, high: object) -> None:
-    for name, value in (("min_capability", low), ("max_capability", high)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise TypeError(f"{kind}.{name} must be an int like 80 (capability 8.0), got {value!r}")
-    assert isinstance(low, int) and isinstance(high, int)
-    if low > high:
-        raise ValueError(f"{kind}: min_capability ({low}) is greater than max_capability ({high})")
+@dataclass(frozen=True)
+class _Capabilities:
+    min_capability: int
+    max_capability: int
+
+    def __post_init__(self) -> None:
+        kind = type(self).__name__
+        for name in ("min_capability", "max_capability"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TypeError(f"{kind}.{name} must be an int like 80 (capability 8.0), got {value!r}")
+        if self.min_capability > self.max_capability:
+            raise ValueError(
+                f"{kind}: min_capability ({self.min_capability}) is greater than max_capability "
+                f"({self.max_capability})"
+            )
 
 
 @dataclass(frozen=True)
-class CUDAProperties:
+class CUDAProperties(_Capabilities):
     """The CUDA capabilities a mapping entry applies to: ``min_capability`` to ``max_capability``."""
 
-    min_capability: int
-    max_capability: int
-
-    def __post_init__(self) -> None:
-        _check_capabilities("CUDAProperties", self.min_capability, self.max_capability)
-
 
 @dataclass(frozen=True)
-class ROCMProperties:
+class ROCMProperties(_Capabilities):
     """The ROCm GPU capabilities a mapping entry applies to, inclusive at both ends."""
-
-    min_capability: int
-    max_capability: int
-
-    def __post_init__(self) -> None:
-        _check_capabilities("ROCMProperties", self.min_capability, self.max_capability)
 
 
 _PROPERTIES_FOR = {CUDAProperties: "cuda", ROCMProperties: "rocm"}

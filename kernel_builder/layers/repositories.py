@@ -99,28 +99,62 @@ def function_of(kernel: ModuleType, func_name: str, source: str) -> type[nn.Modu
     return function_layer(func)
 
 
-class _Named:
-    """Equality, hashing and ``repr`` from :meth:`_key`; :attr:`label` says where the kernel comes from."""
+class _Repository:
+    """A kernel source (:meth:`_kernel`, :meth:`_source_key`, :attr:`label`, in the subclasses below) and one
+    layer class or function of it. Equality and hashing are by value."""
 
-    def _key(self) -> tuple[object, ...]:
+    _kind = "layer"  # or "function"
+    _name: str
+
+    def _kernel(self) -> ModuleType:
+        raise NotImplementedError
+
+    def _source_key(self) -> tuple[object, ...]:
         raise NotImplementedError
 
     @property
     def label(self) -> str:
+        """Where the kernel comes from, for messages."""
         raise NotImplementedError
 
+    def load(self) -> type[nn.Module]:
+        """Load the kernel and return the layer class (or the function, as a layer class)."""
+        if self._kind == "layer":
+            return layer_of(self._kernel(), self._name, self.label)
+        return function_of(self._kernel(), self._name, self.label)
+
+    def _key(self) -> tuple[object, ...]:
+        return (*self._source_key(), self._name)
+
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Named) and type(other) is type(self) and other._key() == self._key()
+        return isinstance(other, _Repository) and type(other) is type(self) and other._key() == self._key()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._key()))
+
+    def __str__(self) -> str:
+        return f"{self.label}, {self._kind} {self._name}"
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self}>"
 
 
-class _Hub(_Named):
-    def __init__(
+class _Layer(_Repository):
+    @property
+    def layer_name(self) -> str:
+        return self._name
+
+
+class _Function(_Repository):
+    _kind = "function"
+
+    @property
+    def func_name(self) -> str:
+        return self._name
+
+
+class _Hub(_Repository):
+    def _init_hub(
         self,
         repo_id: str,
         revision: str | None,
@@ -146,7 +180,7 @@ class _Hub(_Named):
             user_agent=self._user_agent,
         )
 
-    def _hub_key(self) -> tuple[object, ...]:
+    def _source_key(self) -> tuple[object, ...]:
         return (self.repo_id, self.revision, self.version, self._trust_remote_code)
 
     @property
@@ -155,7 +189,7 @@ class _Hub(_Named):
         return f"{self.repo_id} ({at})"
 
 
-class LayerRepository(_Hub):
+class LayerRepository(_Layer, _Hub):
     """Layer ``layer_name`` of the Hub kernel ``repo_id`` at ``version=`` (branch ``v<N>``) or ``revision=``.
 
     ``trust_remote_code`` and ``user_agent`` are passed to ``get_kernel``.
@@ -171,20 +205,11 @@ class LayerRepository(_Hub):
         trust_remote_code: bool | list[str] = False,
         user_agent: str | dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(repo_id, revision, version, trust_remote_code, user_agent)
-        self.layer_name = _check_name("layer_name", layer_name)
-
-    def load(self) -> type[nn.Module]:
-        return layer_of(self._kernel(), self.layer_name, self.label)
-
-    def _key(self) -> tuple[object, ...]:
-        return (*self._hub_key(), self.layer_name)
-
-    def __str__(self) -> str:
-        return f"{self.label}, layer {self.layer_name}"
+        self._init_hub(repo_id, revision, version, trust_remote_code, user_agent)
+        self._name = _check_name("layer_name", layer_name)
 
 
-class FuncRepository(_Hub):
+class FuncRepository(_Function, _Hub):
     """Function ``func_name`` of the Hub kernel ``repo_id``, used as a layer (prefer
     :class:`LayerRepository`)."""
 
@@ -197,21 +222,12 @@ class FuncRepository(_Hub):
         version: int | None = None,
         trust_remote_code: bool | list[str] = False,
     ) -> None:
-        super().__init__(repo_id, revision, version, trust_remote_code, None)
-        self.func_name = _check_name("func_name", func_name)
-
-    def load(self) -> type[nn.Module]:
-        return function_of(self._kernel(), self.func_name, self.label)
-
-    def _key(self) -> tuple[object, ...]:
-        return (*self._hub_key(), self.func_name)
-
-    def __str__(self) -> str:
-        return f"{self.label}, function {self.func_name}"
+        self._init_hub(repo_id, revision, version, trust_remote_code, None)
+        self._name = _check_name("func_name", func_name)
 
 
-class _Local(_Named):
-    def __init__(self, repo_path: str | os.PathLike[str]) -> None:
+class _Local(_Repository):
+    def _init_local(self, repo_path: str | os.PathLike[str]) -> None:
         if not isinstance(repo_path, (str, os.PathLike)):
             raise TypeError(f"repo_path must be a path, got {repo_path!r}")
         self.repo_path = Path(os.path.abspath(repo_path))
@@ -221,47 +237,32 @@ class _Local(_Named):
 
         return get_local_kernel(self.repo_path)
 
+    def _source_key(self) -> tuple[object, ...]:
+        return (self.repo_path,)
+
     @property
     def label(self) -> str:
         return f"local kernel {self.repo_path}"
 
 
-class LocalLayerRepository(_Local):
+class LocalLayerRepository(_Layer, _Local):
     """Layer ``layer_name`` of a local kernel: a kernel root with ``build/``, a ``build/`` directory or one
     variant directory (as ``get_local_kernel`` accepts)."""
 
     def __init__(self, repo_path: str | os.PathLike[str], *, layer_name: str) -> None:
-        super().__init__(repo_path)
-        self.layer_name = _check_name("layer_name", layer_name)
-
-    def load(self) -> type[nn.Module]:
-        return layer_of(self._kernel(), self.layer_name, self.label)
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.repo_path, self.layer_name)
-
-    def __str__(self) -> str:
-        return f"{self.label}, layer {self.layer_name}"
+        self._init_local(repo_path)
+        self._name = _check_name("layer_name", layer_name)
 
 
-class LocalFuncRepository(_Local):
+class LocalFuncRepository(_Function, _Local):
     """Function ``func_name`` of a local kernel, used as a layer (prefer :class:`LocalLayerRepository`)."""
 
     def __init__(self, repo_path: str | os.PathLike[str], *, func_name: str) -> None:
-        super().__init__(repo_path)
-        self.func_name = _check_name("func_name", func_name)
-
-    def load(self) -> type[nn.Module]:
-        return function_of(self._kernel(), self.func_name, self.label)
-
-    def _key(self) -> tuple[object, ...]:
-        return (self.repo_path, self.func_name)
-
-    def __str__(self) -> str:
-        return f"{self.label}, function {self.func_name}"
+        self._init_local(repo_path)
+        self._name = _check_name("func_name", func_name)
 
 
-class _Locked(_Named):
+class _Locked(_Repository):
     """The lock entry is found when the repository is constructed, from the code that constructs it (its
     project's ``kernels.lock``, or its distribution's), or from ``lockfile``; ``KernelNotLockedError`` then.
 
@@ -269,7 +270,7 @@ class _Locked(_Named):
     was locked, and its files are checked against the lock.
     """
 
-    def __init__(
+    def _init_locked(
         self, repo_id: str, lockfile: str | os.PathLike[str] | None, trust_remote_code: object
     ) -> None:
         from kernel_builder.loader.caller import find_locked
@@ -285,7 +286,7 @@ class _Locked(_Named):
 
         return get_locked_match(self._match)
 
-    def _locked_key(self) -> tuple[object, ...]:
+    def _source_key(self) -> tuple[object, ...]:
         return (self.repo_id, self._match.entry.sha, self._match.source)
 
     @property
@@ -293,7 +294,7 @@ class _Locked(_Named):
         return f"{self.repo_id} (locked at {self._match.entry.sha} in {self._match.source})"
 
 
-class LockedLayerRepository(_Locked):
+class LockedLayerRepository(_Layer, _Locked):
     """Layer ``layer_name`` of the Hub kernel ``repo_id`` at the commit pinned in ``kernels.lock``."""
 
     def __init__(
@@ -304,20 +305,11 @@ class LockedLayerRepository(_Locked):
         layer_name: str,
         trust_remote_code: bool | list[str] = False,
     ) -> None:
-        super().__init__(repo_id, lockfile, trust_remote_code)
-        self.layer_name = _check_name("layer_name", layer_name)
-
-    def load(self) -> type[nn.Module]:
-        return layer_of(self._kernel(), self.layer_name, self.label)
-
-    def _key(self) -> tuple[object, ...]:
-        return (*self._locked_key(), self.layer_name)
-
-    def __str__(self) -> str:
-        return f"{self.label}, layer {self.layer_name}"
+        self._init_locked(repo_id, lockfile, trust_remote_code)
+        self._name = _check_name("layer_name", layer_name)
 
 
-class LockedFuncRepository(_Locked):
+class LockedFuncRepository(_Function, _Locked):
     """Function ``func_name`` of a locked Hub kernel, used as a layer (prefer
     :class:`LockedLayerRepository`)."""
 
@@ -329,14 +321,5 @@ class LockedFuncRepository(_Locked):
         func_name: str,
         trust_remote_code: bool | list[str] = False,
     ) -> None:
-        super().__init__(repo_id, lockfile, trust_remote_code)
-        self.func_name = _check_name("func_name", func_name)
-
-    def load(self) -> type[nn.Module]:
-        return function_of(self._kernel(), self.func_name, self.label)
-
-    def _key(self) -> tuple[object, ...]:
-        return (*self._locked_key(), self.func_name)
-
-    def __str__(self) -> str:
-        return f"{self.label}, function {self.func_name}"
+        self._init_locked(repo_id, lockfile, trust_remote_code)
+        self._name = _check_name("func_name", func_name)
