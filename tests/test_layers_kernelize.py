@@ -576,3 +576,22 @@ def test_layers_marked_with_upstream_kernels_are_kernelized(kernel_root: Path) -
     with use_kernel_mapping({"ReLU": {"cpu": local(kernel_root, "ReLU")}}):
         kernelize(net, mode=Mode.INFERENCE, device="cpu")
     assert kernel_forward_name(net[0]) == "kernel:ReLU"
+
+
+def test_layers_marked_here_are_kernelized_by_upstream_kernels(kernel_root: Path) -> None:
+    kernels = pytest.importorskip("kernels")
+    net = model()
+    x = torch.randn(2, 8)
+    reference = net(x)
+    mapping = {
+        "ReLU": {"cpu": kernels.LocalLayerRepository(kernel_root, layer_name="ReLU")},
+        "silu_and_mul": {"cpu": kernels.LocalLayerRepository(kernel_root, layer_name="SiluAndMul")},
+    }
+    try:
+        with kernels.use_kernel_mapping(mapping, inherit_mapping=False):
+            kernels.kernelize(net, mode=kernels.Mode.INFERENCE, device="cpu")
+        assert outcomes(net) == {"act": "original", "gelu": "original", "relu": "kernel:ReLU"}
+        assert silu_and_mul.forward.__func__.__qualname__ == "SiluAndMul.forward"  # the listed function too
+        torch.testing.assert_close(net(x), reference)
+    finally:
+        silu_and_mul.__dict__.pop("forward", None)  # the shared function module; ours undoes only its own
