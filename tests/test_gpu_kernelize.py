@@ -57,7 +57,8 @@ def quiet() -> Iterator[None]:
     # importing the same build again (from the Hub double's cache, then from build/) reuses the first import.
     torch._dynamo.reset()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # builds of a work tree are "dirty"
+        # Builds of a work tree are "dirty"; inductor gives advice (e.g. to enable TF32 matmuls).
+        warnings.simplefilter("ignore", UserWarning)
         yield
 
 

@@ -279,4 +279,8 @@ def test_kernelized_model_under_torch_compile(kernel):
     with torch.no_grad():
         reference = model(x)
         compiled = torch.compile(model, fullgraph=True, backend="inductor" if DEVICE == "cuda" else "aot_eager")
-        torch.testing.assert_close(compiled(x), reference, **TOLERANCES[torch.float32])
+        with warnings.catch_warnings():
+            # Inductor's advice on a GPU (e.g. to enable TF32 matmuls) is not what this checks.
+            warnings.simplefilter("ignore", UserWarning)
+            result = compiled(x)
+    torch.testing.assert_close(result, reference, **TOLERANCES[torch.float32])

@@ -199,4 +199,9 @@ def test_kernelized_model_under_torch_compile(kernel):
     with torch.no_grad():
         reference = model(x)
         compiled = torch.compile(model, fullgraph=True, backend="inductor" if DEVICE == "cuda" else "aot_eager")
-        torch.testing.assert_close(compiled(x), reference, rtol=0, atol=0)
+        with warnings.catch_warnings():
+            # Inductor's advice on a GPU (e.g. to enable TF32 matmuls) is not what this checks.
+            warnings.simplefilter("ignore", UserWarning)
+            result = compiled(x)
+    # relu is exact, but the compiled graph may compute the Linear layers' bias additions differently.
+    torch.testing.assert_close(result, reference, rtol=1e-5, atol=1e-5)
