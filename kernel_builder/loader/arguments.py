@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["check_repo_id", "check_revision_arguments"]
+__all__ = ["REPO_ID_RE", "check_repo_id", "check_revision_arguments"]
 
-_REPO_ID_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+#: A kernel repo id: ``<org>/<name>``.
+REPO_ID_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
 def check_revision_arguments(version: object, revision: object) -> None:
@@ -33,6 +34,6 @@ def check_revision_arguments(version: object, revision: object) -> None:
 
 def check_repo_id(repo_id: object) -> str:
     """``repo_id`` itself when it has the form ``<org>/<name>``; ``ValueError`` otherwise."""
-    if not isinstance(repo_id, str) or not _REPO_ID_RE.fullmatch(repo_id):
+    if not isinstance(repo_id, str) or not REPO_ID_RE.fullmatch(repo_id):
         raise ValueError(f"invalid kernel repo id {repo_id!r}: expected <org>/<name>")
     return repo_id

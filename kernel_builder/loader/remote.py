@@ -25,6 +25,7 @@ from kernel_builder import environment
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
 from kernel_builder.loader import resolve
+from kernel_builder.loader.arguments import REPO_ID_RE as _REPO_ID_RE
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments
 from kernel_builder.loader.errors import NoCompatibleVariantError
@@ -68,7 +69,6 @@ MAX_REDIRECTS = 5
 STATUS_FILE = "kernel-status.toml"
 _VERSION_BRANCH_RE = re.compile(r"v(0|[1-9][0-9]*)")
 _SHA_RE = re.compile(r"[0-9a-f]{40}")
-_REPO_ID_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 
 
