@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import platform
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +42,8 @@ from huggingface_hub.hf_api import RepoFile, RepoFolder
 from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
 
 from kernel_builder import __version__
+from kernel_builder.identifiers import is_commit_id, ref_name_problem
+from kernel_builder.safe_fs import UnsafeFileError, read_bounded, write_inside
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -72,6 +73,7 @@ MODEL = "model"
 REPO_TYPES = (KERNEL, MODEL)
 LIBRARY_NAME = "kernel_builder"
 _TRUE = frozenset({"1", "true", "yes", "on"})
+_REF_FILE_LIMIT = 4096  # a ref file holds one commit id
 T = TypeVar("T")
 
 # What a failed Hub request raises: HTTP errors, and the transport errors of the HTTP library under
@@ -373,6 +375,8 @@ class Hub:
             )
 
         snapshot = Path(self.call(repo, download) if not self.offline else download(self._type(repo)))
+        if os.path.abspath(snapshot) != os.path.abspath(self.snapshot(repo, sha)):  # the Hub answered for another commit than the one asked
+            raise ValueError(f"{repo.repo_id}@{sha}: the download landed in {snapshot}, not in the snapshot of {sha}")
         target = snapshot / folder
         if not target.is_dir():
             raise FileNotFoundError(f"{repo.repo_id}@{sha}: {folder} is missing from the download ({target})")
@@ -478,29 +482,55 @@ class Hub:
         return self.cache_dir / repo_folder_name(repo.repo_id, self._type(repo))
 
     def snapshot(self, repo: RemoteRepo, sha: str) -> Path:
+        """``<repo folder>/snapshots/<sha>``; ``sha`` must be a 40-hex commit id (it becomes a path)."""
+        if not is_commit_id(sha):
+            raise ValueError(f"{repo.repo_id}: {sha!r} is not a 40-hex commit id; refusing to use it as a path")
         return self.repo_folder(repo) / "snapshots" / sha
 
+    def _ref_path(self, repo: RemoteRepo, name: str) -> Path:
+        problem = ref_name_problem(name)
+        if problem is not None:
+            raise ValueError(f"{repo.repo_id}: {name!r} is not a branch, tag or commit id ({problem})")
+        return self.repo_folder(repo) / "refs" / name
+
     def read_ref(self, repo: RemoteRepo, name: str) -> str | None:
-        """The SHA cached for a named revision (``refs/<name>``), or ``None``."""
+        """The commit id cached for a named revision (``refs/<name>``), or ``None`` when there is none.
+
+        A ref file that does not hold a 40-hex commit id (or is not a small regular file) raises ``ValueError``:
+        its content would otherwise become a path.
+        """
+        path = self._ref_path(repo, name)
         try:
-            return (self.repo_folder(repo) / "refs" / name).read_text(encoding="utf-8").strip() or None
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            text = read_bounded(path, _REF_FILE_LIMIT).decode("ascii", errors="replace").strip()
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        except (OSError, UnsafeFileError) as error:
+            if isinstance(error, IsADirectoryError) or "a directory" in str(error):
+                return None  # refs/<a>/<b>: the name is a folder of longer refs
+            raise ValueError(f"{repo.repo_id}: cannot read the cached ref {name} ({path}): {error}") from None
+        if not text:
+            return None
+        if not is_commit_id(text):
+            raise ValueError(
+                f"{repo.repo_id}: the cached ref {name} ({path}) does not hold a 40-hex commit id; delete it and "
+                f"load the kernel online again"
+            )
+        return text
 
     def write_ref(self, repo: RemoteRepo, name: str, sha: str) -> None:
-        """Record ``name → sha`` as ``huggingface_hub`` does: 40 hex, no newline, replaced atomically (§4.2)."""
-        path = self.repo_folder(repo) / "refs" / name
-        if self.read_ref(repo, name) == sha:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        """Record ``name → sha`` as ``huggingface_hub`` does: 40 hex, no newline, replaced atomically (§4.2).
+
+        The ref file is written inside the cache only (:func:`~kernel_builder.safe_fs.write_inside`).
+        """
+        path = self._ref_path(repo, name)
+        if not is_commit_id(sha):
+            raise ValueError(f"{repo.repo_id}: {sha!r} is not a 40-hex commit id; not recording it as {name}")
         try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                handle.write(sha)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+            if self.read_ref(repo, name) == sha:
+                return
+        except ValueError:
+            pass  # a damaged ref is replaced
+        write_inside(self.cache_dir, path.relative_to(self.cache_dir), sha.encode("ascii"))
 
     def find_cached(self, repo_id: str, present: Callable[[RemoteRepo], bool]) -> RemoteRepo | None:
         """Offline type detection: the first of ``kernel`` and ``model`` for which ``present`` holds."""

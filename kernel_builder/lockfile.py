@@ -21,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from kernel_builder.identifiers import is_commit_id, is_repo_id
 from kernel_builder.variants import parse_variant
 
 if sys.version_info >= (3, 11):
@@ -46,7 +47,6 @@ __all__ = [
 
 LOCK_FILE = "kernels.lock"
 HASH_TYPE = "git_lfs_concat"
-_SHA_RE = re.compile(r"[0-9a-f]{40}")
 _HASH_RE = re.compile(r"sha256-[0-9a-f]{64}")
 _OBJECT_ID_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -170,10 +170,10 @@ def _parse_entry(source: str, index: int, item: object) -> LockEntry:
         raise _invalid(source, where, "expected an object")
     repo_id, sha, variants = item.get("repo_id"), item.get("sha"), item.get("variants")
     redirected = item.get("redirected_from")
-    if not isinstance(repo_id, str) or "/" not in repo_id:
+    if not isinstance(repo_id, str) or not is_repo_id(repo_id):
         raise _invalid(source, f"{where}.repo_id", f"expected '<org>/<name>', got {json.dumps(repo_id)}")
     where = repo_id
-    if not isinstance(sha, str) or not _SHA_RE.fullmatch(sha):
+    if not isinstance(sha, str) or not is_commit_id(sha):
         raise _invalid(source, f"{where}: sha", f"expected a 40-hex commit SHA, got {json.dumps(sha)}")
     if not isinstance(variants, dict):
         raise _invalid(source, f"{where}: variants", "expected an object")

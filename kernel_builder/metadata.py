@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .dependencies import KernelDependency
+from .safe_fs import TreeScan, UnsafeFileError, read_bounded, scan_tree
 
 __all__ = [
     "BACKEND_TYPES",
@@ -40,6 +41,8 @@ __all__ = [
 logger = logging.getLogger("kernel_builder")
 
 METADATA_FILE = "metadata.json"
+#: Far above any real metadata.json (its digest lists one line per shipped file).
+METADATA_LIMIT = 16 << 20
 BACKEND_TYPES = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
 DIGEST_ALGORITHMS = ("sha256", "sha512")
 
@@ -219,15 +222,19 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
     if file.is_dir():
         file = file / METADATA_FILE
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_bounded(file, METADATA_LIMIT).decode("utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"{file}: {METADATA_FILE} not found") from None
+    except UnsafeFileError as error:
+        raise ValueError(f"{file}: cannot be read: {error}") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"{file}: not valid UTF-8 ({error})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{file}: not valid JSON: {error}") from None
+    except RecursionError:
+        raise ValueError(f"{file}: not valid metadata: nested too deeply") from None
     if not isinstance(data, dict):  # a ValueError like every other invalid metadata (loader spec §1.7)
         raise ValueError(  # noqa: TRY004
             f"{file}: expected a JSON object at the top level, got {type(data).__name__}"
@@ -273,29 +280,25 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
 # --- digest -------------------------------------------------------------------------------------------------
 
 
-def _digested_files(variant_dir: Path) -> dict[str, Path]:
-    """Every file that counts for the digest, by ``/``-separated relative path; symlinks are followed."""
-    found: dict[str, Path] = {}
+def _skip(relpath: str, is_directory: bool) -> bool:
+    """What the digest leaves out: ``__pycache__`` directories, ``*.pyc`` and the top-level metadata files."""
+    name = relpath.rsplit("/", 1)[-1]
+    if is_directory:
+        return name == "__pycache__"
+    return name.endswith(".pyc") or relpath in _UNDIGESTED_TOP_LEVEL
 
-    def walk(directory: Path, prefix: str, seen: frozenset[str]) -> None:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                name = entry.name
-                relpath = prefix + name
-                if entry.is_dir(follow_symlinks=True):
-                    if name == "__pycache__":
-                        continue
-                    real = os.path.realpath(entry.path)
-                    if real in seen:  # a link cycle: its files are already listed under the first path
-                        continue
-                    walk(Path(entry.path), relpath + "/", seen | {real})
-                    continue
-                if name.endswith(".pyc") or (not prefix and name in _UNDIGESTED_TOP_LEVEL):
-                    continue
-                found[relpath] = Path(entry.path)
 
-    walk(Path(variant_dir), "", frozenset({os.path.realpath(variant_dir)}))
-    return found
+def _scan(variant_dir: Path) -> TreeScan:
+    """The files that count for the digest; directory symlinks and special files are reported, not entered."""
+    return scan_tree(variant_dir, skip=_skip)
+
+
+def _refused(scan: TreeScan) -> dict[str, str]:
+    """Entries a variant directory must not have, by path: directory links, special files, unlistable dirs."""
+    refused = {relpath: "a symlink to a directory (not followed)" for relpath in scan.directory_links}
+    refused.update(scan.special)
+    refused.update({relpath: f"unreadable directory ({why})" for relpath, why in scan.unreadable.items()})
+    return refused
 
 
 def _hash_file(path: Path, algorithm: str) -> str:
@@ -309,16 +312,21 @@ def _hash_file(path: Path, algorithm: str) -> str:
 def digest_files(variant_dir: str | os.PathLike[str], algorithm: str = "sha256") -> dict[str, str]:
     """The ``digest.files`` mapping of a variant directory, sorted by path.
 
-    Covers every file, following symlinks, except the top-level ``metadata.json`` and
-    ``metadata.json.sigstore``, anything under a ``__pycache__`` directory and ``*.pyc`` files. Keys use
+    Covers every file (a symlink to a file counts as that file) except the top-level ``metadata.json`` and
+    ``metadata.json.sigstore``, anything under a ``__pycache__`` directory and ``*.pyc`` files. A symlink to a
+    directory or a special file (FIFO, device) raises ``ValueError``: a variant directory holds neither. Keys use
     ``/``; values are the standard padded base64 of the raw digest. ``algorithm`` is ``sha256`` or ``sha512``.
     """
     if algorithm not in DIGEST_ALGORITHMS:
         raise ValueError(
             f"unsupported digest algorithm {algorithm!r} (expected {' or '.join(DIGEST_ALGORITHMS)})"
         )
-    files = _digested_files(Path(variant_dir))
-    return {relpath: _hash_file(files[relpath], algorithm) for relpath in sorted(files)}
+    scan = _scan(Path(variant_dir))
+    refused = _refused(scan)
+    if refused:
+        listed = ", ".join(f"{relpath} ({why})" for relpath, why in sorted(refused.items()))
+        raise ValueError(f"{variant_dir}: cannot digest {listed}")
+    return {relpath: _hash_file(scan.files[relpath], algorithm) for relpath in sorted(scan.files)}
 
 
 _verified: set[tuple[str, str, frozenset[tuple[str, str]]]] = set()
@@ -328,8 +336,9 @@ _verified_lock = threading.Lock()
 def verify_digest(variant_dir: str | os.PathLike[str], metadata: Metadata) -> list[str]:
     """Check a variant directory against its metadata's ``digest``; return the problems, empty when it passes.
 
-    Problems, one line each: ``unsupported algorithm``, then per file in path order ``missing`` (listed,
-    absent), ``unknown`` (present, not listed) or ``mismatch``. Without a ``digest`` nothing is checked. A
+    Problems, one line each: ``unsupported algorithm``, then per path in order ``missing`` (listed, absent),
+    ``unknown`` (present, not listed), ``mismatch``, or what is wrong with an entry that must not be there at
+    all (a symlink to a directory, which is never entered; a FIFO or device, which is never opened). Without a ``digest`` nothing is checked. A
     pass is remembered for the process per real path (and digest), so later loads of the same directory are
     free.
     """
@@ -341,11 +350,15 @@ def verify_digest(variant_dir: str | os.PathLike[str], metadata: Metadata) -> li
     with _verified_lock:
         if key in _verified:
             return []
-    present = _digested_files(Path(variant_dir))
+    scan = _scan(Path(variant_dir))
+    present = scan.files
+    refused = _refused(scan)
     problems: list[str] = []
     supported = digest.algorithm in DIGEST_ALGORITHMS
-    for relpath in sorted(set(present) | set(digest.files)):
-        if relpath not in present:
+    for relpath in sorted(set(present) | set(digest.files) | set(refused)):
+        if relpath in refused:
+            problems.append(f"{relpath}: {refused[relpath]}")
+        elif relpath not in present:
             problems.append(f"{relpath}: missing (listed in the digest, not in the directory)")
         elif relpath not in digest.files:
             problems.append(f"{relpath}: unknown (in the directory, not listed in the digest)")

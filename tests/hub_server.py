@@ -324,6 +324,14 @@ class HubServer:
             repo.branches[branch] = sha
             return sha
 
+    def set_branch_target(self, repo_id: str, branch: str, target: str, *, repo_type: str = KERNEL) -> None:
+        """Make ``branch`` report ``target`` as its commit, whatever that string is (a hostile Hub's answer).
+
+        Only the ref listing carries it; requests for ``target`` resolve as for any other revision name.
+        """
+        with self._lock:
+            self._repo(repo_type, repo_id).branches[branch] = target
+
     def create_tag(self, repo_id: str, tag: str, *, repo_type: str = KERNEL, revision: str = "main") -> str:
         with self._lock:
             repo = self._repo(repo_type, repo_id)

@@ -495,7 +495,7 @@ def test_missing_repo_id_is_a_usage_error(
         f"[general.hub] table of {kernel / 'build.toml'}\n"
     )
     run = run_cli(capsys, "upload", str(kernel), "--repo-id", "not-a-repo")
-    assert (run.code, run.err) == (2, "error: invalid repo id 'not-a-repo': expected <org>/<name>\n")
+    assert (run.code, run.err) == (2, "error: invalid repo id 'not-a-repo': expected <org>/<name> (exactly one '/')\n")
     assert hub.requests == []
 
 

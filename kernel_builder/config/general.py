@@ -6,12 +6,13 @@ import json
 from typing import Any
 
 from ..dependencies import PYTHON_DEPENDENCIES, KernelDependency, allowed_python_dependencies
+from ..identifiers import is_repo_id
 from .context import Context, describe
 from .model import BackendSettings, General, Hub
 from .positions import KeyPath
 from .readers import Reader
 from .schema import BACKENDS, GENERAL, GENERAL_BACKEND, HUB, suggest_key, suggest_value
-from .values import NAME_RE, REPO_ID_RE, Version, is_git_url, normalise_legacy_name, py_name_of
+from .values import NAME_RE, Version, is_git_url, normalise_legacy_name, py_name_of
 
 _NO_SUCH_TABLE = ("cpu", "metal", "rocm", "cann")
 
@@ -183,7 +184,7 @@ def read_kernel_depends(ctx: Context, table: dict[str, Any], path: KeyPath) -> t
                 suggest_key(key, frozenset({"repo-id", "version", "revision"})) or f"write {example}",
             )
         repo_id = entry.get("repo-id")
-        if not isinstance(repo_id, str) or not REPO_ID_RE.match(repo_id):
+        if not isinstance(repo_id, str) or not is_repo_id(repo_id):
             shown = "missing" if repo_id is None else f"`{repo_id}`"
             ctx.error(f"`kernel-depends` entry {i + 1}: bad `repo-id` ({shown})", where, f"write {example}")
             continue
@@ -226,7 +227,7 @@ def _read_hub(ctx: Context, hub: object) -> Hub:
     check_keys(ctx, hub, HUB, path)
     reader = Reader(ctx, hub, path)
     repo_id = reader.string("repo-id", '"org/name"')
-    if repo_id is not None and not REPO_ID_RE.match(repo_id):
+    if repo_id is not None and not is_repo_id(repo_id):
         ctx.error(f"`repo-id` must be `<owner>/<name>`, not `{repo_id}`", (*path, "repo-id"), 'e.g. `repo-id = "my-org/relu"`')
         repo_id = None
     return Hub(repo_id, reader.string("branch", '"v1"'))

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
 VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
 KERNEL_SECTION_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-REPO_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _GIT_URL_RE = re.compile(r"^(https|http|git|ssh|git\+ssh|git\+https|git\+http)://[^/\s]+/\S+$")
 _SCP_URL_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+$")
 

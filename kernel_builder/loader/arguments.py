@@ -7,12 +7,9 @@ Kept apart from :mod:`~kernel_builder.loader.remote` so that code which only des
 
 from __future__ import annotations
 
-import re
+from kernel_builder.identifiers import repo_id_problem, revision_problem
 
-__all__ = ["REPO_ID_RE", "check_repo_id", "check_revision_arguments"]
-
-#: A kernel repo id: ``<org>/<name>``.
-REPO_ID_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+__all__ = ["check_repo_id", "check_revision_arguments"]
 
 
 def check_revision_arguments(version: object, revision: object) -> None:
@@ -30,10 +27,16 @@ def check_revision_arguments(version: object, revision: object) -> None:
             raise ValueError(f"version must be 0 or more, got {version}; pass version=<N>")
     elif not isinstance(revision, str) or not revision.strip():
         raise ValueError(f"revision must be a branch, tag or commit SHA, got {revision!r}")
+    else:
+        problem = revision_problem(revision)  # it becomes a cache path and a request: git's rules
+        if problem is not None:
+            raise ValueError(f"revision {revision!r} is not a branch, tag or commit id ({problem})")
 
 
 def check_repo_id(repo_id: object) -> str:
-    """``repo_id`` itself when it has the form ``<org>/<name>``; ``ValueError`` otherwise."""
-    if not isinstance(repo_id, str) or not REPO_ID_RE.fullmatch(repo_id):
-        raise ValueError(f"invalid kernel repo id {repo_id!r}: expected <org>/<name>")
+    """``repo_id`` itself when it is a Hub repo id ``<org>/<name>``; ``ValueError`` saying why otherwise."""
+    problem = repo_id_problem(repo_id)
+    if problem is not None:
+        raise ValueError(f"invalid kernel repo id {repo_id!r}: {problem}")
+    assert isinstance(repo_id, str)
     return repo_id

@@ -10,15 +10,18 @@ that :func:`get_loaded_kernels` copies. :func:`check_python_dependencies` (§2.6
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import logging
 import os
+import re
 import sys
 import threading
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from kernel_builder.dependencies import PYTHON_DEPENDENCIES
 from kernel_builder.loader.errors import KernelIntegrityError
@@ -29,6 +32,7 @@ __all__ = [
     "RepoInfo",
     "check_digest",
     "check_python_dependencies",
+    "env_enabled",
     "env_flag",
     "get_loaded_kernels",
     "load_variant",
@@ -41,6 +45,8 @@ logger = logging.getLogger("kernel_builder")
 _INIT = "__init__.py"
 _PACKAGE = __name__.partition(".")[0]
 _OFF = frozenset({"0", "false", "no", "off"})
+_ON = frozenset({"1", "true", "yes", "on"})
+_ID_SUFFIX_RE = re.compile(r"[A-Za-z0-9_]+")
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,11 @@ def get_loaded_kernels() -> list[LoadedKernel]:
 def env_flag(name: str) -> bool:
     """A default-on switch: false only when the variable is ``0``, ``false``, ``no`` or ``off`` (any case)."""
     return os.environ.get(name, "").strip().lower() not in _OFF
+
+
+def env_enabled(name: str) -> bool:
+    """A default-off switch: true only when the variable is ``1``, ``true``, ``yes`` or ``on`` (any case)."""
+    return os.environ.get(name, "").strip().lower() in _ON
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
@@ -211,6 +222,96 @@ def _foreign_metadata(module: ModuleType) -> Metadata | None:
     return None
 
 
+class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a kernel's ``.py`` files from their source on every import; never reads or writes bytecode.
+
+    The digest covers sources, not ``__pycache__``: a ``.pyc`` beside them (stale, or planted in a shared
+    cache) would run code nobody verified, and Python prefers it to the source. So it is never looked at.
+    """
+
+    def get_code(self, fullname: str) -> CodeType:
+        path = self.get_filename(fullname)
+        code: CodeType = self.source_to_code(self.get_data(path), path)
+        return code
+
+
+_LOADER_DETAILS: list[tuple[type, list[str]]] = [
+    (_SourceOnlyLoader, importlib.machinery.SOURCE_SUFFIXES),
+    (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
+]
+
+
+class _KernelFinder:
+    """Finds the submodules of imported kernels (``<id>.<name>``) with :class:`_SourceOnlyLoader`.
+
+    First on ``sys.meta_path``; it answers only for names under a kernel id, so that no other finder (with
+    its bytecode-only loader) is asked about them. A name it cannot find is not found at all.
+    """
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        top, dot, _ = fullname.partition(".")
+        if not dot or top not in self.ids:
+            return None
+        for entry in path or ():
+            spec = importlib.machinery.FileFinder(entry, *_LOADER_DETAILS).find_spec(fullname, target)
+            if spec is not None:
+                return spec
+        raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+_finder = _KernelFinder()
+
+
+def _source_only_spec(module_id: str, init: Path) -> importlib.machinery.ModuleSpec:
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+    _finder.ids.add(module_id)
+    loader = _SourceOnlyLoader(module_id, str(init))
+    spec = importlib.util.spec_from_file_location(
+        module_id, init, loader=loader, submodule_search_locations=[str(init.parent)]
+    )
+    assert spec is not None  # a location and a loader always give a spec
+    return spec
+
+
+def _where(directory: Path, repo_info: RepoInfo | None) -> str:
+    if repo_info is None:
+        return str(directory)
+    return f"{repo_info.repo_id} at {repo_info.revision}, build/{directory.name}"
+
+
+def _check_module_id(module_id: str, metadata: Metadata, where: str) -> None:
+    """The id must be this kernel's (``_<python_name>_...``) and, if not imported yet, no importable module's."""
+    prefix = f"_{metadata.python_name}_"
+    if not (module_id.startswith(prefix) and _ID_SUFFIX_RE.fullmatch(module_id[len(prefix) :])):
+        raise ImportError(
+            f"{where}: {METADATA_FILE} id {module_id!r} is not this kernel's module name (expected {prefix!r} "
+            f"followed by letters, digits and '_'); refusing to import it",
+            name=module_id,
+        )
+    if module_id in sys.modules:
+        return  # the same-build check below decides
+    try:
+        spec = importlib.util.find_spec(module_id)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        origin = spec.origin or next(iter(spec.submodule_search_locations or ()), "unknown location")
+        raise ImportError(
+            f"{where}: {METADATA_FILE} id {module_id!r} is the name of an importable module ({origin}); "
+            f"importing the kernel under it would shadow that module, so it is refused",
+            name=module_id,
+        )
+
+
 def _legacy_id(metadata: Metadata, real_path: str) -> str:
     return f"_{metadata.python_name}_{hashlib.sha256(os.fsencode(real_path)).hexdigest()[:10]}"
 
@@ -257,6 +358,7 @@ def load_variant(
                 f"{directory / METADATA_FILE} has no 'id' (a build by an older tool); loading kernel "
                 f"{metadata.name} as module {module_id!r}. Rebuild it to get a stable id."
             )
+        _check_module_id(module_id, metadata, _where(directory, repo_info))
 
         existing = sys.modules.get(module_id)
         if existing is not None:
@@ -288,17 +390,15 @@ def load_variant(
                 path=str(directory),
             )
 
-        spec = importlib.util.spec_from_file_location(
-            module_id, init, submodule_search_locations=[str(init.parent)]
-        )
-        if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has a loader
-            raise ImportError(f"cannot import {init}", name=module_id, path=str(init))
+        spec = _source_only_spec(module_id, init)
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_id] = module
         try:
             spec.loader.exec_module(module)
         except BaseException as error:
             _forget(module_id)
+            _finder.ids.discard(module_id)
             add_note = getattr(error, "add_note", None)  # Python 3.11+
             if add_note is not None:
                 add_note(f"while importing kernel {metadata.name} from {directory} as module {module_id!r}")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from pathlib import Path
 from types import ModuleType
 
 from kernel_builder import environment
+from kernel_builder.identifiers import is_repo_id
 from kernel_builder.loader import resolve
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
@@ -37,7 +37,6 @@ __all__ = [
 logger = logging.getLogger("kernel_builder")
 
 LOCAL_KERNELS = "LOCAL_KERNELS"
-_REPO_ID_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _SHAPES = (
     "a kernel repo root containing build/, a build/ directory with variant directories, "
     f"or one variant directory containing {METADATA_FILE}"
@@ -148,7 +147,7 @@ def parse_local_kernels(value: str) -> dict[str, Path]:
             raise invalid("no '=' between repo id and path")
         if not repo_id:
             raise invalid("empty repo id")
-        if not _REPO_ID_RE.fullmatch(repo_id):
+        if not is_repo_id(repo_id):
             raise invalid(f"repo id {repo_id!r} is not of the form <org>/<name>")
         if not path:
             raise invalid("empty path")

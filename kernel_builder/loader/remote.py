@@ -24,15 +24,16 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 from kernel_builder import environment
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
+from kernel_builder.identifiers import is_commit_id, repo_id_problem, revision_problem
 from kernel_builder.loader import resolve
-from kernel_builder.loader.arguments import REPO_ID_RE as _REPO_ID_RE
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments
-from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.errors import KernelIntegrityError, NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     RepoInfo,
     check_digest,
     check_python_dependencies,
+    env_enabled,
     env_flag,
     load_variant,
     read_variant_metadata,
@@ -41,6 +42,7 @@ from kernel_builder.loader.importer import (
 from kernel_builder.loader.local import load_local_override
 from kernel_builder.loader.trust import check_trust_argument, require_trusted
 from kernel_builder.metadata import METADATA_FILE, Metadata, read_metadata
+from kernel_builder.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.variants import compute_name
 
 if sys.version_info >= (3, 11):
@@ -49,6 +51,7 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
+    "ALLOW_NO_DIGEST",
     "MAX_REDIRECTS",
     "Operation",
     "Target",
@@ -66,9 +69,11 @@ __all__ = [
 logger = logging.getLogger("kernel_builder")
 
 MAX_REDIRECTS = 5
+#: Set to 1 to load Hub variants whose metadata.json has no digest (older upstream builds), with a warning.
+ALLOW_NO_DIGEST = "KERNEL_BUILDER_ALLOW_NO_DIGEST"
 STATUS_FILE = "kernel-status.toml"
+_STATUS_LIMIT = 64 << 10  # a status file holds three short keys
 _VERSION_BRANCH_RE = re.compile(r"v(0|[1-9][0-9]*)")
-_SHA_RE = re.compile(r"[0-9a-f]{40}")
 _NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 
 
@@ -92,6 +97,19 @@ class Target:
         return f"{self.repo.repo_id} at {self.sha}{version}"
 
 
+# --- commit ids the Hub answers with -----------------------------------------------------------------------
+
+
+def _commit_id(repo: RemoteRepo, what: str, sha: object) -> str:
+    """A commit id the Hub answered with, checked before it names a cache folder or a request."""
+    if not is_commit_id(sha):
+        raise ValueError(
+            f"{repo.repo_id}: the Hub gave {what} the target {sha!r}, which is not a 40-hex commit id; refusing it"
+        )
+    assert isinstance(sha, str)
+    return sha
+
+
 # --- revisions (§4.2) ---------------------------------------------------------------------------------------
 
 
@@ -107,8 +125,8 @@ def _resolve_online(
     if version is not None:
         branches = hub.branches(repo)
         versions = sorted(int(m.group(1)) for name in branches if (m := _VERSION_BRANCH_RE.fullmatch(name)))
-        sha = branches.get(f"v{version}")
-        if sha is None:
+        found = branches.get(f"v{version}")
+        if found is None:
             raise _VersionNotFound(
                 f"{repo.repo_id} has no version {version} (no branch v{version}); {_available(versions)}"
             )
@@ -120,16 +138,16 @@ def _resolve_online(
                 versions[-1],
                 versions[-1],
             )
-        return Target(repo, sha, f"v{version}", version)
+        return Target(repo, _commit_id(repo, f"branch 'v{version}'", found), f"v{version}", version)
     assert revision is not None
-    if _SHA_RE.fullmatch(revision):
+    if is_commit_id(revision):
         return Target(repo, revision, None)
     try:
         sha = hub.commit_of(repo, revision)
     except RevisionNotFoundError as error:
         error.append_to_message(f"\n{repo.repo_id}: revision {revision!r} does not exist.")
         raise
-    return Target(repo, sha, revision)
+    return Target(repo, _commit_id(repo, f"revision {revision!r}", sha), revision)
 
 
 def _not_cached(repo_id: str, revision: str, hub: Hub) -> FileNotFoundError:
@@ -155,7 +173,7 @@ def _resolve_offline(hub: Hub, repo_id: str, version: int | None, revision: str 
     else:
         assert revision is not None
         requested, name = revision, revision
-        if _SHA_RE.fullmatch(revision):
+        if is_commit_id(revision):
             repo = hub.find_cached(repo_id, lambda candidate: hub.snapshot(candidate, revision).is_dir())
             sha = revision
         else:
@@ -185,9 +203,11 @@ def _status(hub: Hub, target: Target) -> Mapping[str, object] | None:
     if path is None:
         return None
     try:
-        status: dict[str, object] = tomllib.loads(path.read_text(encoding="utf-8"))
+        status: dict[str, object] = tomllib.loads(read_bounded(path, _STATUS_LIMIT).decode("utf-8"))
         return status
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+    except UnsafeFileError as error:
+        raise ValueError(f"{target.label}: {STATUS_FILE} cannot be read: {error}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise ValueError(f"{target.label}: {STATUS_FILE} is not valid TOML: {error}") from None
 
 
@@ -198,12 +218,15 @@ def _redirect(status: Mapping[str, object], target: Target) -> tuple[str, str | 
     where = f"{target.label}: {STATUS_FILE}"
     if kind != "redirect":
         raise ValueError(f"{where} has kind {kind!r}; the only kind this loader follows is 'redirect'")
-    if not isinstance(destination, str) or not _REPO_ID_RE.fullmatch(destination):
+    if not isinstance(destination, str) or repo_id_problem(destination) is not None:
         raise ValueError(
             f"{where} redirects without a valid 'destination' (<org>/<name>), got {destination!r}"
         )
-    if revision is not None and (not isinstance(revision, str) or not revision):
-        raise ValueError(f"{where}: 'revision' must be a branch, tag or commit SHA, got {revision!r}")
+    if revision is not None:
+        problem = revision_problem(revision)
+        if problem is not None:
+            raise ValueError(f"{where}: 'revision' {revision!r} is not a branch, tag or commit id ({problem})")
+        assert isinstance(revision, str)
     return destination, revision
 
 
@@ -354,18 +377,41 @@ def start_operation(
     return Operation(env, selected, Hub(agent=agent, offline=offline, warn=warn))
 
 
+def _check_agreement(target: Target, variant: str, metadata: Metadata | None) -> None:
+    """Refuse a variant whose ``metadata.json`` contradicts its directory name (before and after download)."""
+    problem = None if metadata is None else resolve.metadata_disagreement(variant, metadata)
+    if problem is not None:
+        raise ValueError(
+            f"{target.label}, build/{variant}: {problem}; refusing a variant whose metadata disagrees with its name"
+        )
+
+
 def _download(operation: Operation, target: Target, variant: str) -> tuple[Path, Metadata]:
     """Download the chosen variant, record the named revision, and read its metadata."""
     hub = operation.hub
     variant_dir = hub.download_folder(target.repo, target.sha, f"build/{variant}")
     if target.ref is not None and not hub.offline:
         hub.write_ref(target.repo, target.ref, target.sha)
-    return variant_dir, read_variant_metadata(variant_dir)
+    metadata = read_variant_metadata(variant_dir)
+    _check_agreement(target, variant, metadata)
+    return variant_dir, metadata
 
 
 def _verify(
     operation: Operation, target: Target, variant_dir: Path, metadata: Metadata, verify: bool | None
 ) -> None:
+    """The digest check of a Hub download; a missing digest is refused unless the user allows it."""
+    enabled = env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify is None else verify
+    if enabled and metadata.digest is None:
+        where = f"{target.label}, build/{variant_dir.name}"
+        if not env_enabled(ALLOW_NO_DIGEST):
+            raise KernelIntegrityError(
+                f"{where}: {METADATA_FILE} has no digest, so its files cannot be verified; refusing to load it. "
+                f"If you trust this repository (older builds of upstream kernel-builder have no digest), set "
+                f"{ALLOW_NO_DIGEST}=1."
+            )
+        warn(f"{where}: {METADATA_FILE} has no digest; loading it unverified because {ALLOW_NO_DIGEST} is set")
+        return
     folder = operation.hub.repo_folder(target.repo)
     remedy = f"delete {folder} (the cached download of {target.repo.repo_id}) and download it again"
     check_digest(variant_dir, metadata, verify, remedy=remedy)
@@ -411,6 +457,7 @@ def get_kernel(
     metadata = variant_metadata(hub, target, variant)
     if metadata is None:  # pragma: no cover - resolution rejects GPU candidates without metadata
         raise FileNotFoundError(f"{target.label}: build/{variant}/{METADATA_FILE} not found")
+    _check_agreement(target, variant, metadata)
     check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
     variant_dir, metadata = _download(operation, target, variant)
     _verify(operation, target, variant_dir, metadata, verify_digest)
@@ -481,10 +528,10 @@ def install_kernel(
     operation = start_operation(backend, user_agent, offline=local_files_only)
     target = _resolve_target(operation.hub, repo_id, None, revision)
     variant = _choose(operation.hub, target, operation.env, operation.backend)
-    if validate_dependencies:
-        metadata = variant_metadata(operation.hub, target, variant)
-        if metadata is not None:
-            check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    metadata = variant_metadata(operation.hub, target, variant)
+    _check_agreement(target, variant, metadata)
+    if validate_dependencies and metadata is not None:
+        check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
     variant_dir, metadata = _download(operation, target, variant)
     _verify(operation, target, variant_dir, metadata, verify_digest)
     return variant_dir.absolute()

@@ -30,6 +30,7 @@ __all__ = [
     "VariantRejected",
     "allowed_backends",
     "environment_line",
+    "metadata_disagreement",
     "probe_gpus",
     "resolve_variants",
     "select_backend",
@@ -229,6 +230,30 @@ def _preference(variant: Variant) -> tuple[int, int, int, int, int, str]:
         -backend_version[1],
         variant.variant_str,
     )
+
+
+# --- the name and the metadata agree ---------------------------------------------------------------------
+
+
+def metadata_disagreement(name: str, metadata: Metadata) -> str | None:
+    """Why a variant's ``metadata.json`` contradicts its directory name ``name``, or ``None``.
+
+    Resolution trusts the name; the metadata must then say the same: the backend the name gives (any, for
+    ``torch-universal``), and GPU architectures only for a GPU backend. ``metadata.json`` records no Torch
+    version, so that part of the name cannot be cross-checked here.
+    """
+    variant = parse_variant(name)
+    if variant.kind != "universal" and metadata.backend_type != variant.backend:
+        return (
+            f"the directory name says backend {variant.backend}, but its metadata.json says backend "
+            f"{metadata.backend_type!r}"
+        )
+    if metadata.backend_archs and metadata.backend_type not in _GPU_BACKENDS:
+        return (
+            f"its metadata.json lists backend.archs {list(metadata.backend_archs)!r}, but a "
+            f"{metadata.backend_type} variant has no GPU architectures"
+        )
+    return None
 
 
 # --- GPU architectures (§2.5) -------------------------------------------------------------------------------

@@ -3,20 +3,65 @@
 An organization is trusted when its Hub overview reports ``trustedKernelPublisher`` as ``true``. ``false``, an
 absent key and a failed query all refuse the load (fail closed). Verdicts are cached per endpoint and
 organization for the life of the process; failed queries are not cached.
+
+Each verdict is also recorded in the cache (``.kernel-builder/trusted-publishers.json``, per endpoint and
+organization), because offline the Hub cannot be asked: an offline load is allowed only for an organization an
+earlier online load recorded as trusted, and refused for any other unless the caller passes
+``trust_remote_code=True``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 
 from kernel_builder.hub import Hub
 from kernel_builder.loader.errors import UntrustedKernelError
 from kernel_builder.loader.importer import warn
+from kernel_builder.safe_fs import UnsafeFileError, read_bounded, write_inside
 
-__all__ = ["check_trust_argument", "require_trusted"]
+__all__ = ["RECORD", "check_trust_argument", "require_trusted"]
+
+logger = logging.getLogger("kernel_builder")
+
+#: Where the verdicts are recorded, relative to the cache directory.
+RECORD = ".kernel-builder/trusted-publishers.json"
+_RECORD_LIMIT = 1 << 20
 
 _lock = threading.Lock()
 _verdicts: dict[tuple[str, str], bool] = {}
+
+
+def _recorded(hub: Hub) -> dict[str, dict[str, bool]]:
+    """The record, or an empty one when it is missing or damaged (which only makes offline loads stricter)."""
+    try:
+        data = json.loads(read_bounded(hub.cache_dir / RECORD, _RECORD_LIMIT))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnsafeFileError, ValueError, RecursionError) as error:
+        logger.debug("ignoring the trust record in %s: %s", hub.cache_dir, error)
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        endpoint: {org: verdict for org, verdict in orgs.items() if isinstance(verdict, bool)}
+        for endpoint, orgs in data.items()
+        if isinstance(orgs, dict)
+    }
+
+
+def _remember(hub: Hub, organization: str, verdict: bool) -> None:
+    with _lock:
+        record = _recorded(hub)
+        if record.get(hub.endpoint, {}).get(organization) is verdict:
+            return
+        record.setdefault(hub.endpoint, {})[organization] = verdict
+        text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+        try:
+            write_inside(hub.cache_dir, RECORD, text.encode("utf-8"))
+        except (OSError, ValueError) as error:  # a read-only cache still loads; offline loads stay refused
+            logger.warning("could not record the trust verdict for %s in %s: %s", organization, hub.cache_dir, error)
 
 
 def check_trust_argument(repo_id: str, trust_remote_code: object) -> bool:
@@ -48,15 +93,25 @@ def _first_line(error: BaseException) -> str:
 def require_trusted(hub: Hub, repo_id: str) -> None:
     """Raise :class:`UntrustedKernelError` unless the organization of ``repo_id`` is a trusted publisher.
 
-    Offline the gate cannot be checked: it is skipped with a warning.
+    Offline the Hub cannot be asked: the verdict an earlier online load recorded decides, and an organization
+    with no recorded verdict is refused.
     """
     organization = repo_id.split("/", 1)[0]
+    remedy = f"If you trust {organization}, pass trust_remote_code=True."
     if hub.offline:
-        warn(
-            f"offline mode: cannot check whether '{organization}' is a trusted kernel publisher; loading "
-            f"{repo_id} from the cache without that check"
+        recorded = _recorded(hub).get(hub.endpoint, {}).get(organization)
+        if recorded is True:
+            logger.debug("offline: %s recorded as a trusted kernel publisher on %s", organization, hub.endpoint)
+            return
+        if recorded is False:
+            raise UntrustedKernelError(
+                f"cannot load {repo_id} offline: organization '{organization}' was recorded as not a trusted "
+                f"kernel publisher on {hub.endpoint}, and kernels run arbitrary code. {remedy}"
+            )
+        raise UntrustedKernelError(
+            f"cannot load {repo_id} offline: no online load recorded that organization '{organization}' is a "
+            f"trusted kernel publisher on {hub.endpoint}, and kernels run arbitrary code. {remedy}"
         )
-        return
     key = (hub.endpoint, organization)
     with _lock:
         verdict = _verdicts.get(key)
@@ -72,6 +127,7 @@ def require_trusted(hub: Hub, repo_id: str) -> None:
         verdict = value is True
         with _lock:
             _verdicts[key] = verdict
+        _remember(hub, organization, verdict)
     if not verdict:
         raise UntrustedKernelError(
             f"cannot load {repo_id}: organization '{organization}' is not a trusted kernel publisher on "

@@ -9,7 +9,6 @@ when every repo succeeded; unchanged inputs give identical bytes.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from kernel_builder import __version__
 from kernel_builder.hub import REQUEST_ERRORS, Hub
+from kernel_builder.identifiers import is_repo_id
 from kernel_builder.lockfile import (
     LOCK_FILE,
     LockedVariant,
@@ -36,7 +36,6 @@ __all__ = ["Dependency", "LockReport", "lock_project", "read_dependencies"]
 
 PYPROJECT = "pyproject.toml"
 TABLE = "[tool.kernels.dependencies]"
-_REPO_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 Log = Callable[[str], None]
 # What fails one repo (untrusted, no such version, bad redirect, failed request) without stopping the others.
@@ -88,7 +87,7 @@ def read_dependencies(project_dir: str | os.PathLike[str]) -> list[Dependency]:
     dependencies = []
     for key, value in table.items():
         where = f'{file}: {TABLE} "{key}"'
-        if not _REPO_ID_RE.fullmatch(key):
+        if not is_repo_id(key):
             raise ProjectConfigError(f"{where}: not a kernel repo id of the form <org>/<name>")
         if isinstance(value, bool) or not isinstance(value, int):
             raise ProjectConfigError(

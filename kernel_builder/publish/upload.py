@@ -11,7 +11,6 @@ and later batches go to it. The module never prints; the CLI renders the plan an
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from kernel_builder import __version__
 from kernel_builder.errors import UsageError
 from kernel_builder.hub import KERNEL, MODEL, REQUEST_ERRORS, AddFile, DeleteFile, Hub, RemoteFile, RemoteRepo
+from kernel_builder.identifiers import repo_id_problem
 from kernel_builder.publish.content import Content, LocalFile, collect_content, is_benchmark
 from kernel_builder.publish.errors import PublishError, describe
 
@@ -37,7 +37,6 @@ __all__ = [
 #: At most this many adds and deletes per commit; tests lower it.
 MAX_OPERATIONS_PER_COMMIT = 1000
 
-_REPO_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAIN = "main"
 
 Log = Callable[[str], None]
@@ -149,8 +148,9 @@ def _repo_id(options: UploadOptions) -> tuple[str, str | None]:
             f"no repository to upload to: pass --repo-id <org>/<name>, or set repo-id in the [general.hub] "
             f"table of {Path(options.kernel_dir) / 'build.toml'}"
         )
-    if not _REPO_ID_RE.fullmatch(repo_id):
-        raise UsageError(f"invalid repo id {repo_id!r}: expected <org>/<name>")
+    problem = repo_id_problem(repo_id)
+    if problem is not None:
+        raise UsageError(f"invalid repo id {repo_id!r}: {problem}")
     if options.repo_type not in (KERNEL, MODEL):
         raise UsageError(f"invalid repo type {options.repo_type!r}: expected {KERNEL} or {MODEL}")
     return repo_id, branch

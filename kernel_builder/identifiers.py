@@ -1,0 +1,102 @@
+"""Repository ids, commit ids and ref names: the one place that decides which of them are valid.
+
+Every name that comes from a user, a configuration file, a lock file or a Hub answer passes through here
+before it becomes part of a path, a request or a ``sys.modules`` key. A name that passes is safe to use as a
+path below a root: a repo id becomes one directory name (``kernels--org--name``), a commit id is 40 hex
+digits, and a ref name follows git's rules (no ``..`` component, no leading ``/``, no control characters), so
+none of them can climb out of the directory they are joined to.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "MAX_REF_LENGTH",
+    "is_commit_id",
+    "is_ref_name",
+    "is_repo_id",
+    "ref_name_problem",
+    "repo_id_problem",
+    "revision_problem",
+]
+
+#: The Hub's limit on each half of a repo id.
+MAX_REPO_PART = 96
+#: Longer refs cannot be stored as one file name component on common file systems.
+MAX_REF_LENGTH = 255
+
+_COMMIT_RE = re.compile(r"[0-9a-f]{40}")
+_REPO_PART_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")
+# git check-ref-format: control characters, space and ~^:?*[\ are never part of a ref name.
+_REF_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+def is_commit_id(value: object) -> bool:
+    """A full commit id: exactly 40 lower-case hex digits (what the Hub and the cache use)."""
+    return isinstance(value, str) and _COMMIT_RE.fullmatch(value) is not None
+
+
+def repo_id_problem(value: object) -> str | None:
+    """Why ``value`` is not a Hub repo id ``<org>/<name>``, or ``None`` when it is one.
+
+    Each half: 1 to 96 letters, digits, ``_``, ``-`` and ``.``, starting and ending with a letter, digit or
+    ``_``, without ``--`` or ``..`` (the Hub's own rules, which also keep the cache folder name unambiguous).
+    """
+    if not isinstance(value, str):
+        return f"expected a string, got {type(value).__name__}"
+    parts = value.split("/")
+    if len(parts) != 2:
+        return "expected <org>/<name> (exactly one '/')"
+    for part in parts:
+        if not part:
+            return "expected <org>/<name> (an empty half)"
+        if len(part) > MAX_REPO_PART:
+            return f"each half of <org>/<name> has at most {MAX_REPO_PART} characters"
+        if not _REPO_PART_RE.fullmatch(part):
+            return "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end"
+        if "--" in part or ".." in part:
+            return "'--' and '..' are not allowed in <org>/<name>"
+    return None
+
+
+def is_repo_id(value: object) -> bool:
+    return repo_id_problem(value) is None
+
+
+def ref_name_problem(value: object) -> str | None:
+    """Why ``value`` is not a git ref name (a branch or tag, ``refs/pr/1``), or ``None`` when it is one.
+
+    git's rules (``git check-ref-format --allow-onelevel``): no control characters, space, ``~ ^ : ? * [ \\``;
+    no ``..`` and no ``@{``; not ``@``; no empty component (``//``, leading or trailing ``/``); no component
+    that starts with ``.`` or ends with ``.lock``; not ending with ``.``. At most 255 characters.
+    """
+    if not isinstance(value, str):
+        return f"expected a string, got {type(value).__name__}"
+    if not value:
+        return "it is empty"
+    if len(value) > MAX_REF_LENGTH:
+        return f"it is longer than {MAX_REF_LENGTH} characters"
+    if _REF_FORBIDDEN_RE.search(value):
+        return "it contains a control character, a space or one of ~ ^ : ? * [ \\"
+    if ".." in value or "@{" in value or value == "@":
+        return "it contains '..' or '@{', or is '@'"
+    if value.endswith("."):
+        return "it ends with '.'"
+    for component in value.split("/"):
+        if not component:
+            return "it has an empty component (a leading, trailing or doubled '/')"
+        if component.startswith(".") or component.endswith(".lock"):
+            return "a component starts with '.' or ends with '.lock'"
+    return None
+
+
+def is_ref_name(value: object) -> bool:
+    return ref_name_problem(value) is None
+
+
+def revision_problem(value: object) -> str | None:
+    """Why ``value`` is neither a commit id nor a ref name, or ``None``."""
+    if is_commit_id(value):
+        return None
+    return ref_name_problem(value)
