@@ -442,3 +442,17 @@ def test_trust_record_is_ignored_when_it_is_not_a_regular_small_file(
     with pytest.raises(UntrustedKernelError, match="offline: no online load recorded"):
         get_kernel(REPO, revision="main")
 
+
+
+def test_local_variant_whose_metadata_disagrees_with_its_name_is_refused(tmp_path: Path) -> None:
+    variant = write_variant(tmp_path / "build" / "torch-cpu", backend="cuda", kernel_id="_relu_cuda_x")
+    with pytest.raises(ValueError) as caught:
+        get_local_kernel(tmp_path, backend="cpu")
+    assert str(caught.value) == (
+        f"{variant}: the directory name says backend cpu, but its metadata.json says backend 'cuda'; refusing a "
+        "variant whose metadata disagrees with its name"
+    )
+    assert get_loaded_kernels() == []
+    # A directory whose name is no variant name (a copy somewhere) is loaded as it is: nothing to compare.
+    other = write_variant(tmp_path / "my-copy", backend="cuda", kernel_id="_relu_cuda_x")
+    assert get_local_kernel(other).__name__ == "_relu_cuda_x"

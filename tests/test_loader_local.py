@@ -174,7 +174,8 @@ def test_gpu_arch_mismatch_and_env_switch(
 
 
 def test_cpu_backend_never_probes_gpus(tmp_path: Path, machine: Machine) -> None:
-    root = kernel_repo(tmp_path / "relu", {"torch-cpu": "cpu"}, archs=["8.0"])
+    # (A cpu variant listing GPU archs is refused outright: see test_loader_hostile.)
+    root = kernel_repo(tmp_path / "relu", {"torch-cpu": "cpu"})
     machine.env = make_env(backend="cpu", backend_version=None)
     get_local_kernel(root)
     assert machine.probes == []

@@ -61,16 +61,30 @@ def get_local_kernel(
     selected = resolve.select_backend(env, backend)
     variant_dir = _locate(root, env, selected)
     metadata = read_variant_metadata(variant_dir)
+    _check_agreement(variant_dir, metadata)
     check_python_dependencies(metadata, selected, variant_dir)
     check_digest(variant_dir, metadata, verify_digest)
     return load_variant(variant_dir, metadata=metadata)
+
+
+def _check_agreement(variant_dir: Path, metadata: Metadata) -> None:
+    """A directory named like a variant must hold that variant (``resolve.metadata_disagreement``)."""
+    try:
+        parse_variant(variant_dir.name)
+    except ValueError:
+        return  # not a variant name (a copy, a temporary directory): there is nothing to compare
+    problem = resolve.metadata_disagreement(variant_dir.name, metadata)
+    if problem is not None:
+        raise ValueError(f"{variant_dir}: {problem}; refusing a variant whose metadata disagrees with its name")
 
 
 def _subdirectories(directory: Path) -> list[str]:
     try:
         with os.scandir(directory) as entries:
             # `.`-prefixed directories are the builder's temporaries (build-output §9.1), never variants.
-            return sorted(e.name for e in entries if e.is_dir() and not e.name.startswith("."))
+            return sorted(
+                e.name for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+            )
     except (FileNotFoundError, NotADirectoryError):
         return []
 
