@@ -43,6 +43,7 @@ class DiagnosticList:
 
     path: str
     items: list[Diagnostic] = field(default_factory=list)
+    _seen: set[Diagnostic] = field(default_factory=set, repr=False, compare=False)
 
     def add(
         self,
@@ -53,7 +54,8 @@ class DiagnosticList:
         col: int | None = None,
     ) -> None:
         diagnostic = Diagnostic(severity, message, self.path, line, col, hint)
-        if diagnostic not in self.items:
+        if diagnostic not in self._seen:  # a set: thousands of problems must not cost quadratic time
+            self._seen.add(diagnostic)
             self.items.append(diagnostic)
 
     def error(self, message: str, line: int | None = None, hint: str | None = None) -> None:

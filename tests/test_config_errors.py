@@ -859,8 +859,8 @@ def test_unreadable_build_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     (tmp_path / "kernel").mkdir()
     (tmp_path / "kernel" / "build.toml").write_bytes(b'[general]\nname = "g\xe9lu"\n')
     assert render() == (
-        "kernel/build.toml: error: cannot read build.toml: 'utf-8' codec can't decode byte 0xe9 in position 19: "
-        f"invalid continuation byte\n  hint: looked for {tmp_path}/kernel/build.toml"
+        "kernel/build.toml:2:10: error: cannot read build.toml: not valid UTF-8 (invalid continuation byte at "
+        "byte 19)\n  hint: save the file as UTF-8"
     )
 
 

@@ -12,6 +12,7 @@ from .model import BackendSettings, General, Hub
 from .positions import KeyPath
 from .readers import Reader
 from .schema import BACKENDS, GENERAL, GENERAL_BACKEND, HUB, suggest_key, suggest_value
+from .limits import MAX_NAME
 from .values import NAME_RE, Version, is_git_url, normalise_legacy_name, py_name_of
 
 _NO_SUCH_TABLE = ("cpu", "metal", "rocm", "cann")
@@ -99,6 +100,13 @@ def _read_name(ctx: Context, reader: Reader) -> str | None:
         return None
     name = reader.string("name", '"my-kernel"')
     if name is None:
+        return None
+    if len(name) > MAX_NAME:
+        ctx.error(
+            f"[general] `name` is longer than {MAX_NAME} characters",
+            ("general", "name"),
+            "shorten it: it names the Python package, the op namespace and file names",
+        )
         return None
     if NAME_RE.match(name):
         return name

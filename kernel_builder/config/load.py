@@ -16,12 +16,14 @@ from typing import Any
 from ..diagnostics import Diagnostic, DiagnosticList, Severity
 from ..errors import ConfigError
 from ..matrix import Matrix, load_matrix
+from ..safe_fs import UnsafeFileError, read_bounded
 from .archs import E20_HINT, E20_ROCM_HINT, arch_problems
 from .context import Context
 from .forms import Form, detect_form
 from .framework import read_framework
 from .general import read_general
 from .kernels import read_kernels
+from .limits import MAX_DEPTH, MAX_FILE_BYTES, bracket_nesting, check_document
 from .migrate import migrate
 from .model import BuildConfig, KernelProject, Torch, TorchNoarch, TvmFfi
 from .positions import scan_positions
@@ -33,6 +35,7 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_AT_END = " (at end of document)"
 _warned_legacy: set[Path] = set()
 
 
@@ -46,10 +49,17 @@ class LoadResult:
         return [d for d in self.diagnostics if d.severity is Severity.WARNING]
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long, a loop of links: reading build.toml below reports it
+        return False
+
+
 def resolve_build_toml(path: str | os.PathLike[str] = ".") -> tuple[Path, str]:
     """The build.toml for a kernel root or file ``path``, and how to show it to the user."""
     given = Path(path)
-    if given.is_dir() or not given.suffix:
+    if _is_dir(given) or not given.suffix:
         file = given / "build.toml"
     else:
         file = given
@@ -57,19 +67,34 @@ def resolve_build_toml(path: str | os.PathLike[str] = ".") -> tuple[Path, str]:
     return file, display
 
 
+def read_build_toml(file: Path, display: str) -> str:
+    """The text of ``file``: a regular UTF-8 file of at most 1 MiB, else ``ConfigError`` saying why."""
+    diags = DiagnosticList(display)
+    try:
+        data = read_bounded(file, MAX_FILE_BYTES)
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        diags.error("build.toml not found", hint=f"looked for {file.absolute()}; pass the kernel directory or its build.toml")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        diags.add(
+            Severity.ERROR,
+            f"cannot read build.toml: not valid UTF-8 ({exc.reason} at byte {exc.start})",
+            data.count(b"\n", 0, exc.start) + 1,
+            "save the file as UTF-8",
+            exc.start - line_start + 1,
+        )
+    except UnsafeFileError as exc:
+        diags.error(f"cannot read build.toml: {exc}", hint=f"looked for {file.absolute()}")
+    except OSError as exc:
+        diags.error(f"cannot read build.toml: {exc.strerror or exc}", hint=f"looked for {file.absolute()}")
+    raise ConfigError(diags.sorted())
+
+
 def load_project(path: str | os.PathLike[str] = ".", *, matrix: Matrix | None = None) -> LoadResult:
     """Load and validate the project at ``path`` (a kernel root or its build.toml)."""
     file, display = resolve_build_toml(path)
-    diags = DiagnosticList(display)
-    try:
-        text = file.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        diags.error("build.toml not found", hint=f"looked for {file.absolute()}; pass the kernel directory or its build.toml")
-        raise ConfigError(diags.sorted()) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        diags.error(f"cannot read build.toml: {exc}", hint=f"looked for {file.absolute()}")
-        raise ConfigError(diags.sorted()) from None
-    return load_text(text, file, display, matrix=matrix)
+    return load_text(read_build_toml(file, display), file, display, matrix=matrix)
 
 
 def load_text(text: str, file: Path, display: str, *, matrix: Matrix | None = None) -> LoadResult:
@@ -77,6 +102,9 @@ def load_text(text: str, file: Path, display: str, *, matrix: Matrix | None = No
     diags = DiagnosticList(display)
     raw = parse_toml(text, diags)
     ctx = Context(diags, scan_positions(text))
+    check_document(raw, ctx)
+    if diags.errors:  # nothing below has to cope with such values
+        raise ConfigError(diags.sorted())
     project = _load(raw, ctx, file, display, matrix)
     if diags.errors or project is None:
         raise ConfigError(diags.sorted())
@@ -84,6 +112,17 @@ def load_text(text: str, file: Path, display: str, *, matrix: Matrix | None = No
 
 
 def parse_toml(text: str, diags: DiagnosticList) -> dict[str, Any]:
+    """The TOML document ``text``; a syntax error, or nesting beyond the limit, raises ``ConfigError``."""
+    nested = bracket_nesting(text)
+    if nested is not None:
+        diags.add(
+            Severity.ERROR,
+            f"values are nested more than {MAX_DEPTH} levels deep",
+            nested[0],
+            "a build.toml needs a few levels: flatten the structure",
+            nested[1],
+        )
+        raise ConfigError(diags.sorted())
     try:
         doc: dict[str, Any] = tomllib.loads(text)
         return doc
@@ -94,7 +133,14 @@ def parse_toml(text: str, diags: DiagnosticList) -> dict[str, Any]:
         if match:
             line, col = int(match[1]), int(match[2])
             message = message[: match.start()]
+        elif message.endswith(_AT_END):  # the reader gives no position there: it is the last character
+            message = message[: -len(_AT_END)]
+            line = text.count("\n") + 1
+            col = len(text) - (text.rfind("\n") + 1) + 1
         diags.add(Severity.ERROR, f"invalid TOML: {message}", line, "fix the TOML syntax at this position", col)
+        raise ConfigError(diags.sorted()) from None
+    except RecursionError:  # a nesting the bracket scan did not see (it cannot be reached by valid TOML)
+        diags.add(Severity.ERROR, f"values are nested more than {MAX_DEPTH} levels deep", None, None)
         raise ConfigError(diags.sorted()) from None
 
 
@@ -171,14 +217,23 @@ def _check_layout(ctx: Context, config: BuildConfig, root: Path) -> None:
     ext_dir = "tvm-ffi-ext" if isinstance(config.framework, TvmFfi) else "torch-ext"
     py_name = config.general.py_name
     package = root / ext_dir / py_name
-    if not (package / "__init__.py").is_file():
+    try:
+        init_found = (package / "__init__.py").is_file()
+        nested_found = (package / py_name).is_dir()
+    except OSError as exc:  # an unreadable directory on the way
+        ctx.error(
+            f"the kernel's Python package `{ext_dir}/{py_name}/` cannot be read: {exc.strerror or exc}",
+            ("general", "name"),
+            f"looked for {package}",
+        )
+        return
+    if not init_found:
         ctx.error(
             f"the kernel's Python package `{ext_dir}/{py_name}/__init__.py` is missing",
             ("general", "name"),
             f"create {ext_dir}/{py_name}/__init__.py (the package users import; its name comes from `name`)",
         )
-    nested = package / py_name
-    if nested.is_dir():
+    if nested_found:
         ctx.error(
             f"nested package directory `{ext_dir}/{py_name}/{py_name}/`",
             ("general", "name"),

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
+import stat
 from pathlib import Path
 
 from .context import Context, describe
 from .positions import KeyPath
 
 _GLOB = set("*?[")
+#: NAME_MAX of common file systems: longer names fail in the compiler's paths.
+MAX_FILE_NAME = 255
 
 
 def check_path(ctx: Context, root: Path, value: str, where: KeyPath, *, directory: bool) -> bool:
@@ -38,14 +42,31 @@ def check_path(ctx: Context, root: Path, value: str, where: KeyPath, *, director
             "keep every source inside the directory that holds build.toml",
         )
         return False
+    longest = max(value.split("/"), key=lambda part: len(part.encode()))
+    if len(longest.encode()) > MAX_FILE_NAME:
+        ctx.error(
+            f"path `{value}` in {what} is longer than the file system allows (a name of "
+            f"{len(longest.encode())} bytes; at most {MAX_FILE_NAME})",
+            where,
+            "shorten the file or directory name",
+        )
+        return False
     target = root / value
+    kind = "include directory" if directory else "source file"
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:  # an unreadable directory on the way, a loop of links, a name too long
+        ctx.error(f"{kind} `{value}` in {what} cannot be read: {exc.strerror or exc}", where, f"looked for {target}")
+        return False
     if directory:
-        if not target.is_dir():
-            problem = "is not a directory" if target.exists() else "does not exist"
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            problem = "is not a directory" if info is not None else "does not exist"
             ctx.error(f"include directory `{value}` in {what} {problem}", where, f"looked for {target}")
             return False
-    elif not target.is_file():
-        problem = "is not a regular file" if target.exists() else "does not exist"
+    elif info is None or not stat.S_ISREG(info.st_mode):
+        problem = "is not a regular file" if info is not None else "does not exist"
         ctx.error(
             f"source file `{value}` in {what} {problem}",
             where,

@@ -7,10 +7,13 @@ accepted, so it can assume valid syntax and stays small.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 KeyPath = tuple[str | int, ...]
 
+_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
+_BASIC_STOPS = {False: re.compile(r'[\\"]'), True: re.compile(r'\\|"""')}
 _BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -20,6 +23,8 @@ class Positions:
 
     keys: dict[KeyPath, int] = field(default_factory=dict)
     values: dict[KeyPath, int] = field(default_factory=dict)
+
+    _firsts: dict[str | int, int] | None = field(default=None, repr=False, compare=False)
 
     def line(self, path: KeyPath) -> int | None:
         """The line of the value at ``path``, else of its key, else of the nearest enclosing table."""
@@ -35,9 +40,22 @@ class Positions:
         return self._first_under(tuple(path[:1]))
 
     def _first_under(self, prefix: KeyPath) -> int | None:
-        """Implicit tables (``[kernels.x]`` defines ``kernels``) have no line: use their first child's."""
+        """Implicit tables (``[kernels.x]`` defines ``kernels``) have no line: use their first child's.
+
+        Only one-element prefixes are asked for; their lines are computed once (many diagnostics ask).
+        """
+        if not prefix:
+            return None
+        if self._firsts is None:
+            firsts: dict[str | int, int] = {}
+            for key_path, line in self.keys.items():
+                if key_path and (key_path[0] not in firsts or line < firsts[key_path[0]]):
+                    firsts[key_path[0]] = line
+            self._firsts = firsts
+        if len(prefix) == 1:
+            return self._firsts.get(prefix[0])
         lines = [line for p, line in self.keys.items() if p[: len(prefix)] == prefix]
-        return min(lines) if lines and prefix else None
+        return min(lines) if lines else None
 
     def key_line(self, path: KeyPath) -> int | None:
         """The line of the key itself (for arrays spanning lines, the line holding ``key =``)."""
@@ -63,11 +81,9 @@ class _Scanner:
         return self.text[i] if i < len(self.text) else ""
 
     def advance(self, n: int = 1) -> None:
-        for _ in range(n):
-            if self.pos < len(self.text):
-                if self.text[self.pos] == "\n":
-                    self.line += 1
-                self.pos += 1
+        end = min(self.pos + n, len(self.text))
+        self.line += self.text.count("\n", self.pos, end)
+        self.pos = end
 
     def skip_ws(self, newlines: bool) -> None:
         while True:
@@ -80,31 +96,56 @@ class _Scanner:
                 return
 
     def skip_to_eol(self) -> None:
-        while self.peek() not in ("", "\n"):
-            self.advance()
+        newline = self.text.find("\n", self.pos)
+        self.pos = len(self.text) if newline < 0 else newline
 
     def read_string(self) -> str:
         quote = self.peek()
         triple = self.text.startswith(quote * 3, self.pos)
         delim = quote * 3 if triple else quote
         self.advance(len(delim))
+        stops = _BASIC_STOPS[triple] if quote == '"' else None
         chars: list[str] = []
         while self.pos < len(self.text):
-            if self.text.startswith(delim, self.pos):
-                # a closing """ may be followed by up to two more quotes that belong to the content
-                while triple and self.text.startswith(delim + quote, self.pos):
-                    chars.append(quote)
-                    self.advance()
-                self.advance(len(delim))
-                return "".join(chars)
-            c = self.peek()
-            if c == "\\" and quote == '"':
-                chars.append(self.peek(1))
-                self.advance(2)
+            if stops is None:
+                found = self.text.find(delim, self.pos)
+                at = len(self.text) if found < 0 else found
+            else:
+                match = stops.search(self.text, self.pos)
+                at = len(self.text) if match is None else match.start()
+            chars.append(self.text[self.pos : at])
+            self.advance(at - self.pos)
+            if self.pos >= len(self.text):
+                break
+            if self.peek() == "\\":
+                self.read_escape(chars)
                 continue
-            chars.append(c)
-            self.advance()
+            # a closing """ may be followed by up to two more quotes that belong to the content
+            while triple and self.text.startswith(delim + quote, self.pos):
+                chars.append(quote)
+                self.advance()
+            self.advance(len(delim))
+            return "".join(chars)
         return "".join(chars)
+
+    def read_escape(self, chars: list[str]) -> None:
+        """One escape of a basic string, decoded (keys may be quoted with escapes: ``"a\\nb"``)."""
+        c = self.peek(1)
+        if c in _ESCAPES:
+            chars.append(_ESCAPES[c])
+            self.advance(2)
+        elif c in ("u", "U"):
+            width = 4 if c == "u" else 8
+            digits = self.text[self.pos + 2 : self.pos + 2 + width]
+            try:
+                chars.append(chr(int(digits, 16)))
+            except ValueError:
+                chars.append(digits)
+            self.advance(2 + width)
+        else:  # a line-ending backslash in a multi-line string: the whitespace up to the next text goes
+            self.advance(1)
+            while self.peek() in (" ", "\t", "\r", "\n"):
+                self.advance()
 
     def read_key(self) -> list[str]:
         parts: list[str] = []

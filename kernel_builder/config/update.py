@@ -18,7 +18,7 @@ from ..diagnostics import Diagnostic, DiagnosticList
 from ..errors import ConfigError, KernelBuilderError
 from .context import Context
 from .forms import Form, detect_form
-from .load import load_text, parse_toml, resolve_build_toml
+from .load import load_text, parse_toml, read_build_toml, resolve_build_toml
 from .positions import scan_positions
 from .schema import ALL_FIVE_BACKENDS
 from .values import NAME_RE, normalise_legacy_name, py_name_of
@@ -36,12 +36,7 @@ def update_build(
 ) -> UpdateOutcome:
     file, display = resolve_build_toml(path)
     diags = DiagnosticList(display)
-    try:
-        data = file.read_bytes()
-    except OSError:
-        diags.error("build.toml not found", hint=f"looked for {file.absolute()}; pass the kernel directory or its build.toml")
-        raise ConfigError(diags.sorted()) from None
-    text = data.decode("utf-8")
+    text = read_build_toml(file, display)
     loaded = load_text(text, file, display)  # raises ConfigError: any error leaves the file untouched
     project = loaded.project
     if project.form == 5:
@@ -71,7 +66,17 @@ def update_build(
 
     form = detect_form(raw, Context(DiagnosticList(display), scan_positions(text)))
     assert form is not None  # the load above succeeded
-    new_text = rewrite(text, raw, form, license_id)
+    try:
+        new_text = rewrite(text, raw, form, license_id)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a layout the edits cannot place keys in
+        diags.error(
+            f"update-build cannot edit this file's layout in place ({type(exc).__name__}: {exc}); nothing was "
+            "written",
+            None,
+            "write the tables it changes ([general], [torch], [kernel.<name>]) with [table] headers, then run "
+            "update-build again",
+        )
+        raise ConfigError([*loaded.diagnostics, *diags.sorted()]) from None
 
     expected = project.config
     if license_id and "license" not in general_raw:
@@ -132,7 +137,23 @@ def rewrite(text: str, raw: dict[str, Any], form: Form, license_id: str | None) 
     elif not any(f in doc for f in ("torch", "torch-noarch", "tvm-ffi")):
         _add_framework(doc, "torch" if form.number == 1 else "torch-noarch", tomlkit)
 
-    keys = general.value
+    backends = list(ALL_FIVE_BACKENDS) if universal else computed_backends(raw)
+    _add_general_keys(general, license_id, backends)
+    return tomlkit.dumps(doc)
+
+
+def _add_general_keys(general: Any, license_id: str | None, backends: list[str]) -> None:
+    """``version``, ``edition``, ``license`` and ``backends`` right after ``name``, as far as missing."""
+    keys = getattr(general, "value", None)
+    if not hasattr(keys, "_insert_after"):
+        # `general.name = ...` lines or an inline `general = {...}`: tomlkit places new keys itself.
+        for key, value in (("version", 1), ("edition", 5), ("license", license_id or "NOASSERTION")):
+            if key not in general or key == "edition":
+                general[key] = value
+        if "backends" not in general:
+            general["backends"] = backends
+        return
+    assert keys is not None
     anchor = "name"
     if "version" not in general:
         keys._insert_after(anchor, "version", 1)
@@ -143,9 +164,7 @@ def rewrite(text: str, raw: dict[str, Any], form: Form, license_id: str | None) 
         keys._insert_after(anchor, "license", license_id or "NOASSERTION")
     if "backends" not in general:
         last = max(("name", "version", "edition", "license"), key=lambda k: _index(keys, k))
-        backends = list(ALL_FIVE_BACKENDS) if universal else computed_backends(raw)
         keys._insert_after(last, "backends", backends)
-    return tomlkit.dumps(doc)
 
 
 def _index(container: Any, key: str) -> int:

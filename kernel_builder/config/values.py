@@ -6,9 +6,9 @@ import functools
 import re
 from dataclasses import dataclass
 
-NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
-VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
-KERNEL_SECTION_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]\Z")  # \Z: `$` would accept a final newline
+VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*\Z")
+KERNEL_SECTION_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
 _GIT_URL_RE = re.compile(r"^(https|http|git|ssh|git\+ssh|git\+https|git\+http)://[^/\s]+/\S+$")
 _SCP_URL_RE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+$")
 
