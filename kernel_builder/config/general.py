@@ -8,11 +8,11 @@ from typing import Any
 from ..dependencies import PYTHON_DEPENDENCIES, KernelDependency, allowed_python_dependencies
 from ..identifiers import is_repo_id
 from .context import Context, describe
+from .limits import MAX_NAME
 from .model import BackendSettings, General, Hub
 from .positions import KeyPath
 from .readers import Reader
 from .schema import BACKENDS, GENERAL, GENERAL_BACKEND, HUB, suggest_key, suggest_value
-from .limits import MAX_NAME
 from .values import NAME_RE, Version, is_git_url, normalise_legacy_name, py_name_of
 
 _NO_SUCH_TABLE = ("cpu", "metal", "rocm", "cann")

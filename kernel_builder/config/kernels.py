@@ -9,11 +9,11 @@ from typing import Any
 from ..dependencies import CUTLASS_PINS, KERNEL_DEPENDS
 from .context import Context
 from .framework import read_capability_list, read_flags, read_paths, read_rocm_arch_list
+from .limits import MAX_NAME
 from .model import Kernel
 from .positions import KeyPath
 from .readers import Reader
 from .schema import KERNEL, KERNEL_BACKEND_KEYS, KERNEL_BACKENDS, suggest_key, suggest_table, suggest_value
-from .limits import MAX_NAME
 from .values import KERNEL_SECTION_RE
 
 COMPILED_EVERYWHERE = (".cpp", ".cc", ".cxx")
