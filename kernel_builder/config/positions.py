@@ -14,7 +14,9 @@ KeyPath = tuple[str | int, ...]
 
 _ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b", '"': '"', "\\": "\\"}
 _BASIC_STOPS = {False: re.compile(r'[\\"]'), True: re.compile(r'\\|"""')}
-_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_SPACE = re.compile(r"[ \t\r]*")
+_SPACE_AND_COMMENTS = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")
 
 
 @dataclass
@@ -86,14 +88,9 @@ class _Scanner:
         self.pos = end
 
     def skip_ws(self, newlines: bool) -> None:
-        while True:
-            c = self.peek()
-            if c in (" ", "\t", "\r") or (newlines and c == "\n"):
-                self.advance()
-            elif c == "#" and newlines:
-                self.skip_to_eol()
-            else:
-                return
+        match = (_SPACE_AND_COMMENTS if newlines else _SPACE).match(self.text, self.pos)
+        if match is not None:
+            self.advance(match.end() - self.pos)
 
     def skip_to_eol(self) -> None:
         newline = self.text.find("\n", self.pos)
@@ -155,10 +152,10 @@ class _Scanner:
             if c in ('"', "'"):
                 parts.append(self.read_string())
             else:
-                start = self.pos
-                while self.peek() in _BARE and self.peek() != "":
-                    self.advance()
-                parts.append(self.text[start : self.pos])
+                match = _BARE_KEY.match(self.text, self.pos)
+                end = self.pos if match is None else match.end()
+                parts.append(self.text[self.pos : end])
+                self.pos = end  # a bare key holds no newline
             self.skip_ws(newlines=False)
             if self.peek() == ".":
                 self.advance()
