@@ -32,6 +32,7 @@ from .generate.cmake import ProjectOptions, nvcc_threads, write_project
 from .generate.registration import is_generated, registration_header
 from .package import Provenance, assemble, git_provenance, sync_card
 from .plan import BuildPlan, VariantPlan, plan_build, plan_candidate
+from .safe_fs import OutsideRootError, write_inside
 from .sources import id_input_files, user_ops_file
 from .unique_id import compute_unique_id, id_text
 
@@ -342,14 +343,23 @@ class Builder:
         """``torch-ext/registration.h`` for sources that include it by relative path (build-output §5.2)."""
         if not self.project.config.aot_backends():
             return
-        target = self.root / "torch-ext" / "registration.h"
+        relpath = "torch-ext/registration.h"
+        target = self.root / relpath
+        if target.is_symlink():  # never written through: the link is the project's, wherever it points
+            self.warn(
+                f"{relpath} is a symlink (to {os.readlink(target)}): it is left as it is, and the generated "
+                "registration.h is not written through it"
+            )
+            return
         if target.exists() and not is_generated(target):
             self.warn("torch-ext/registration.h is the project's own: it shadows the generated registration.h")
             return
         header = registration_header()
         if not target.exists() or target.read_text(encoding="utf-8") != header:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(header, encoding="utf-8")
+            try:
+                write_inside(self.root, relpath, header.encode("utf-8"))
+            except OutsideRootError as exc:
+                raise BuildError(f"cannot write {relpath}: {exc}") from None
 
     def _inputs(self, variant: VariantPlan, interpreter: BuildInterpreter | None) -> dict[str, object]:
         """Everything that decides the output of ``variant`` (compared with the record)."""
@@ -434,7 +444,7 @@ class Builder:
         self._write_project(variant, interpreter, project_dir)
         text = pyproject_text(self.project, PurePosixPath(project_dir.relative_to(self.root).as_posix()), variant.name)
         assert text.startswith(MARKER)
-        target.write_text(text, encoding="utf-8")
+        write_inside(self.root, target.name, text.encode("utf-8"))  # replaces a link, never writes through it
         return target
 
     def _write_project(self, variant: VariantPlan, interpreter: BuildInterpreter, project_dir: Path) -> bool:

@@ -303,8 +303,10 @@ def _run_upload(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .publish.upload import UploadOptions, describe_plan, upload
+    from .publish.upload import UploadOptions, check_output_json, describe_plan, upload
 
+    if args.output_json:
+        check_output_json(Path(args.output_json))
     def log(line: str) -> None:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)

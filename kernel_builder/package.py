@@ -23,8 +23,10 @@ from .errors import BuildError
 from .generate.ops import aot_ops_py, noarch_ops_py
 from .metadata import digest_files
 from .plan import VariantPlan
+from .safe_fs import UnsafeFileError, read_bounded, write_inside
 from .sources import is_shipped, package_dir, shipped_python_files
 
+_CARD_LIMIT = 16 << 20  # a model card is text; far larger means a wrong file (or a device)
 _REGISTERING_DECORATORS = (
     "custom_op", "triton_op", "register_kernel", "register_fake", "register_vmap", "register_torch_dispatch",
 )  # fmt: skip
@@ -195,12 +197,20 @@ def _replace_dir(new: Path, final: Path) -> None:
 
 
 def sync_card(project: KernelProject, build_root: Path) -> None:
-    """``build/CARD.md`` mirrors ``<root>/CARD.md``; a stale copy is removed."""
+    """``build/CARD.md`` mirrors ``<root>/CARD.md``; a stale copy is removed.
+
+    The copy is written fresh and renamed into place: a link planted at ``build/CARD.md`` is replaced, and
+    the file it points to is never written.
+    """
     card = project.root / "CARD.md"
     target = build_root / "CARD.md"
     if card.is_file():
-        build_root.mkdir(parents=True, exist_ok=True)
-        if not target.is_file() or target.read_bytes() != card.read_bytes():
-            shutil.copyfile(card, target)
-    elif target.exists():
+        try:
+            data = read_bounded(card, _CARD_LIMIT)
+        except UnsafeFileError as exc:
+            raise BuildError(f"cannot copy {card}: {exc}") from None
+        if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
+            build_root.mkdir(parents=True, exist_ok=True)
+            write_inside(build_root, "CARD.md", data)
+    elif target.is_symlink() or target.exists():
         target.unlink()

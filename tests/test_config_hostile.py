@@ -188,6 +188,16 @@ CASES = {
         "cxx-flags",
         "[kernel.relu_cpu] `cxx-flags` contains a control character (U+001B)",
     ),
+    "semicolon-in-flag": (
+        _with('src = ["relu_cpu/relu_cpu.cpp"]', 'src = ["relu_cpu/relu_cpu.cpp"]\ncxx-flags = ["-DLIST=a;b"]'),
+        "cxx-flags",
+        "flag `-DLIST=a;b` in [kernel.relu_cpu] `cxx-flags` contains `;`, which CMake cannot pass inside one flag",
+    ),
+    "semicolon-in-source": (
+        _with('src = ["relu_cpu/relu_cpu.cpp"]', 'src = ["relu_cpu/relu;cpu.cpp"]'),
+        'src = ["relu_cpu/relu;cpu.cpp"]',
+        "path `relu_cpu/relu;cpu.cpp` in [kernel.relu_cpu] `src` contains `;`, which CMake cannot pass inside one path",
+    ),
     "generated-section-name": (
         _with("[kernel.relu_cpu]", "[kernel._torch_binding]"),
         "[kernel._torch_binding]",

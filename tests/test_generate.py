@@ -276,7 +276,17 @@ def cmake_calls(text: str) -> list[tuple[str, list[str], str]]:
     return calls
 
 
+_GENEX_LITERALS = {"$<1:$>": "$", "$<ANGLE-R>": ">", "$<COMMA>": ","}
+
+
+def genex_value(text: str) -> str:
+    """What CMake's generator expressions make of a value the generator escaped (see test_build_hostile for
+    CMake itself evaluating them)."""
+    return re.sub(r"\$<1:\$>|\$<ANGLE-R>|\$<COMMA>", lambda m: _GENEX_LITERALS[m.group()], text)
+
+
 def keyword_args(args: list[str], keywords: tuple[str, ...]) -> dict[str, list[str]]:
+    """The ``kb_*`` keyword arguments, as the generator-expression contexts they reach see them."""
     grouped: dict[str, list[str]] = {}
     current = None
     for arg in args:
@@ -284,7 +294,7 @@ def keyword_args(args: list[str], keywords: tuple[str, ...]) -> dict[str, list[s
             current = grouped.setdefault(arg, [])
         else:
             assert current is not None, f"argument {arg!r} before any keyword"
-            current.append(arg)
+            current.append(genex_value(arg))
     return grouped
 
 
@@ -654,9 +664,16 @@ def test_semicolon_in_the_kernel_root_is_refused(tmp_path: Path) -> None:
 
 
 CMAKE_STUBS = """\
+cmake_minimum_required(VERSION 3.26)
+project(check NONE)
+set(kb_count 0)
 function(kb_report keyword)
   foreach(value IN LISTS ARG_${keyword})
-    message("${keyword}=[${value}]")
+    math(EXPR n "${kb_count} + 1")
+    set(kb_count ${n} PARENT_SCOPE)
+    set(kb_count ${n})
+    # Evaluated as the kb_* functions' values are: by generator expressions.
+    file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/values/${n}.txt" CONTENT "${keyword}=[$<1:${value}>]")
   endforeach()
 endfunction()
 function(kb_common)
@@ -664,12 +681,14 @@ function(kb_common)
   foreach(keyword DEFINITIONS INCLUDE_DIRS LATE_INCLUDE_DIRS CXX_OPTIONS CUDA_OPTIONS)
     kb_report(${keyword})
   endforeach()
+  set(kb_count ${kb_count} PARENT_SCOPE)
 endfunction()
 function(kb_component name)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;INCLUDE_DIRS;CXX_FLAGS;CUDA_FLAGS;GENCODE")
   foreach(keyword SOURCES INCLUDE_DIRS CXX_FLAGS CUDA_FLAGS GENCODE)
     kb_report(${keyword})
   endforeach()
+  set(kb_count ${kb_count} PARENT_SCOPE)
 endfunction()
 """
 CMAKE_TAIL = """\
@@ -681,16 +700,20 @@ message("Python_EXECUTABLE=[${Python_EXECUTABLE}]")
 
 
 def test_cmake_reads_the_quoted_values_back(tmp_path: Path) -> None:
-    """The generated calls, run by CMake itself (script mode, with the kb_* argument parsing)."""
+    """The generated calls, run by CMake itself (the kb_* argument parsing, generator expressions evaluated)."""
     root = make_root(tmp_path, ODD)
     interpreter = fake_interpreter("2.13.0+cpu", python=tmp_path / ODD_PYTHON)
     cutlass = tmp_path / "cut;lass dir" / "include"
     _, gen = generate(tmp_path, root, interpreter, options=ProjectOptions(dependency_includes=(cutlass,)))
     scriptable = [call for name, _, call in gen.calls if name in ("set", "list", "kb_common", "kb_component")]
-    script = tmp_path / "check.cmake"
-    script.write_text(CMAKE_STUBS + "\n".join(scriptable) + "\n" + CMAKE_TAIL, encoding="utf-8")
-    result = subprocess.run([str(toolchain.cmake().path), "-P", str(script)], capture_output=True, text=True, check=True)
-    seen = re.findall(r"^(\w+)=\[(.*)\]$", result.stderr, re.MULTILINE)
+    check = tmp_path / "check"
+    check.mkdir()
+    (check / "CMakeLists.txt").write_text(CMAKE_STUBS + "\n".join(scriptable) + "\n" + CMAKE_TAIL, encoding="utf-8")
+    result = subprocess.run(
+        [str(toolchain.cmake().path), "-S", str(check), "-B", str(check / "b")], capture_output=True, text=True, check=True
+    )
+    evaluated = [path.read_text(encoding="utf-8") for path in sorted((check / "b" / "values").iterdir(), key=lambda p: int(p.stem))]
+    seen = re.findall(r"^(\w+)=\[(.*)\]$", result.stderr + "\n".join(evaluated), re.MULTILINE)
     assert ("SOURCES", str(root / "gen_cpu/gen.cpp")) in seen
     assert ("INCLUDE_DIRS", str(root / "gen_cpu/include")) in seen
     assert ("INCLUDE_DIRS", str(cutlass)) in seen

@@ -56,7 +56,16 @@ def read_flags(ctx: Context, reader: Reader, key: str) -> tuple[str, ...]:
     items = reader.string_list(key, '["-O3"]')
     if not items:
         return ()
+    good = []
     for i, flag in items:
+        if ";" in flag:
+            ctx.error(
+                f"flag `{flag}` in {describe((*reader.path, key))} contains `;`, which CMake cannot pass inside one flag",
+                (*reader.path, key, i),
+                "CMake splits flags at `;`: define such a value in a header instead",
+            )
+            continue
+        good.append(flag)
         if " " in flag.strip():
             parts = ", ".join(f'"{p}"' for p in flag.split())
             ctx.warning(
@@ -64,7 +73,7 @@ def read_flags(ctx: Context, reader: Reader, key: str) -> tuple[str, ...]:
                 (*reader.path, key, i),
                 f"split it into separate elements: {parts}",
             )
-    return tuple(flag for _, flag in items)
+    return tuple(good)
 
 
 def read_pyext(ctx: Context, reader: Reader) -> tuple[str, ...]:

@@ -27,6 +27,13 @@ def check_path(ctx: Context, root: Path, value: str, where: KeyPath, *, director
     if value.startswith("/") or (len(value) > 1 and value[1] == ":"):
         ctx.error(f"absolute path `{value}` in {what}", where, "paths are relative to the directory of build.toml")
         return False
+    if ";" in value:
+        ctx.error(
+            f"path `{value}` in {what} contains `;`, which CMake cannot pass inside one path",
+            where,
+            "rename the file or directory (CMake splits paths at `;`)",
+        )
+        return False
     if _GLOB & set(value):
         ctx.error(
             f"path `{value}` in {what} contains a glob character",

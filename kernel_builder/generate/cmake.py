@@ -30,6 +30,7 @@ _NO_HALF = {
     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
 }
 BACKEND_DEFINES = {"cpu": "CPU_KERNEL", "cuda": "CUDA_KERNEL", "rocm": "ROCM_KERNEL", "metal": "METAL_KERNEL", "xpu": "XPU_KERNEL"}
+_GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
 USE_DEFINES = {"cuda": "USE_CUDA=1", "rocm": "USE_ROCM=1", "xpu": "USE_XPU=1"}
 
 
@@ -55,11 +56,23 @@ def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) ->
     return f'"{text}"'
 
 
+def genex_literal(value: str | os.PathLike[str]) -> str:
+    """``value`` spelled so that CMake's generator expressions give it back unchanged.
+
+    Everything the ``kb_*`` functions receive is used where generator expressions are evaluated (compile
+    options, definitions, sources, include directories), and the options sit inside ``$<$<COMPILE_LANGUAGE:
+    ...>:...>``: a ``$<...>`` in a flag would be evaluated, a ``>`` would end the expression early. ``$``,
+    ``>`` and ``,`` are written as expressions that evaluate to themselves, so a flag or a file name reaches
+    the compiler exactly as written (CMake then quotes it for Ninja and the shell itself).
+    """
+    return "".join(_GENEX_LITERALS.get(char, char) for char in str(value))
+
+
 def _args(keyword: str, values: Iterable[str | os.PathLike[str]]) -> str:
     values = list(values)
     if not values:
         return ""
-    return f"\n  {keyword} " + " ".join(cmake_quote(v) for v in values)
+    return f"\n  {keyword} " + " ".join(cmake_quote(genex_literal(v)) for v in values)
 
 
 def torch_cuda_flags(details: TorchDetails) -> list[str]:

@@ -11,6 +11,7 @@ and later batches go to it. The module never prints; the CLI renders the plan an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -420,6 +421,19 @@ def _execute(hub: Hub, repo: RemoteRepo, plan: UploadPlan, log: Log) -> UploadRe
     else:
         status = "no_changes"
     return UploadResult(status, plan, tuple(progress.commits), tuple(progress.pull_requests))
+
+
+def check_output_json(path: Path) -> None:
+    """``UsageError`` unless the report file ``path`` can be written; checked before the upload starts, so a
+    typo in ``--output-json`` never costs an upload whose report is then lost."""
+    where = f"--output-json {path}"
+    if path.is_dir():
+        raise UsageError(f"{where}: it is a directory")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"{where}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{where}: it cannot be written (permission denied)")
 
 
 def upload(
