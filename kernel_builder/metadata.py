@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .dependencies import KernelDependency
+from .identifiers import repo_id_problem, revision_problem
 from .safe_fs import TreeScan, UnsafeFileError, read_bounded, scan_tree
 
 __all__ = [
@@ -171,6 +172,9 @@ def _parse_kernel_depends(fields: _Fields) -> tuple[KernelDependency, ...]:
         revision = item.string("revision")
         if (version is None) == (revision is None):
             raise fields.error(key, "expected exactly one of 'version' and 'revision'")
+        problem = repo_id_problem(repo_id) or (None if revision is None else revision_problem(revision))
+        if problem is not None:
+            raise fields.error(key, problem)
         assert repo_id is not None
         result.append(KernelDependency(repo_id, version, revision))
     return tuple(result)

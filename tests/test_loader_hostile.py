@@ -456,3 +456,19 @@ def test_local_variant_whose_metadata_disagrees_with_its_name_is_refused(tmp_pat
     # A directory whose name is no variant name (a copy somewhere) is loaded as it is: nothing to compare.
     other = write_variant(tmp_path / "my-copy", backend="cuda", kernel_id="_relu_cuda_x")
     assert get_local_kernel(other).__name__ == "_relu_cuda_x"
+
+
+def test_offline_a_linked_variant_directory_is_not_a_variant(
+    hub: HubServer, tmp_path: Path, witness: Witness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    new_repo(hub)
+    sha = publish(hub, tmp_path, {"torch-cpu": {}})
+    get_kernel(REPO, revision="main", backend="cpu")
+    reset_loader()
+    outside = write_variant(tmp_path / "outside" / CU130, kernel_id="_relu_cuda_planted", backend="cuda", files=witness.files("linked"))
+    build = snapshot_variant(sha, "torch-cpu").parent
+    (build / CU130).symlink_to(outside, target_is_directory=True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(FileNotFoundError, match="no compatible kernel variant"):
+        get_kernel(REPO, revision=sha)  # only torch-cpu is a variant of this snapshot, and it is not for cuda
+    witness.assert_contained()

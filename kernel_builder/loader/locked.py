@@ -143,7 +143,9 @@ def _candidates(locked: _Locked) -> list[str]:
     if locked.repo is not None:
         build = locked.operation.hub.snapshot(locked.repo, locked.entry.sha) / "build"
         if build.is_dir():
-            names |= {p.name for p in build.iterdir() if p.is_dir() and not p.name.startswith(".")}
+            names |= {
+                p.name for p in build.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
+            }
     return sorted(names)
 
 

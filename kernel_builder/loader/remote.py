@@ -321,7 +321,10 @@ def _variant_names(hub: Hub, target: Target) -> list[str]:
     if hub.offline:
         build = hub.snapshot(target.repo, target.sha) / "build"
         try:
-            return sorted(p.name for p in build.iterdir() if p.is_dir() and not p.name.startswith("."))
+            # A link is never a variant: the cache holds real directories (and links to files only).
+            return sorted(
+                p.name for p in build.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
+            )
         except (FileNotFoundError, NotADirectoryError):
             return []
     return hub.folders(target.repo, target.sha, "build")
