@@ -375,7 +375,8 @@ class Hub:
             )
 
         snapshot = Path(self.call(repo, download) if not self.offline else download(self._type(repo)))
-        if os.path.abspath(snapshot) != os.path.abspath(self.snapshot(repo, sha)):  # the Hub answered for another commit than the one asked
+        # The Hub may answer for another commit than the one asked: only the asked one's snapshot is used.
+        if os.path.abspath(snapshot) != os.path.abspath(self.snapshot(repo, sha)):
             raise ValueError(f"{repo.repo_id}@{sha}: the download landed in {snapshot}, not in the snapshot of {sha}")
         target = snapshot / folder
         if not target.is_dir():

@@ -104,7 +104,9 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def write_inside(root: str | os.PathLike[str], relpath: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> Path:
+def write_inside(
+    root: str | os.PathLike[str], relpath: str | os.PathLike[str], data: bytes, mode: int = 0o644
+) -> Path:
     """Write ``data`` to ``root/relpath`` atomically; returns that path.
 
     ``relpath`` must be a plain relative path (no ``..``, not absolute). Missing directories are created. The

@@ -95,9 +95,21 @@ def test_output_json_that_cannot_be_written_is_refused_before_the_upload(
 
 # --- flags and names reach CMake verbatim ---------------------------------------------------------------
 
-ODD_FLAGS = ['-DKB_ANGLE="a>b"', '-DKB_GENEX="$<1:x>"', '-DKB_COMMA="c,d"', "-DKB_DOLLAR=\"$HOME '\\\"\"", "-DKB_BS=\"e\\\\f\""]
+ODD_FLAGS = [
+    '-DKB_ANGLE="a>b"',
+    '-DKB_GENEX="$<1:x>"',
+    '-DKB_COMMA="c,d"',
+    '-DKB_DOLLAR="$HOME \'\\""',
+    '-DKB_BS="e\\\\f"',
+]
 #: What each flag's macro holds, as a C++ string literal, when the compiler got the flag verbatim.
-ODD_VALUES = {"KB_ANGLE": "a>b", "KB_GENEX": "$<1:x>", "KB_COMMA": "c,d", "KB_DOLLAR": "$HOME '\"", "KB_BS": "e\\f"}
+ODD_VALUES = {
+    "KB_ANGLE": "a>b",
+    "KB_GENEX": "$<1:x>",
+    "KB_COMMA": "c,d",
+    "KB_DOLLAR": "$HOME '\"",
+    "KB_BS": "e\\f",
+}
 
 
 def test_genex_literal_escapes_what_generator_expressions_read() -> None:
@@ -113,7 +125,9 @@ def test_cmake_evaluates_the_escaped_values_back_to_the_originals(tmp_path: Path
     lines = ["cmake_minimum_required(VERSION 3.26)", "project(check NONE)"]
     for index, value in enumerate(values):
         lines.append(f"set(kb_value {cmake_module.cmake_quote(cmake_module.genex_literal(value))})")
-        lines.append(f'file(GENERATE OUTPUT "${{CMAKE_BINARY_DIR}}/{index}.txt" CONTENT "$<1:${{kb_value}}>")')
+        lines.append(
+            f'file(GENERATE OUTPUT "${{CMAKE_BINARY_DIR}}/{index}.txt" CONTENT "$<1:${{kb_value}}>")'
+        )
     (tmp_path / "CMakeLists.txt").write_text("\n".join(lines) + "\n")
     subprocess.run(
         [str(toolchain.cmake().path), "-S", str(tmp_path), "-B", str(tmp_path / "b")],
@@ -134,7 +148,10 @@ def test_odd_flags_and_file_names_reach_the_compiler_verbatim(kernel: Path) -> N
         "  while (*a != 0 && *a == *b) { ++a; ++b; }",
         "  return *a == *b;",
         "}",
-        *(f"static_assert(same({macro}, {json.dumps(value)}), \"{macro}\");" for macro, value in ODD_VALUES.items()),
+        *(
+            f'static_assert(same({macro}, {json.dumps(value)}), "{macro}");'
+            for macro, value in ODD_VALUES.items()
+        ),
         "}  // namespace kb_check",
     ]
     (kernel / odd_dir).mkdir()
@@ -144,7 +161,9 @@ def test_odd_flags_and_file_names_reach_the_compiler_verbatim(kernel: Path) -> N
     old = 'src = ["relu_cpu/relu_cpu.cpp"]'
     assert old in text
     flags = ", ".join(json.dumps(flag) for flag in ODD_FLAGS)
-    text = text.replace(old, f'{old[:-1]}, "{odd_dir}/checks.h"]\ninclude = ["{odd_dir}"]\ncxx-flags = [{flags}]')
+    text = text.replace(
+        old, f'{old[:-1]}, "{odd_dir}/checks.h"]\ninclude = ["{odd_dir}"]\ncxx-flags = [{flags}]'
+    )
     (kernel / "build.toml").write_text(text)
     result = run_cli(["build", kernel, "--backend", "cpu"])
     assert result.returncode == 0, result.output

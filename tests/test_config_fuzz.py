@@ -72,14 +72,32 @@ HOSTILE_LINES = [
     ".".join(["a"] * 40) + " = 1",
     "x = " + "[" * 1000,
     '"\\u0007" = 1',
-    "[kernel.x]\nbackend = \"cuda\"\nsrc = []\ndepends = []",
+    '[kernel.x]\nbackend = "cuda"\nsrc = []\ndepends = []',
     "[torch-noarch]",
     "[tvm-ffi]",
     "key = = 1",
     "[",
     '"""',
 ]
-JUNK = ["\x00", "\x1b", "\x7f", "\u202e", "\ufeff", "]", "[", "{", "}", '"', "'", "=", "#", "\\", "\n", ".", ","]
+JUNK = [
+    "\x00",
+    "\x1b",
+    "\x7f",
+    "\u202e",
+    "\ufeff",
+    "]",
+    "[",
+    "{",
+    "}",
+    '"',
+    "'",
+    "=",
+    "#",
+    "\\",
+    "\n",
+    ".",
+    ",",
+]
 
 
 Mutation = Callable[[random.Random, bytes], bytes]
@@ -116,7 +134,11 @@ def insert_junk(rng: random.Random, data: bytes) -> bytes:
 
 def invalid_utf8(rng: random.Random, data: bytes) -> bytes:
     at = rng.randrange(len(data) + 1)
-    return data[:at] + rng.choice([b"\xff", b"\xc3", b"\xe9", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80"]) + data[at:]
+    return (
+        data[:at]
+        + rng.choice([b"\xff", b"\xc3", b"\xe9", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80"])
+        + data[at:]
+    )
 
 
 def truncate(rng: random.Random, data: bytes) -> bytes:
@@ -198,7 +220,9 @@ def projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path
     copies = []
     for index, seed in enumerate(SEEDS):
         target = tmp_path / f"p{index}-{seed.name}"
-        shutil.copytree(seed, target, ignore=shutil.ignore_patterns("build", "__pycache__", "expected-v5.toml"))
+        shutil.copytree(
+            seed, target, ignore=shutil.ignore_patterns("build", "__pycache__", "expected-v5.toml")
+        )
         copies.append((target, (seed / "build.toml").read_bytes()))
     return copies
 

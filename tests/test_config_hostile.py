@@ -86,7 +86,9 @@ def test_build_toml_linked_to_dev_zero(kernel: Path, command: list[str]) -> None
     (kernel / "build.toml").unlink()
     (kernel / "build.toml").symlink_to("/dev/zero")
     code, err = run_subprocess(command, kernel)
-    expect_refused(code, err, "error: cannot read build.toml: it is a character device, not a regular file", kernel)
+    expect_refused(
+        code, err, "error: cannot read build.toml: it is a character device, not a regular file", kernel
+    )
     assert (kernel / "build.toml").is_symlink()
 
 
@@ -104,7 +106,9 @@ def test_build_toml_over_the_size_limit(kernel: Path, command: list[str]) -> Non
         handle.write(GOOD.encode())
         handle.truncate(64 << 20)  # 64 MiB (sparse: cheap to make)
     code, err = run_subprocess(command, kernel)
-    expect_refused(code, err, "error: cannot read build.toml: it is larger than 1 MiB (67108864 bytes)", kernel)
+    expect_refused(
+        code, err, "error: cannot read build.toml: it is larger than 1 MiB (67108864 bytes)", kernel
+    )
     assert (kernel / "build.toml").stat().st_size == 64 << 20
 
 
@@ -116,7 +120,9 @@ def test_a_hundred_thousand_kernel_sections(kernel: Path, command: list[str]) ->
     expect_refused(code, err, "it is larger than 1 MiB", kernel, before)
 
 
-def test_path_argument_longer_than_the_file_system_allows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_path_argument_longer_than_the_file_system_allows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     long = tmp_path / ("k" * 300)
     for command in COMMANDS:
         code = main([*command, str(long)])
@@ -135,7 +141,9 @@ def test_path_argument_longer_than_the_file_system_allows(tmp_path: Path, capsys
     ids=["arrays", "inline-tables", "unclosed"],
 )
 @pytest.mark.parametrize("command", COMMANDS, ids=COMMAND_IDS)
-def test_nesting_beyond_the_limit(kernel: Path, command: list[str], value: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_nesting_beyond_the_limit(
+    kernel: Path, command: list[str], value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = write(kernel, GOOD + f"\n[kernel.deep]\nx = {value}\n")
     line = GOOD.count("\n") + 3
     code, err = run(command, kernel, capsys)
@@ -144,7 +152,9 @@ def test_nesting_beyond_the_limit(kernel: Path, command: list[str], value: str, 
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=COMMAND_IDS)
-def test_dotted_keys_beyond_the_nesting_limit(kernel: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_dotted_keys_beyond_the_nesting_limit(
+    kernel: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     before = write(kernel, GOOD + "\n[kernel.deep]\n" + ".".join(["a"] * 1000) + " = 1\n")
     code, err = run(command, kernel, capsys)
     expect_refused(code, err, "error: tables are nested more than 16 levels deep", kernel, before)
@@ -174,7 +184,9 @@ CASES = {
         "[general.hub] `repo-id` contains a control character (U+000A)",
     ),
     "newline-in-minver": (
-        _with('src = ["torch-ext/torch_binding.cpp"', 'minver = "2.12\\n"\nsrc = ["torch-ext/torch_binding.cpp"'),
+        _with(
+            'src = ["torch-ext/torch_binding.cpp"', 'minver = "2.12\\n"\nsrc = ["torch-ext/torch_binding.cpp"'
+        ),
         "minver =",
         "[torch] `minver` contains a control character (U+000A)",
     ),
@@ -184,12 +196,17 @@ CASES = {
         "the key `relu\\ncpu` contains a control character (U+000A)",
     ),
     "escape-in-flag": (
-        _with('src = ["relu_cpu/relu_cpu.cpp"]', 'src = ["relu_cpu/relu_cpu.cpp"]\ncxx-flags = ["-O2\\u001b[31m"]'),
+        _with(
+            'src = ["relu_cpu/relu_cpu.cpp"]',
+            'src = ["relu_cpu/relu_cpu.cpp"]\ncxx-flags = ["-O2\\u001b[31m"]',
+        ),
         "cxx-flags",
         "[kernel.relu_cpu] `cxx-flags` contains a control character (U+001B)",
     ),
     "semicolon-in-flag": (
-        _with('src = ["relu_cpu/relu_cpu.cpp"]', 'src = ["relu_cpu/relu_cpu.cpp"]\ncxx-flags = ["-DLIST=a;b"]'),
+        _with(
+            'src = ["relu_cpu/relu_cpu.cpp"]', 'src = ["relu_cpu/relu_cpu.cpp"]\ncxx-flags = ["-DLIST=a;b"]'
+        ),
         "cxx-flags",
         "flag `-DLIST=a;b` in [kernel.relu_cpu] `cxx-flags` contains `;`, which CMake cannot pass inside one flag",
     ),
@@ -251,7 +268,9 @@ def test_syntax_error_at_the_end_of_the_document_has_a_line(
     text = GOOD + "\n[kernel.tail]\nsrc = ["
     write(kernel, text)
     code, err = run(command, kernel, capsys)
-    expect_refused(code, err, f"build.toml:{text.count(chr(10)) + 1}:{len('src = [') + 1}: error: invalid TOML", kernel)
+    expect_refused(
+        code, err, f"build.toml:{text.count(chr(10)) + 1}:{len('src = [') + 1}: error: invalid TOML", kernel
+    )
 
 
 # --- sources the user cannot read -------------------------------------------------------------------------
@@ -281,12 +300,22 @@ def test_source_inside_an_unreadable_directory(shared_kernel: Path, command: lis
         if shutil.which("setpriv") is None:
             pytest.skip("running as root without setpriv to drop privileges")
         argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
-    env = {**os.environ, "HOME": str(shared_kernel.parent), "XDG_CACHE_HOME": str(shared_kernel.parent / ".cache")}
+    env = {
+        **os.environ,
+        "HOME": str(shared_kernel.parent),
+        "XDG_CACHE_HOME": str(shared_kernel.parent / ".cache"),
+    }
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env)
     err = result.stderr
     assert "Traceback" not in result.stdout + err
     line = _line(GOOD, 'src = ["relu_cpu/relu_cpu.cpp"]')
-    expect_refused(result.returncode, err, f"build.toml:{line}: error: source file `relu_cpu/relu_cpu.cpp`", shared_kernel, before)
+    expect_refused(
+        result.returncode,
+        err,
+        f"build.toml:{line}: error: source file `relu_cpu/relu_cpu.cpp`",
+        shared_kernel,
+        before,
+    )
     assert "Permission denied" in err
 
 
@@ -304,7 +333,9 @@ kernel.gelu_cpu.depends = ["torch"]
 """
 
 
-def test_update_build_rewrites_a_file_written_with_dotted_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_update_build_rewrites_a_file_written_with_dotted_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from kernel_builder.config import load_project
 
     root = tmp_path / "gelu"

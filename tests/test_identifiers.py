@@ -14,7 +14,9 @@ from kernel_builder.identifiers import (
 )
 
 
-@pytest.mark.parametrize("value", ["org/relu", "kernels-community/activation", "a/b", "_x/y_", "A.b/c-d.e", f"{'o' * 96}/n"])
+@pytest.mark.parametrize(
+    "value", ["org/relu", "kernels-community/activation", "a/b", "_x/y_", "A.b/c-d.e", f"{'o' * 96}/n"]
+)
 def test_valid_repo_ids(value: str) -> None:
     assert repo_id_problem(value) is None and is_repo_id(value)
 
@@ -26,11 +28,26 @@ def test_valid_repo_ids(value: str) -> None:
         ("a/b/c", "expected <org>/<name> (exactly one '/')"),
         ("/relu", "expected <org>/<name> (an empty half)"),
         ("org/", "expected <org>/<name> (an empty half)"),
-        ("../relu", "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end"),
-        ("org/..", "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end"),
-        ("org/-x", "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end"),
-        ("org/re lu", "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end"),
-        ("org/relu\n", "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end"),
+        (
+            "../relu",
+            "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end",
+        ),
+        (
+            "org/..",
+            "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end",
+        ),
+        (
+            "org/-x",
+            "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end",
+        ),
+        (
+            "org/re lu",
+            "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end",
+        ),
+        (
+            "org/relu\n",
+            "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end",
+        ),
         ("org/re--lu", "'--' and '..' are not allowed in <org>/<name>"),
         ("org/re..lu", "'--' and '..' are not allowed in <org>/<name>"),
         (f"{'o' * 97}/n", "each half of <org>/<name> has at most 96 characters"),
@@ -44,11 +61,20 @@ def test_invalid_repo_ids(value: object, problem: str) -> None:
 
 def test_commit_ids() -> None:
     assert is_commit_id("0123456789abcdef0123456789abcdef01234567")
-    for value in ("0123456789ABCDEF0123456789abcdef01234567", "abc", "a" * 41, "a" * 39 + "\n", None, "../" + "a" * 37):
+    for value in (
+        "0123456789ABCDEF0123456789abcdef01234567",
+        "abc",
+        "a" * 41,
+        "a" * 39 + "\n",
+        None,
+        "../" + "a" * 37,
+    ):
         assert not is_commit_id(value)
 
 
-@pytest.mark.parametrize("value", ["main", "v1", "refs/pr/12", "feature/x.y", "release-2.0", "a@b", "x.lock.y"])
+@pytest.mark.parametrize(
+    "value", ["main", "v1", "refs/pr/12", "feature/x.y", "release-2.0", "a@b", "x.lock.y"]
+)
 def test_valid_ref_names(value: str) -> None:
     assert ref_name_problem(value) is None and is_ref_name(value)
     assert revision_problem(value) is None

@@ -43,7 +43,11 @@ CPU = "torch212-cxx11-cpu-x86_64-linux"
 def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(environment, "detect_environment", lambda: ENV)
     monkeypatch.setattr(resolve_module, "probe_gpus", lambda backend: [])
-    for name in ("KERNEL_BUILDER_VERIFY_DIGEST", "KERNEL_BUILDER_CHECK_GPU_ARCH", "KERNEL_BUILDER_ALLOW_NO_DIGEST"):
+    for name in (
+        "KERNEL_BUILDER_VERIFY_DIGEST",
+        "KERNEL_BUILDER_CHECK_GPU_ARCH",
+        "KERNEL_BUILDER_ALLOW_NO_DIGEST",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(trust, "_verdicts", {})
     reset_loader()
@@ -77,7 +81,9 @@ class Witness:
             assert not path.is_relative_to(self.cache)
             tops = [p for p in (path, *path.parents) if p.name.startswith("kb-escape")]
             assert tops and not any(p.exists() for p in tops), f"{path} was written outside the cache"
-        replaced = sorted(name for name, module in self.modules.items() if sys.modules.get(name) is not module)
+        replaced = sorted(
+            name for name, module in self.modules.items() if sys.modules.get(name) is not module
+        )
         assert replaced == [], f"modules replaced in sys.modules: {replaced}"
         foreign = sorted(
             name
@@ -89,7 +95,9 @@ class Witness:
 
     def _hostile(self, module: object) -> bool:
         file = getattr(module, "__file__", None)
-        return file is not None and (Path(file).is_relative_to(self.cache) or Path(file).is_relative_to(self.root))
+        return file is not None and (
+            Path(file).is_relative_to(self.cache) or Path(file).is_relative_to(self.root)
+        )
 
 
 @pytest.fixture
@@ -136,7 +144,10 @@ def test_redirect_revision_that_climbs_out_of_the_cache_is_refused(
     new_repo(hub, "new/relu")
     publish(hub, tmp_path, {"torch-cuda": {"files": witness.files("redirect")}}, repo_id="new/relu")
     hub.create_branch("new/relu", climb)  # the double stores any name; a hostile Hub serves it
-    sha = hub.commit("old/relu", {"kernel-status.toml": f'kind = "redirect"\ndestination = "new/relu"\nrevision = "{climb}"\n'})
+    sha = hub.commit(
+        "old/relu",
+        {"kernel-status.toml": f'kind = "redirect"\ndestination = "new/relu"\nrevision = "{climb}"\n'},
+    )
     with pytest.raises(ValueError) as caught:  # refused before the redirect is followed
         get_kernel("old/relu", revision="main")
     assert str(caught.value) == (
@@ -165,10 +176,16 @@ def test_branch_whose_target_is_not_a_commit_id_is_refused(
     witness.assert_contained(witness.escape(climb))
 
 
-@pytest.mark.parametrize("revision", ["../../../kb-escape-caller", "main/../../x", "a b", "@", "x\n", "refs//pr"])
-def test_caller_revision_must_be_a_ref_name_or_commit(hub: HubServer, witness: Witness, revision: str) -> None:
+@pytest.mark.parametrize(
+    "revision", ["../../../kb-escape-caller", "main/../../x", "a b", "@", "x\n", "refs//pr"]
+)
+def test_caller_revision_must_be_a_ref_name_or_commit(
+    hub: HubServer, witness: Witness, revision: str
+) -> None:
     new_repo(hub)
-    with pytest.raises(ValueError, match=rf"^revision {_quoted(revision)} is not a branch, tag or commit id \("):
+    with pytest.raises(
+        ValueError, match=rf"^revision {_quoted(revision)} is not a branch, tag or commit id \("
+    ):
         install_kernel(REPO, revision=revision)
     assert hub.requests == []
     escape = witness.escape(revision)
@@ -181,7 +198,9 @@ def _quoted(text: str) -> str:
     return re.escape(repr(text))
 
 
-@pytest.mark.parametrize("repo_id", ["../relu", "org/..", "org/re--lu", "org/relu/x", "-org/relu", "org/relu\n"])
+@pytest.mark.parametrize(
+    "repo_id", ["../relu", "org/..", "org/re--lu", "org/relu/x", "-org/relu", "org/relu\n"]
+)
 def test_repo_ids_are_validated_before_any_request(hub: HubServer, repo_id: str) -> None:
     with pytest.raises(ValueError, match=r"^invalid kernel repo id "):
         get_kernel(repo_id, version=1)
@@ -203,14 +222,18 @@ def test_planted_ref_file_pointing_outside_is_refused_offline(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ValueError) as caught:
         get_kernel(REPO, version=1)
-    assert str(caught.value).startswith(f"org/relu: the cached ref v1 ({ref}) does not hold a 40-hex commit id")
+    assert str(caught.value).startswith(
+        f"org/relu: the cached ref v1 ({ref}) does not hold a 40-hex commit id"
+    )
     witness.assert_contained()
 
 
 # --- what gets imported ----------------------------------------------------------------------------------
 
 
-def test_metadata_id_naming_an_installed_module_is_refused(hub: HubServer, tmp_path: Path, witness: Witness) -> None:
+def test_metadata_id_naming_an_installed_module_is_refused(
+    hub: HubServer, tmp_path: Path, witness: Witness
+) -> None:
     new_repo(hub)
     sha = publish(hub, tmp_path, {"torch-cuda": {"kernel_id": "pytest", "files": witness.files("pytest")}})
     pytest_module = sys.modules["pytest"]
@@ -232,7 +255,9 @@ def test_metadata_id_of_an_importable_module_is_refused(
     (site / "_relu_cuda_taken" / "__init__.py").write_text("REAL = True\n")
     monkeypatch.syspath_prepend(str(site))
     new_repo(hub)
-    sha = publish(hub, tmp_path, {"torch-cuda": {"kernel_id": "_relu_cuda_taken", "files": witness.files("taken")}})
+    sha = publish(
+        hub, tmp_path, {"torch-cuda": {"kernel_id": "_relu_cuda_taken", "files": witness.files("taken")}}
+    )
     with pytest.raises(ImportError) as caught:
         get_kernel(REPO, revision="main")
     assert str(caught.value) == (
@@ -251,7 +276,10 @@ def _plant_bytecode(package: Path, module: str, source: str) -> None:
     target = Path(importlib.util.cache_from_source(str(package / f"{module}.py")))
     target.parent.mkdir(exist_ok=True)
     py_compile.compile(
-        str(fake), cfile=str(target), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+        str(fake),
+        cfile=str(target),
+        doraise=True,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
     )
     fake.unlink()
 
@@ -291,7 +319,16 @@ def test_cpu_named_variant_whose_metadata_says_cuda_is_refused(
 ) -> None:
     new_repo(hub)
     sha = publish(
-        hub, tmp_path, {CPU: {"backend": "cuda", "archs": ["9.0"], "kernel_id": "_relu_cuda_x", "files": witness.files("cpu")}}
+        hub,
+        tmp_path,
+        {
+            CPU: {
+                "backend": "cuda",
+                "archs": ["9.0"],
+                "kernel_id": "_relu_cuda_x",
+                "files": witness.files("cpu"),
+            }
+        },
     )
     with pytest.raises(ValueError) as caught:
         get_kernel(REPO, revision="main", backend="cpu")
@@ -393,7 +430,12 @@ def test_offline_keeps_the_trust_decision(
     new_repo(hub)  # trusted
     publish(hub, tmp_path, {"torch-cuda": {}})
     new_repo(hub, "stranger/relu", trusted=False)
-    publish(hub, tmp_path, {"torch-cuda": {"kernel_id": "_relu_cuda_stranger", "files": witness.files("stranger")}}, repo_id="stranger/relu")
+    publish(
+        hub,
+        tmp_path,
+        {"torch-cuda": {"kernel_id": "_relu_cuda_stranger", "files": witness.files("stranger")}},
+        repo_id="stranger/relu",
+    )
     get_kernel(REPO, revision="main")
     install_kernel("stranger/relu", revision="main")  # cached, but never trusted (no gate on install)
     reset_loader()
@@ -424,7 +466,9 @@ def test_offline_untrusted_record_is_refused(
     assert record == {hub.url: {"stranger": False}}
     trust._verdicts.clear()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(UntrustedKernelError, match="^cannot load stranger/relu offline: organization 'stranger' was"):
+    with pytest.raises(
+        UntrustedKernelError, match="^cannot load stranger/relu offline: organization 'stranger' was"
+    ):
         get_kernel("stranger/relu", revision="main")
     witness.assert_contained()
 
@@ -441,7 +485,6 @@ def test_trust_record_is_ignored_when_it_is_not_a_regular_small_file(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(UntrustedKernelError, match="offline: no online load recorded"):
         get_kernel(REPO, revision="main")
-
 
 
 def test_local_variant_whose_metadata_disagrees_with_its_name_is_refused(tmp_path: Path) -> None:
@@ -465,7 +508,12 @@ def test_offline_a_linked_variant_directory_is_not_a_variant(
     sha = publish(hub, tmp_path, {"torch-cpu": {}})
     get_kernel(REPO, revision="main", backend="cpu")
     reset_loader()
-    outside = write_variant(tmp_path / "outside" / CU130, kernel_id="_relu_cuda_planted", backend="cuda", files=witness.files("linked"))
+    outside = write_variant(
+        tmp_path / "outside" / CU130,
+        kernel_id="_relu_cuda_planted",
+        backend="cuda",
+        files=witness.files("linked"),
+    )
     build = snapshot_variant(sha, "torch-cpu").parent
     (build / CU130).symlink_to(outside, target_is_directory=True)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

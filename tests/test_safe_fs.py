@@ -122,4 +122,3 @@ def test_scan_tree_is_not_limited_by_recursion_depth(tmp_path: Path) -> None:
     (deep / "f").write_text("x")
     scan = scan_tree(tmp_path)
     assert len(scan.files) == 1
-
