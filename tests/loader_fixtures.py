@@ -12,10 +12,12 @@ import base64
 import hashlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from hub_server import HubServer, files_from_directory
 
 from kernel_builder import metadata as metadata_module
 from kernel_builder.environment import Environment
@@ -95,6 +97,30 @@ def write_variant(
     meta = {key: value for key, value in meta.items() if value is not None}
     (directory / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return directory
+
+
+def variant_backend(name: str) -> str:
+    """The backend a test variant named ``name`` is for: cpu unless the name says CUDA (``cu…``)."""
+    return "cuda" if "cu" in name and "cpu" not in name else "cpu"
+
+
+def commit_variants(
+    hub: HubServer,
+    directory: Path,
+    variants: Mapping[str, Mapping[str, Any]],
+    *,
+    kernel_id: Callable[[str], str],
+    repo_id: str,
+    branch: str = "main",
+    repo_type: str = "kernel",
+    extra: Mapping[str, bytes | str] | None = None,
+) -> str:
+    """Write each variant (``write_variant`` with ``options``) into ``directory/<name>`` and commit them as
+    ``build/<name>`` (plus ``extra``) on ``branch``; returns the commit SHA."""
+    for name, options in variants.items():
+        write_variant(directory / name, **{"kernel_id": kernel_id(name), "backend": variant_backend(name), **options})
+    files = files_from_directory(directory, "build") if variants else {}
+    return hub.commit(repo_id, {**files, **(extra or {})}, branch=branch, repo_type=repo_type)
 
 
 def reset_loader() -> None:

@@ -145,12 +145,17 @@ def truncate(rng: random.Random, data: bytes) -> bytes:
     return data[: rng.randrange(len(data))]
 
 
+def _assignment(rng: random.Random, lines: list[bytes]) -> int | None:
+    """The index of a random ``key = value`` line, or ``None`` when there is none."""
+    candidates = [i for i, line in enumerate(lines) if b"=" in line and not line.lstrip().startswith(b"#")]
+    return rng.choice(candidates) if candidates else None
+
+
 def replace_value(rng: random.Random, data: bytes) -> bytes:
     lines = _lines(data)
-    candidates = [i for i, line in enumerate(lines) if b"=" in line and not line.lstrip().startswith(b"#")]
-    if not candidates:
+    index = _assignment(rng, lines)
+    if index is None:
         return insert_line(rng, data)
-    index = rng.choice(candidates)
     key = lines[index].split(b"=", 1)[0]
     lines[index] = key + b"= " + rng.choice(HOSTILE_VALUES).encode()
     return b"\n".join(lines)
@@ -158,10 +163,9 @@ def replace_value(rng: random.Random, data: bytes) -> bytes:
 
 def rename_key(rng: random.Random, data: bytes) -> bytes:
     lines = _lines(data)
-    candidates = [i for i, line in enumerate(lines) if b"=" in line and not line.lstrip().startswith(b"#")]
-    if not candidates:
+    index = _assignment(rng, lines)
+    if index is None:
         return insert_junk(rng, data)
-    index = rng.choice(candidates)
     key, value = lines[index].split(b"=", 1)
     chars = bytearray(key.strip() or b"k")
     chars[rng.randrange(len(chars))] = rng.choice(b"abcxyz_-.\"' ")

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hub_server import HubServer, files_from_directory
-from loader_fixtures import ENV, FILES, reset_loader, write_variant
+from hub_server import HubServer
+from loader_fixtures import ENV, FILES, commit_variants, reset_loader, variant_backend, write_variant
 
 from kernel_builder import environment
 from kernel_builder.loader import (
@@ -114,13 +114,15 @@ def publish(
     branch: str = "main",
     extra: Mapping[str, bytes | str] | None = None,
 ) -> str:
-    directory = tmp_path / f"publish-{len(list(tmp_path.glob('publish-*')))}"
-    for name, options in variants.items():
-        backend = "cpu" if "cpu" in name or name == "torch-universal" else "cuda"
-        kernel_id = f"_relu_{backend}_{name.replace('-', '_')}"
-        write_variant(directory / name, **{"kernel_id": kernel_id, "backend": backend, **options})
-    files = files_from_directory(directory, "build") if variants else {}
-    return hub.commit(repo_id, {**files, **(extra or {})}, branch=branch)
+    return commit_variants(
+        hub,
+        tmp_path / f"publish-{len(list(tmp_path.glob('publish-*')))}",
+        variants,
+        kernel_id=lambda name: f"_relu_{variant_backend(name)}_{name.replace('-', '_')}",
+        repo_id=repo_id,
+        branch=branch,
+        extra=extra,
+    )
 
 
 def new_repo(hub: HubServer, repo_id: str = REPO, *, trusted: bool = True) -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hub_server import HubServer, files_from_directory
+from hub_server import HubServer
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
-from loader_fixtures import ENV, make_env, reset_loader, write_variant
+from loader_fixtures import ENV, commit_variants, make_env, reset_loader, write_variant
 
 import kernel_builder
 from kernel_builder import environment
@@ -70,12 +70,6 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
 _serial = itertools.count()
 
 
-def _backend(name: str) -> str:
-    if "cpu" in name:
-        return "cpu"
-    return "cuda" if "cu" in name else "cpu"
-
-
 def publish(
     hub: HubServer,
     tmp_path: Path,
@@ -91,12 +85,16 @@ def publish(
 
     Each variant gets the id ``_relu_<tag>_<variant>`` unless its options say otherwise.
     """
-    directory = tmp_path / f"publish-{next(_serial)}"
-    for name, options in variants.items():
-        kernel_id = f"_relu_{tag}_{name.replace('-', '_')}".replace("__", "_")
-        write_variant(directory / name, **{"kernel_id": kernel_id, "backend": _backend(name), **options})
-    files = files_from_directory(directory, "build") if variants else {}
-    return hub.commit(repo_id, {**files, **(extra or {})}, branch=branch, repo_type=repo_type)
+    return commit_variants(
+        hub,
+        tmp_path / f"publish-{next(_serial)}",
+        variants,
+        kernel_id=lambda name: f"_relu_{tag}_{name.replace('-', '_')}".replace("__", "_"),
+        repo_id=repo_id,
+        branch=branch,
+        repo_type=repo_type,
+        extra=extra,
+    )
 
 
 def new_repo(hub: HubServer, *, repo_id: str = REPO, repo_type: str = "kernel", trusted: bool = True) -> None:
