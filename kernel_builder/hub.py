@@ -501,13 +501,13 @@ class Hub:
         its content would otherwise become a path.
         """
         path = self._ref_path(repo, name)
+        if path.is_dir():
+            return None  # refs/<a>/<b> exists: <a> is a folder of longer refs, not a ref
         try:
             text = read_bounded(path, _REF_FILE_LIMIT).decode("ascii", errors="replace").strip()
         except (FileNotFoundError, NotADirectoryError):
             return None
         except (OSError, UnsafeFileError) as error:
-            if isinstance(error, IsADirectoryError) or "a directory" in str(error):
-                return None  # refs/<a>/<b>: the name is a folder of longer refs
             raise ValueError(f"{repo.repo_id}: cannot read the cached ref {name} ({path}): {error}") from None
         if not text:
             return None
