@@ -374,6 +374,10 @@ class Builder:
             tools = [toolchain.cmake(), toolchain.ninja(), toolchain.host_compiler()]
             inputs["interpreter"] = interpreter.fingerprint()
             inputs["toolchain"] = toolchain.fingerprint(*tools)
+            if sys.platform == "linux":
+                from .manylinux import compat_fingerprint
+
+                inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
             if variant.backend == "cuda":
                 inputs["nvcc"] = toolchain.fingerprint(_toolkit_for(interpreter))
         return inputs
@@ -405,7 +409,7 @@ class Builder:
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
             elif record is not None and record.get("extension") == _sha256(extension):
-                self._check_abi(variant, extension, interpreter)  # cheap, and --werror may be new
+                self._check_abi(variant, extension)  # cheap, and --werror may be new
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
@@ -414,7 +418,7 @@ class Builder:
             # (of the last good build) no longer matches it, so a failure must not leave it behind.
             record_path.unlink(missing_ok=True)
             extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
-        self._check_abi(variant, extension, interpreter)
+        self._check_abi(variant, extension)
         self.progress.stage(variant.name, "assembling")
         assemble(self.project, variant, unique_id, self.build_root, extension, self._provenance(),
                  self._import_check(interpreter))  # fmt: skip
@@ -456,11 +460,17 @@ class Builder:
         if variant.backend == "cuda":
             toolkit = _toolkit_for(interpreter)
             toolchain.check_cuda_match(toolkit, interpreter.cuda)
+        compiler = toolchain.host_compiler().path
+        if sys.platform == "linux":
+            from .manylinux import check_compiler
+
+            check_compiler(compiler)
         options = ProjectOptions(
             build_type=self.options.build_type,
             nvcc_threads=self.options.nvcc_threads,
             gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
             dependency_includes=self._dependency_includes(variant, interpreter),
+            manylinux_compiler=compiler if sys.platform == "linux" else None,
         )
         write_project(project_dir, self.root, variant, interpreter, details, toolkit, options)
         return toolkit is not None
@@ -480,17 +490,16 @@ class Builder:
         self._account_headers(cmake_build)
         return compile_stage.install(cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose)
 
-    def _check_abi(self, variant: VariantPlan, extension: Path, interpreter: BuildInterpreter) -> None:
-        """Python-ABI and dependency violations fail the variant; symbol versions newer than manylinux_2_28
-        warn (fail with ``--werror``): the system toolchain decides those, not the kernel."""
-        from .abi import check_library
+    def _check_abi(self, variant: VariantPlan, extension: Path) -> None:
+        """Python-ABI, stable-ABI and dependency violations fail the variant; symbol versions outside
+        manylinux_2_28 warn (fail with ``--werror``): the system toolchain decides those, not the kernel."""
+        from .abi import MANYLINUX_POLICY, check_library
 
-        include = interpreter.python_include if (interpreter.python_include / "Python.h").is_file() else None
-        violations = check_library(extension, include)
+        violations = check_library(extension, stable_abi=variant.variant.kind == "torch-stable-abi")
         errors = [v for v in violations if v.kind != "symbol-version" or self.options.werror]
         for violation in violations:
             if violation not in errors:
-                self.warn(f"{variant.name}: {violation.detail} (not manylinux_2_28-compliant)")
+                self.warn(f"{variant.name}: {violation.detail} (not {MANYLINUX_POLICY}-compliant)")
         if errors:
             raise BuildError(
                 "ABI check failed:\n" + "\n".join(f"  {v.kind}: {v.detail}" for v in errors)

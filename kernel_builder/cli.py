@@ -135,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     upload.add_argument("--repo-type", choices=["kernel", "model"], default="kernel", help="repository type")
     upload.add_argument("--create-pr", action="store_true", help="open pull requests instead of committing")
     upload.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    upload.add_argument(
+        "--allow-abi-violations", action="store_true",
+        help="upload variants that check-abi rejects (the card lists the violations)",
+    )  # fmt: skip
     upload.add_argument("--output-json", metavar="PATH", help="write the outcome as JSON to PATH")
     upload.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
     _add_common(upload)
@@ -319,6 +323,7 @@ def _run_upload(args: argparse.Namespace) -> int:
         repo_type=args.repo_type,
         create_pr=args.create_pr,
         dry_run=args.dry_run,
+        allow_abi_violations=args.allow_abi_violations,
     )
     result = upload(options, log=log, warn=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
     if args.dry_run:
