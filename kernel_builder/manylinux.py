@@ -167,7 +167,7 @@ def check_compiler(compiler: Path) -> None:
     if Path(shared).is_absolute() and Path(shared).exists():
         return
     static = _print_file_name(str(compiler), "libstdc++.a")
-    has_static = Path(static).is_absolute() and Path(static).exists()
+    has_static = Path(static).is_absolute()
     what = f"only a static libstdc++ ({static})" if has_static else "no libstdc++.so"
     raise BuildError(
         f"the C++ compiler {compiler} has {what}: an extension built with it would carry its own libstdc++, "
