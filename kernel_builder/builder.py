@@ -23,15 +23,16 @@ from typing import Protocol
 from . import __version__, toolchain
 from . import compile as compile_stage
 from .buildenv import BuildInterpreter, quick_probe, torch_details
-from .candidates import Candidate, Selection, select_candidates
+from .candidates import Candidate, Selection, select_candidates, with_availability
 from .config.model import KernelProject
 from .diagnostics import Diagnostic, Severity
-from .envs import EnvSpec, ensure_env
+from .envs import EnvSpec, ensure_env, env_ready
 from .errors import BuildError, KernelBuilderError, UsageError
 from .generate.cmake import ProjectOptions, nvcc_threads, write_project
 from .generate.registration import is_generated, registration_header
 from .package import Provenance, assemble, git_provenance, sync_card
 from .plan import BuildPlan, VariantPlan, plan_build, plan_candidate
+from .provision import resolve_torch
 from .safe_fs import OutsideRootError, write_inside
 from .sources import id_input_files, user_ops_file
 from .unique_id import compute_unique_id, id_text
@@ -258,7 +259,10 @@ class Builder:
         interpreter = self._probe()
         jobs: list[_Job] = []
         if options.selection.explicit:
-            selected = select_candidates(self.project, options.selection)
+            served = self._served(interpreter)
+            selected = select_candidates(
+                self.project, options.selection, check=lambda found: with_availability(found, served)
+            )
             report = BuildReport(BuildPlan(unique_id, ()), diagnostics=[])
             for name, reason in selected.skipped:
                 report.results.append(VariantResult(name, "skipped", message=reason))
@@ -303,6 +307,18 @@ class Builder:
         self.progress.stage(name, status)
         return VariantResult(name, status, time.monotonic() - start, _dir_size(self.build_root / name))
 
+    def _served(self, interpreter: BuildInterpreter | None) -> set[str]:
+        """The variant names the running (or ``--python``) interpreter builds itself."""
+        if interpreter is None:
+            return set()
+        abi = getattr(self.project.config.framework, "stable_abi_for", lambda _b: None)
+        names = {_variant_name(interpreter, None)}
+        for backend in self.project.config.aot_backends():
+            stable = abi(backend)
+            if stable is not None:
+                names.add(_variant_name(interpreter, stable.major_minor))
+        return {n for n in names if n is not None}
+
     def _plan_candidate(
         self, candidate: Candidate, unique_id: str, default: BuildInterpreter | None
     ) -> tuple[VariantPlan, BuildInterpreter | None]:
@@ -318,11 +334,15 @@ class Builder:
                 raise BuildError(_offline_mismatch(candidate, interpreter, abi_mm))
             self.progress.stage(candidate.name, "preparing build environment")
             spec = EnvSpec.for_entry(candidate.entry)
+            wheel = None
+            if self.options.refresh_envs or not env_ready(spec):
+                wheel = resolve_torch(spec.torch_pin, spec.compute, spec.index_url)
             python = ensure_env(
                 spec,
                 refresh=self.options.refresh_envs,
                 log=lambda line: self.log(f"{candidate.name}: {line}"),
                 cuda_toolkit=_wants_pypi_toolkit(candidate),
+                torch_requirement=wheel.requirement if wheel is not None else None,
             )
             interpreter = quick_probe(python)
         targets = native_targets(interpreter) if self.options.arch == "native" else None

@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     variants = commands.add_parser("list-variants", help="list the project's candidate variants")
     _add_path(variants)
     variants.add_argument("--json", action="store_true", help="print the candidates as a JSON list")
+    variants.add_argument(
+        "--no-probe", action="store_true",
+        help="only what this kernel-builder can build on this platform: do not ask pip whether each variant's "
+        "Torch build can be installed here, nor look for its CUDA compiler",
+    )  # fmt: skip
     _add_common(variants)
     variants.set_defaults(handler=_run_list_variants)
 
@@ -194,6 +199,16 @@ def _run_list_variants(args: argparse.Namespace) -> int:
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
     candidates = all_candidates(result.project)
+    if not args.no_probe:
+        from .buildenv import quick_probe
+        from .candidates import with_availability
+        from .errors import BuildError
+
+        try:
+            served = {quick_probe().variant().name}
+        except (BuildError, ValueError):
+            served = set()
+        candidates = with_availability(candidates, served)
     if args.json:
         import json
 
