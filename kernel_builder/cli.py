@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     matrix = commands.add_parser("matrix", help="print a CI build matrix of the buildable variants")
     _add_path(matrix, "DIR", "kernel directory or its build.toml")
     matrix.add_argument("--format", choices=["github", "json"], default="github", help="output format")
+    matrix.add_argument("--required", action="store_true", help="only the required (release) set")
     _add_common(matrix)
     matrix.set_defaults(handler=_run_matrix)
 
@@ -226,7 +227,8 @@ def _run_matrix(args: argparse.Namespace) -> int:
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
-    print(json.dumps(github_matrix(result.project, args.path), indent=None if args.format == "github" else 2))
+    matrix = github_matrix(result.project, args.path, required_only=args.required)
+    print(json.dumps(matrix, indent=None if args.format == "github" else 2))
     return 0
 
 

@@ -102,7 +102,7 @@ def index_problem(index_url: str) -> str | None:
     if not index_url.startswith(("http://", "https://")):
         return None if Path(index_url.removeprefix("file://")).exists() else "it does not exist"
     try:
-        with urllib.request.urlopen(index_url.rstrip("/") + "/torch/", timeout=10):  # noqa: S310 (http/https only)
+        with urllib.request.urlopen(index_url.rstrip("/") + "/torch/", timeout=10):
             return None
     except urllib.error.HTTPError as error:
         return f"it answers HTTP {error.code}"
@@ -127,7 +127,8 @@ def resolve_torch(pin: str, compute: str, index_url: str | None) -> TorchWheel:
         assert isinstance(metadata, dict)
         version = str(metadata.get("version", pin))
         flavour = wheel_flavour(version, list(metadata.get("requires_dist") or []))
-        url = str((choice.get("download_info") or {}).get("url", ""))  # type: ignore[union-attr]
+        download = choice.get("download_info")
+        url = str(download.get("url", "")) if isinstance(download, dict) else ""
         if flavour == compute:
             return TorchWheel(url or f"torch=={version}", version, flavour, url)
         found.append(f"{version} ({flavour} build)")

@@ -581,10 +581,11 @@ def test_abi_violations_refuse_the_upload_naming_each_symbol(
     assert run.code == 1
     assert run.err.splitlines() == [
         "error: refusing to upload: check-abi rejects 1 variant(s):",
-        f"  {CPU}: _relu_a.abi3.so: symbol-version: __libc_single_threaded@GLIBC_2.32 is not allowed by "
-        "manylinux_2_28",
-        "rebuild them with a compliant toolchain (docs/manylinux.md), or pass --allow-abi-violations to upload "
-        "them anyway (the card then says so)",
+        f"  {CPU}: _relu_a.abi3.so: symbol-version: __libc_single_threaded@GLIBC_2.32 is not allowed by manylinux_2_28",
+        (
+            "rebuild them with a compliant toolchain (docs/manylinux.md), or pass --allow-abi-violations to upload "
+            "them anyway (the card then says so)"
+        ),
     ]
     assert hub.requests == []
 

@@ -28,8 +28,10 @@ def card_section(findings: dict[str, list[str]]) -> str:
     lines = [
         CARD_HEADING,
         "",
-        "These variants were uploaded with `--allow-abi-violations`: `kernel-builder check-abi` rejects them, "
-        "and they may fail to load on some systems that Torch supports.",
+        (
+            "These variants were uploaded with `--allow-abi-violations`: `kernel-builder check-abi` rejects them, "
+            "and they may fail to load on some systems that Torch supports."
+        ),
         "",
     ]
     for variant, items in findings.items():
@@ -55,8 +57,10 @@ def abi_gate(content: Content, allow: bool, scratch: Path) -> Content:
                 [
                     f"refusing to upload: check-abi rejects {len(findings)} variant(s):",
                     *listed,
-                    "rebuild them with a compliant toolchain (docs/manylinux.md), or pass --allow-abi-violations "
-                    "to upload them anyway (the card then says so)",
+                    (
+                        "rebuild them with a compliant toolchain (docs/manylinux.md), or pass "
+                        "--allow-abi-violations to upload them anyway (the card then says so)"
+                    ),
                 ]
             )
         )
