@@ -104,7 +104,8 @@ def ensure_env(
                 return python_of(env)
         if env.exists():
             shutil.rmtree(env)
-        log(f"creating build environment {spec.key} (pip install {spec.requirement})")
+        wheel = f": {torch_requirement.rsplit('/', 1)[-1]}" if torch_requirement else ""
+        log(f"creating build environment {spec.key} (pip install {spec.requirement}{wheel})")
         tmp = env.with_name(f".{env.name}.tmp")
         if tmp.exists():
             shutil.rmtree(tmp)
