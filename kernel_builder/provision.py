@@ -184,5 +184,8 @@ def toolkit_problem(cuda: tuple[int, int]) -> str | None:
     package = toolkit_requirements(cuda)[0]
     choice, error = _pip_resolve(package, None)
     if choice is None:
-        return f"the CUDA {cuda[0]}.{cuda[1]} toolkit cannot be installed here: pip finds no {package} ({error})"
+        return (
+            f"the CUDA {cuda[0]}.{cuda[1]} toolkit cannot be installed here: pip finds no {package} (tried the "
+            f"configured indexes (PyPI): {error})"
+        )
     return None
