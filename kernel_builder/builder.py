@@ -260,9 +260,9 @@ class Builder:
         jobs: list[_Job] = []
         if options.selection.explicit:
             served = self._served(interpreter)
-            selected = select_candidates(
-                self.project, options.selection, check=lambda found: with_availability(found, served)
-            )
+            # --offline builds what this environment serves, so what other hosts' pip could bring is moot.
+            check = None if options.offline else (lambda found: with_availability(found, served))
+            selected = select_candidates(self.project, options.selection, check=check)
             report = BuildReport(BuildPlan(unique_id, ()), diagnostics=[])
             for name, reason in selected.skipped:
                 report.results.append(VariantResult(name, "skipped", message=reason))
