@@ -1,9 +1,16 @@
 """ABI checks of built extensions (build-output spec §7.4): what a ``.so`` needs from the system it loads on.
 
-Three kinds of violation: (a) a GLIBC/GLIBCXX/CXXABI/GCC symbol version newer than manylinux_2_28 allows;
-(b) an undefined ``Py*`` symbol outside the limited API of Python 3.9; (c) a ``DT_NEEDED`` library other than
-Torch's, the CUDA libraries shipped as Torch's wheel dependencies, glibc, libstdc++ and libgcc_s — and, in the
-same family, a RUNPATH/RPATH or a statically linked libstdc++ (which clashes with the copy Torch loads).
+The rules come from the libraries that own them, not from tables kept here:
+
+- symbol versions (GLIBC, GLIBCXX, CXXABI, GCC, ...) and the system libraries a binary may link: the
+  manylinux_2_28 policy that ``auditwheel`` ships (its PEP 600 policy file, for the ELF's architecture);
+- Python symbols: the stable-ABI manifest that ``abi3audit`` checks against (the ``abi3info`` package), for
+  the limited API of Python 3.9, the version the generated projects target.
+
+What is Torch's own to judge stays here: the ``DT_NEEDED`` libraries Torch's wheels provide (Torch's and the
+CUDA libraries its wheels depend on), an empty RUNPATH (Torch loads those libraries), no statically linked
+libstdc++ (it clashes with the copy Torch loads), and — for ``torch-stable-abi`` variants — no libtorch C++
+symbol, only Torch's stable C shim. A file that is not a readable ELF shared object is itself a finding.
 ELF files are read with pyelftools.
 """
 
@@ -11,31 +18,44 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-#: manylinux_2_28 policy: the newest symbol version of each library family a compliant binary may use.
-MANYLINUX_2_28 = {"GLIBC": (2, 28), "GLIBCXX": (3, 4, 24), "CXXABI": (1, 3, 11), "GCC": (7, 0, 0)}
-LIMITED_API_VERSION = 0x03090000
+if TYPE_CHECKING:
+    from auditwheel.policy import Policy
 
-_ALLOWED_NEEDED = re.compile(
+#: The manylinux policy every Linux variant must satisfy.
+MANYLINUX_POLICY = "manylinux_2_28"
+#: ``Py_LIMITED_API`` of the generated projects (Python 3.9).
+LIMITED_API_VERSION = (3, 9)
+
+# Libraries Torch's wheels bring: Torch's own and the CUDA libraries they depend on. System libraries come
+# from the manylinux policy's whitelist.
+_TORCH_NEEDED = re.compile(
     r"^("
     r"libtorch(_cpu|_cuda|_python|_global_deps)?\.so|libc10(_cuda)?\.so|libshm\.so"
     r"|lib(cudart|cublas|cublasLt|cusparse|cusparseLt|cusolver|cufft|curand|nvrtc|nvrtc-builtins|nvToolsExt"
     r"|nvJitLink|cudnn\w*|nccl|cupti|cufile|nvshmem_host|nvperf_host)\.so(\.\d+)*"
-    r"|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libutil\.so\.1"
-    r"|ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1"
+    r"|ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1"
     r")$"
 )
-_VERSION_RE = re.compile(r"^(GLIBCXX|GLIBC|CXXABI|GCC)_(\d+(?:\.\d+)*)$")
+_VERSION_RE = re.compile(r"^([A-Z][A-Z_]*?)_(\d+(?:\.\d+)*)$")
 # Symbols only a statically linked libstdc++ defines in an extension.
 _STATIC_LIBSTDCXX_MARKERS = ("_ZNKSt11logic_error4whatEv", "_ZNSt6locale7classicEv", "_ZSt4cout")
+# The outermost namespace of an Itanium-mangled name (functions, variables, vtables, typeinfo, guards).
+_MANGLED_SCOPE = re.compile(r"^_Z(?:T[VISTH]|GV|TW)?N?[rVKRO]*(\d+)")
+#: Namespaces of libtorch's C++ API; a stable-ABI extension may not import from them.
+TORCH_CXX_NAMESPACES = frozenset({"at", "c10", "torch", "caffe2"})
+_ELF_MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64"}
+
+KINDS = ("unreadable", "symbol-version", "python-abi", "torch-abi", "needed", "runpath", "static-libstdc++")
 
 
 @dataclass(frozen=True)
 class Violation:
-    kind: str  # "symbol-version", "python-abi", "needed", "runpath", "static-libstdc++"
+    kind: str  # one of KINDS
     file: Path
     detail: str
 
@@ -45,13 +65,35 @@ class Violation:
 
 @dataclass(frozen=True)
 class ElfFacts:
+    machine: str  # "x86_64", "aarch64", or pyelftools' e_machine name for others
     needed: tuple[str, ...]
     runpath: tuple[str, ...]
     undefined: tuple[tuple[str, str | None], ...]  # (symbol, version or None)
     defined: frozenset[str]
 
 
+class UnreadableElf(Exception):
+    """``path`` is not an ELF shared object pyelftools can read (empty, truncated, text, random bytes...)."""
+
+
 def read_elf(path: Path) -> ElfFacts:
+    """The dynamic-linking facts of ``path``; :class:`UnreadableElf` when it is not a readable ELF file."""
+    try:
+        head = path.read_bytes()[:4] if path.stat().st_size else b""
+    except OSError as error:
+        raise UnreadableElf(f"cannot read it ({error.strerror or error})") from None
+    if not head:
+        raise UnreadableElf("empty file")
+    if head != b"\x7fELF":
+        raise UnreadableElf(f"not an ELF file (it starts with {head!r})")
+    try:
+        return _parse_elf(path)
+    except Exception as error:  # noqa: BLE001 — pyelftools raises many types on damaged input
+        reason = str(error) or type(error).__name__
+        raise UnreadableElf(f"damaged ELF file ({reason[:200]})") from None
+
+
+def _parse_elf(path: Path) -> ElfFacts:
     from elftools.elf.dynamic import DynamicSection
     from elftools.elf.elffile import ELFFile
     from elftools.elf.gnuversions import GNUVerNeedSection, GNUVerSymSection
@@ -59,8 +101,14 @@ def read_elf(path: Path) -> ElfFacts:
 
     with path.open("rb") as f:
         elf = ELFFile(f)
+        machine = _ELF_MACHINES.get(str(elf["e_machine"]), str(elf["e_machine"]))
+        if elf["e_type"] != "ET_DYN":
+            raise ValueError(f"{elf['e_type']} is not a shared object")
         needed: list[str] = []
         runpath: list[str] = []
+        version_names: dict[int, str] = {}
+        versym = None
+        dynsym = None
         for section in elf.iter_sections():
             if isinstance(section, DynamicSection):
                 for tag in section.iter_tags():
@@ -68,82 +116,120 @@ def read_elf(path: Path) -> ElfFacts:
                         needed.append(str(getattr(tag, "needed", "")))
                     elif tag.entry.d_tag in ("DT_RUNPATH", "DT_RPATH"):
                         runpath.append(str(getattr(tag, "runpath", None) or getattr(tag, "rpath", "")))
-        version_names: dict[int, str] = {}
-        versym = None
-        for section in elf.iter_sections():
-            if isinstance(section, GNUVerNeedSection):
+            elif isinstance(section, GNUVerNeedSection):
                 for _, auxiliaries in section.iter_versions():
                     for aux in auxiliaries:
                         version_names[aux.entry.vna_other] = aux.name
             elif isinstance(section, GNUVerSymSection):
                 versym = section
+            elif isinstance(section, SymbolTableSection) and section.name == ".dynsym":
+                dynsym = section
+        if dynsym is None:
+            raise ValueError("no dynamic symbol table")
         undefined: list[tuple[str, str | None]] = []
         defined: set[str] = set()
-        dynsym = elf.get_section_by_name(".dynsym")
-        if isinstance(dynsym, SymbolTableSection):
-            for index, symbol in enumerate(dynsym.iter_symbols()):
-                if not symbol.name:
-                    continue
-                if symbol["st_shndx"] == "SHN_UNDEF":
-                    version = None
-                    if versym is not None:
-                        version = version_names.get(versym.get_symbol(index).entry["ndx"])
-                    undefined.append((symbol.name, version))
-                else:
-                    defined.add(symbol.name)
-    return ElfFacts(tuple(needed), tuple(runpath), tuple(undefined), frozenset(defined))
-
-
-def _version_too_new(version: str) -> bool:
-    match = _VERSION_RE.match(version)
-    if not match:
-        return False
-    family, number = match[1], tuple(int(p) for p in match[2].split("."))
-    limit = MANYLINUX_2_28[family]
-    width = max(len(number), len(limit))
-    return (number + (0,) * width)[:width] > (limit + (0,) * width)[:width]
+        for index, symbol in enumerate(dynsym.iter_symbols()):
+            if not symbol.name:
+                continue
+            if symbol["st_shndx"] == "SHN_UNDEF":
+                version = None
+                if versym is not None:
+                    version = version_names.get(versym.get_symbol(index).entry["ndx"])
+                undefined.append((symbol.name, version))
+            else:
+                defined.add(symbol.name)
+    return ElfFacts(machine, tuple(needed), tuple(runpath), tuple(undefined), frozenset(defined))
 
 
 @functools.cache
-def limited_api_symbols(python_include: str) -> frozenset[str]:
-    """Every function and data symbol that ``Python.h`` declares under ``Py_LIMITED_API`` 3.9.
+def manylinux_policy(machine: str) -> Policy | None:
+    """auditwheel's manylinux_2_28 policy for ``machine`` (``None`` for an architecture it has none for)."""
+    from auditwheel.architecture import Architecture
+    from auditwheel.libc import Libc
+    from auditwheel.policy import WheelPolicies
 
-    Read from the interpreter's own headers with the preprocessor, so the list follows the headers (which
-    guard newer additions by version) instead of being copied from elsewhere.
-    """
-    source = "#include <Python.h>\n"
-    result = subprocess.run(
-        ["g++", "-E", "-P", f"-DPy_LIMITED_API=0x{LIMITED_API_VERSION:08X}", f"-I{python_include}", "-x", "c++", "-"],
-        input=source, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if result.returncode != 0:
-        raise RuntimeError(f"cannot preprocess Python.h from {python_include}: {result.stderr.strip()[:300]}")
-    names: set[str] = set()
-    for statement in result.stdout.replace("\n", " ").split(";"):
-        _, marker, declaration = statement.partition('__attribute__ ((visibility ("default")))')
-        if not marker:
-            continue
-        function = re.search(r"(\w+)\s*\(", declaration)
-        identifiers = [function[1]] if function else re.findall(r"\w+", declaration)[-1:]
-        names.update(n for n in identifiers if n.startswith(("Py", "_Py")))
-    return frozenset(names)
+    try:
+        policies = WheelPolicies(libc=Libc.GLIBC, arch=Architecture(machine))
+        return policies.get_policy_by_name(f"{MANYLINUX_POLICY}_{machine}")
+    except (ValueError, LookupError):
+        return None
 
 
-def check_library(path: Path, python_include: Path | None) -> list[Violation]:
-    facts = read_elf(path)
+def version_allowed(policy: Policy, version: str) -> bool:
+    """Whether a required symbol version (``GLIBC_2.32``) is in the policy; families it does not govern
+    (a CUDA library's own version nodes, say) are not its business."""
+    match = _VERSION_RE.match(version)
+    if not match or match[1] not in policy.symbol_versions:
+        return True
+    return match[2] in policy.symbol_versions[match[1]]
+
+
+@functools.cache
+def _stable_abi() -> dict[str, tuple[int, int]]:
+    """Every symbol of CPython's stable ABI with the Python version that added it (abi3audit's data)."""
+    import abi3info
+
+    members = [*abi3info.FUNCTIONS.values(), *abi3info.DATAS.values()]
+    return {m.symbol.name: (m.added.major, m.added.minor) for m in members}
+
+
+def python_abi_problem(symbol: str) -> str | None:
+    """Why an imported ``Py*`` symbol breaks abi3 for Python 3.9, or ``None`` when it does not."""
+    if not symbol.startswith(("Py", "_Py")):
+        return None
+    added = _stable_abi().get(symbol)
+    target = f"{LIMITED_API_VERSION[0]}.{LIMITED_API_VERSION[1]}"
+    if added is None:
+        return f"{symbol} is not in the stable ABI (abi3)"
+    if added > LIMITED_API_VERSION:
+        return f"{symbol} joined the stable ABI in Python {added[0]}.{added[1]}, after {target} (abi3 target)"
+    return None
+
+
+def torch_cxx_namespace(symbol: str) -> str | None:
+    """The libtorch namespace (``at``, ``c10``, ``torch``, ``caffe2``) of a mangled C++ symbol, if any."""
+    match = _MANGLED_SCOPE.match(symbol)
+    if not match:
+        return None
+    name = symbol[match.end() : match.end() + int(match[1])]
+    return name if name in TORCH_CXX_NAMESPACES else None
+
+
+def check_library(path: Path, *, stable_abi: bool = False) -> list[Violation]:
+    """Every violation of ``path``; ``stable_abi`` adds the stable-ABI rule (only Torch's C shim)."""
+    try:
+        facts = read_elf(path)
+    except UnreadableElf as error:
+        return [Violation("unreadable", path, f"not a readable ELF shared object: {error}")]
     violations: list[Violation] = []
-    for symbol, version in sorted(facts.undefined, key=lambda s: (s[1] or "", s[0])):
-        if version is not None and _version_too_new(version):
-            violations.append(Violation("symbol-version", path, f"{symbol}@{version} is newer than manylinux_2_28 allows"))
-    if python_include is not None:
-        allowed = limited_api_symbols(str(python_include))
-        for symbol, _ in facts.undefined:
-            if symbol.startswith(("Py", "_Py")) and symbol not in allowed:
+    policy = manylinux_policy(facts.machine)
+    if policy is None:
+        violations.append(Violation("symbol-version", path, f"no {MANYLINUX_POLICY} policy for {facts.machine}"))
+    else:
+        for symbol, version in sorted(facts.undefined, key=lambda s: (s[1] or "", s[0])):
+            if version is not None and not version_allowed(policy, version):
                 violations.append(
-                    Violation("python-abi", path, f"{symbol} is not in the limited API of Python 3.9 (abi3)")
+                    Violation("symbol-version", path, f"{symbol}@{version} is not allowed by {MANYLINUX_POLICY}")
                 )
+    for symbol, _ in sorted(facts.undefined):
+        problem = python_abi_problem(symbol)
+        if problem is not None:
+            violations.append(Violation("python-abi", path, problem))
+    if stable_abi:
+        for symbol, _ in sorted(facts.undefined):
+            namespace = torch_cxx_namespace(symbol)
+            if namespace is not None:
+                violations.append(
+                    Violation(
+                        "torch-abi",
+                        path,
+                        f"{symbol} is libtorch C++ ({namespace}::); a stable-ABI variant may only call Torch's "
+                        "stable C shim (torch/csrc/stable, torch/headeronly)",
+                    )
+                )
+    allowed_system = policy.whitelist if policy is not None else frozenset()
     for library in facts.needed:
-        if not _ALLOWED_NEEDED.match(library):
+        if library not in allowed_system and not _TORCH_NEEDED.match(library):
             violations.append(
                 Violation("needed", path, f"DT_NEEDED {library} is not Torch's, CUDA's (Torch's wheels) or the C/C++ runtime's")
             )
@@ -165,16 +251,24 @@ def check_library(path: Path, python_include: Path | None) -> list[Violation]:
 class AbiReport:
     libraries: list[Path]
     violations: list[Violation]
-    notes: list[str]
 
     def lines(self) -> list[str]:
-        out = [v.render() for v in self.violations] + self.notes
+        out = [v.render() for v in self.violations]
         kinds = sorted({v.kind for v in self.violations})
         summary = f"checked {len(self.libraries)} extension(s): "
         summary += f"{len(self.violations)} violation(s) ({', '.join(kinds)})" if kinds else "no violations"
         if any(v.kind == "symbol-version" for v in self.violations):
-            summary += "; not manylinux_2_28-compliant (built with a newer toolchain)"
+            summary += f"; not {MANYLINUX_POLICY}-compliant"
         return [*out, summary]
+
+    def by_variant(self, variants: Iterable[Path]) -> dict[str, list[Violation]]:
+        """The violations of each variant directory (by name) that has any."""
+        out: dict[str, list[Violation]] = {}
+        for variant in variants:
+            found = [v for v in self.violations if v.file.is_relative_to(variant)]
+            if found:
+                out[variant.name] = found
+        return out
 
 
 def variant_dirs(path: Path) -> list[Path]:
@@ -188,9 +282,29 @@ def variant_dirs(path: Path) -> list[Path]:
     return []
 
 
-def check_variants(path: str | Path) -> AbiReport:
-    import sysconfig
+def is_stable_abi_variant(name: str) -> bool:
+    from .variants import parse_variant
 
+    try:
+        return parse_variant(name).kind == "torch-stable-abi"
+    except ValueError:
+        return False
+
+
+def check_directories(variants: Iterable[Path]) -> AbiReport:
+    """Check every ``.so`` of the given variant directories."""
+    libraries: list[Path] = []
+    violations: list[Violation] = []
+    for variant in variants:
+        stable = is_stable_abi_variant(variant.name)
+        for library in sorted(variant.rglob("*.so")):
+            if library.is_file():
+                libraries.append(library)
+                violations += check_library(library, stable_abi=stable)
+    return AbiReport(libraries, violations)
+
+
+def check_variants(path: str | Path) -> AbiReport:
     from .errors import UsageError
 
     root = Path(path)
@@ -199,13 +313,4 @@ def check_variants(path: str | Path) -> AbiReport:
     variants = variant_dirs(root)
     if not variants:
         raise UsageError(f"no build variants (directories with metadata.json) under {root}")
-    include = Path(sysconfig.get_paths()["include"])
-    notes = []
-    if not (include / "Python.h").is_file():
-        notes.append(f"note: Python.h not found in {include}: Python-ABI (abi3) checks skipped")
-        include_arg = None
-    else:
-        include_arg = include
-    libraries = sorted(lib for v in variants for lib in v.rglob("*.so"))
-    violations = [violation for lib in libraries for violation in check_library(lib, include_arg)]
-    return AbiReport(libraries, violations, notes)
+    return check_directories(variants)

@@ -23,15 +23,16 @@ from typing import Protocol
 from . import __version__, toolchain
 from . import compile as compile_stage
 from .buildenv import BuildInterpreter, quick_probe, torch_details
-from .candidates import Candidate, Selection, select_candidates
+from .candidates import Candidate, Selection, select_candidates, with_availability
 from .config.model import KernelProject
 from .diagnostics import Diagnostic, Severity
-from .envs import EnvSpec, ensure_env
+from .envs import EnvSpec, ensure_env, env_ready
 from .errors import BuildError, KernelBuilderError, UsageError
 from .generate.cmake import ProjectOptions, nvcc_threads, write_project
 from .generate.registration import is_generated, registration_header
 from .package import Provenance, assemble, git_provenance, sync_card
 from .plan import BuildPlan, VariantPlan, plan_build, plan_candidate
+from .provision import resolve_torch
 from .safe_fs import OutsideRootError, write_inside
 from .sources import id_input_files, user_ops_file
 from .unique_id import compute_unique_id, id_text
@@ -258,7 +259,10 @@ class Builder:
         interpreter = self._probe()
         jobs: list[_Job] = []
         if options.selection.explicit:
-            selected = select_candidates(self.project, options.selection)
+            served = self._served(interpreter)
+            # --offline builds what this environment serves, so what other hosts' pip could bring is moot.
+            check = None if options.offline else (lambda found: with_availability(found, served))
+            selected = select_candidates(self.project, options.selection, check=check)
             report = BuildReport(BuildPlan(unique_id, ()), diagnostics=[])
             for name, reason in selected.skipped:
                 report.results.append(VariantResult(name, "skipped", message=reason))
@@ -303,6 +307,18 @@ class Builder:
         self.progress.stage(name, status)
         return VariantResult(name, status, time.monotonic() - start, _dir_size(self.build_root / name))
 
+    def _served(self, interpreter: BuildInterpreter | None) -> set[str]:
+        """The variant names the running (or ``--python``) interpreter builds itself."""
+        if interpreter is None:
+            return set()
+        abi = getattr(self.project.config.framework, "stable_abi_for", lambda _b: None)
+        names = {_variant_name(interpreter, None)}
+        for backend in self.project.config.aot_backends():
+            stable = abi(backend)
+            if stable is not None:
+                names.add(_variant_name(interpreter, stable.major_minor))
+        return {n for n in names if n is not None}
+
     def _plan_candidate(
         self, candidate: Candidate, unique_id: str, default: BuildInterpreter | None
     ) -> tuple[VariantPlan, BuildInterpreter | None]:
@@ -318,11 +334,15 @@ class Builder:
                 raise BuildError(_offline_mismatch(candidate, interpreter, abi_mm))
             self.progress.stage(candidate.name, "preparing build environment")
             spec = EnvSpec.for_entry(candidate.entry)
+            wheel = None
+            if self.options.refresh_envs or not env_ready(spec):
+                wheel = resolve_torch(spec.torch_pin, spec.compute, spec.index_url)
             python = ensure_env(
                 spec,
                 refresh=self.options.refresh_envs,
                 log=lambda line: self.log(f"{candidate.name}: {line}"),
                 cuda_toolkit=_wants_pypi_toolkit(candidate),
+                torch_requirement=wheel.requirement if wheel is not None else None,
             )
             interpreter = quick_probe(python)
         targets = native_targets(interpreter) if self.options.arch == "native" else None
@@ -374,6 +394,10 @@ class Builder:
             tools = [toolchain.cmake(), toolchain.ninja(), toolchain.host_compiler()]
             inputs["interpreter"] = interpreter.fingerprint()
             inputs["toolchain"] = toolchain.fingerprint(*tools)
+            if sys.platform == "linux":
+                from .manylinux import compat_fingerprint
+
+                inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
             if variant.backend == "cuda":
                 inputs["nvcc"] = toolchain.fingerprint(_toolkit_for(interpreter))
         return inputs
@@ -405,7 +429,7 @@ class Builder:
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
             elif record is not None and record.get("extension") == _sha256(extension):
-                self._check_abi(variant, extension, interpreter)  # cheap, and --werror may be new
+                self._check_abi(variant, extension)  # cheap, and --werror may be new
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
@@ -414,7 +438,7 @@ class Builder:
             # (of the last good build) no longer matches it, so a failure must not leave it behind.
             record_path.unlink(missing_ok=True)
             extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
-        self._check_abi(variant, extension, interpreter)
+        self._check_abi(variant, extension)
         self.progress.stage(variant.name, "assembling")
         assemble(self.project, variant, unique_id, self.build_root, extension, self._provenance(),
                  self._import_check(interpreter))  # fmt: skip
@@ -456,11 +480,17 @@ class Builder:
         if variant.backend == "cuda":
             toolkit = _toolkit_for(interpreter)
             toolchain.check_cuda_match(toolkit, interpreter.cuda)
+        compiler = toolchain.host_compiler().path
+        if sys.platform == "linux":
+            from .manylinux import check_compiler
+
+            check_compiler(compiler)
         options = ProjectOptions(
             build_type=self.options.build_type,
             nvcc_threads=self.options.nvcc_threads,
             gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
             dependency_includes=self._dependency_includes(variant, interpreter),
+            manylinux_compiler=compiler if sys.platform == "linux" else None,
         )
         write_project(project_dir, self.root, variant, interpreter, details, toolkit, options)
         return toolkit is not None
@@ -480,17 +510,16 @@ class Builder:
         self._account_headers(cmake_build)
         return compile_stage.install(cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose)
 
-    def _check_abi(self, variant: VariantPlan, extension: Path, interpreter: BuildInterpreter) -> None:
-        """Python-ABI and dependency violations fail the variant; symbol versions newer than manylinux_2_28
-        warn (fail with ``--werror``): the system toolchain decides those, not the kernel."""
-        from .abi import check_library
+    def _check_abi(self, variant: VariantPlan, extension: Path) -> None:
+        """Python-ABI, stable-ABI and dependency violations fail the variant; symbol versions outside
+        manylinux_2_28 warn (fail with ``--werror``): the system toolchain decides those, not the kernel."""
+        from .abi import MANYLINUX_POLICY, check_library
 
-        include = interpreter.python_include if (interpreter.python_include / "Python.h").is_file() else None
-        violations = check_library(extension, include)
+        violations = check_library(extension, stable_abi=variant.variant.kind == "torch-stable-abi")
         errors = [v for v in violations if v.kind != "symbol-version" or self.options.werror]
         for violation in violations:
             if violation not in errors:
-                self.warn(f"{variant.name}: {violation.detail} (not manylinux_2_28-compliant)")
+                self.warn(f"{variant.name}: {violation.detail} (not {MANYLINUX_POLICY}-compliant)")
         if errors:
             raise BuildError(
                 "ABI check failed:\n" + "\n".join(f"  {v.kind}: {v.detail}" for v in errors)

@@ -6,6 +6,8 @@ completeness checks, so they can never disagree (build-output spec §2.4).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from .config.archs import applicable_entries, arch_problems
@@ -85,6 +87,37 @@ def _newest_per_compute(pairs: list[tuple[MatrixEntry, str]]) -> list[tuple[Matr
     ]
 
 
+def with_availability(candidates: list[Candidate], served: Collection[str] = ()) -> list[Candidate]:
+    """``candidates`` with the reason each buildable one cannot be built *on this host*: its Torch build is on
+    no index pip can reach, or no compiler of its CUDA version can be had (see ``provision``). Variants that
+    ``served`` names (the running interpreter's) or whose build environment exists need no check. The
+    checks run side by side; each takes seconds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .envs import EnvSpec, env_ready
+    from .provision import Unavailable, resolve_torch, toolkit_problem
+
+    def problem(candidate: Candidate) -> str | None:
+        entry = candidate.entry
+        if candidate.reason is not None or entry is None or candidate.name in served:
+            return candidate.reason
+        if entry.backend == "cuda" and entry.version is not None:
+            toolkit = toolkit_problem((entry.version[0], entry.version[1]))
+            if toolkit is not None:
+                return toolkit
+        if entry.torch_pin is None or env_ready(EnvSpec.for_entry(entry)):
+            return None
+        try:
+            resolve_torch(entry.torch_pin, entry.compute, entry.index_url)
+        except Unavailable as error:
+            return str(error)
+        return None
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        reasons = list(pool.map(problem, candidates))
+    return [dataclasses.replace(c, reason=r) for c, r in zip(candidates, reasons)]
+
+
 def noarch_candidates(project: KernelProject) -> list[Candidate]:
     from .config.model import TorchNoarch
 
@@ -118,8 +151,15 @@ class Selected:
     failed: list[tuple[str, str]]  # (variant, reason): named explicitly but not buildable here
 
 
-def select_candidates(project: KernelProject, selection: Selection, matrix: Matrix | None = None) -> Selected:
-    """Apply ``--variant`` / ``--required`` / ``--all-variants`` / ``--backend`` to the candidates (§2.4)."""
+def select_candidates(
+    project: KernelProject,
+    selection: Selection,
+    matrix: Matrix | None = None,
+    *,
+    check: Callable[[list[Candidate]], list[Candidate]] | None = None,
+) -> Selected:
+    """Apply ``--variant`` / ``--required`` / ``--all-variants`` / ``--backend`` to the candidates (§2.4);
+    ``check`` (e.g. :func:`with_availability`) adds the reasons this host cannot build some of them."""
     from .config.archs import E20_HINT
     from .diagnostics import DiagnosticList
     from .errors import ConfigError, UsageError
@@ -127,6 +167,13 @@ def select_candidates(project: KernelProject, selection: Selection, matrix: Matr
     candidates = [c for c in all_candidates(project, matrix) if selection.backend in (None, c.backend)]
     by_name = {c.name: c for c in candidates}
     out = Selected([], [], [])
+    if check is not None:
+        if selection.variants:
+            relevant = [c for c in candidates if c.name in selection.variants]
+        else:
+            relevant = [c for c in candidates if c.required or selection.all_variants]
+        by_name.update({c.name: c for c in check(relevant)})
+        candidates = [by_name[c.name] for c in candidates]
     if selection.variants:
         unknown = [v for v in selection.variants if v not in by_name]
         if unknown:

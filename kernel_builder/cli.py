@@ -76,12 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
     variants = commands.add_parser("list-variants", help="list the project's candidate variants")
     _add_path(variants)
     variants.add_argument("--json", action="store_true", help="print the candidates as a JSON list")
+    variants.add_argument(
+        "--no-probe", action="store_true",
+        help="only what this kernel-builder can build on this platform: do not ask pip whether each variant's "
+        "Torch build can be installed here, nor look for its CUDA compiler",
+    )  # fmt: skip
     _add_common(variants)
     variants.set_defaults(handler=_run_list_variants)
 
     matrix = commands.add_parser("matrix", help="print a CI build matrix of the buildable variants")
     _add_path(matrix, "DIR", "kernel directory or its build.toml")
     matrix.add_argument("--format", choices=["github", "json"], default="github", help="output format")
+    matrix.add_argument("--required", action="store_true", help="only the required (release) set")
     _add_common(matrix)
     matrix.set_defaults(handler=_run_matrix)
 
@@ -135,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     upload.add_argument("--repo-type", choices=["kernel", "model"], default="kernel", help="repository type")
     upload.add_argument("--create-pr", action="store_true", help="open pull requests instead of committing")
     upload.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    upload.add_argument(
+        "--allow-abi-violations", action="store_true",
+        help="upload variants that check-abi rejects (the card lists the violations)",
+    )  # fmt: skip
     upload.add_argument("--output-json", metavar="PATH", help="write the outcome as JSON to PATH")
     upload.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
     _add_common(upload)
@@ -190,6 +200,16 @@ def _run_list_variants(args: argparse.Namespace) -> int:
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
     candidates = all_candidates(result.project)
+    if not args.no_probe:
+        from .buildenv import quick_probe
+        from .candidates import with_availability
+        from .errors import BuildError
+
+        try:
+            served = {quick_probe().variant().name}
+        except (BuildError, ValueError):
+            served = set()
+        candidates = with_availability(candidates, served)
     if args.json:
         import json
 
@@ -207,7 +227,8 @@ def _run_matrix(args: argparse.Namespace) -> int:
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
-    print(json.dumps(github_matrix(result.project, args.path), indent=None if args.format == "github" else 2))
+    matrix = github_matrix(result.project, args.path, required_only=args.required)
+    print(json.dumps(matrix, indent=None if args.format == "github" else 2))
     return 0
 
 
@@ -319,6 +340,7 @@ def _run_upload(args: argparse.Namespace) -> int:
         repo_type=args.repo_type,
         create_pr=args.create_pr,
         dry_run=args.dry_run,
+        allow_abi_violations=args.allow_abi_violations,
     )
     result = upload(options, log=log, warn=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
     if args.dry_run:

@@ -21,6 +21,9 @@ from pathlib import Path
 
 from .errors import BuildError
 from .matrix import MatrixEntry
+from .provision import toolkit_requirements
+
+__all__ = ["MARKER", "EnvSpec", "cache_root", "ensure_env", "env_dir", "env_ready", "python_of", "toolkit_requirements"]
 
 MARKER = "kernel-builder-env.json"
 
@@ -62,6 +65,12 @@ def python_of(env: Path) -> Path:
     return env / "bin" / "python"
 
 
+def env_ready(spec: EnvSpec) -> bool:
+    """Whether ``spec``'s environment exists complete (its marker written last) and can be reused."""
+    env = env_dir(spec)
+    return (env / MARKER).is_file() and python_of(env).exists()
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Serialises creation of one environment between parallel builds and processes."""
@@ -74,32 +83,17 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def toolkit_requirements(cuda: tuple[int, int]) -> list[str]:
-    """NVIDIA's PyPI packages that make a CUDA toolkit inside an environment (``nvidia/cu<major>/``).
-
-    All of one CUDA release: nvcc, its front end (nvvm) and crt headers, the runtime headers and CCCL. Mixing
-    releases breaks (a newer nvvm emits PTX the older ptxas rejects). CUDA 12 wheels use another layout
-    (one directory per package) that nvcc cannot use as a toolkit root; those versions need a system toolkit.
-    """
-    if cuda[0] < 13:
-        raise BuildError(
-            f"no CUDA {cuda[0]}.{cuda[1]} toolkit found: install CUDA {cuda[0]}.{cuda[1]} and set CUDA_HOME to it "
-            "(kernel-builder brings toolkits from PyPI for CUDA 13 and newer only)"
-        )
-    release = f"=={cuda[0]}.{cuda[1]}.*"
-    names = ("nvidia-cuda-nvcc", "nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cuda-cccl", "nvidia-cuda-runtime")
-    return [name + release for name in names]
-
-
 def ensure_env(
     spec: EnvSpec,
     *,
     refresh: bool = False,
     log: Callable[[str], None] = lambda _: None,
     cuda_toolkit: tuple[int, int] | None = None,
+    torch_requirement: str | None = None,
 ) -> Path:
     """The interpreter of ``spec``'s environment, created (or re-created with ``refresh``) as needed; with
-    ``cuda_toolkit``, the environment also brings that CUDA release's compiler from PyPI."""
+    ``cuda_toolkit``, the environment also brings that CUDA release's compiler from PyPI. ``torch_requirement``
+    (the exact wheel ``provision.resolve_torch`` judged to be of the right flavour) replaces ``torch==<pin>``."""
     toolkit = toolkit_requirements(cuda_toolkit) if cuda_toolkit is not None else []
     env = env_dir(spec)
     with _locked(env.parent / f".{spec.key}.lock"):
@@ -110,12 +104,14 @@ def ensure_env(
                 return python_of(env)
         if env.exists():
             shutil.rmtree(env)
-        log(f"creating build environment {spec.key} (pip install {spec.requirement})")
+        wheel = f": {torch_requirement.rsplit('/', 1)[-1]}" if torch_requirement else ""
+        log(f"creating build environment {spec.key} (pip install {spec.requirement}{wheel})")
         tmp = env.with_name(f".{env.name}.tmp")
         if tmp.exists():
             shutil.rmtree(tmp)
         venv.EnvBuilder(with_pip=True, symlinks=True).create(tmp)
-        argv = [str(python_of(tmp)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", spec.requirement]
+        argv = [str(python_of(tmp)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                torch_requirement or spec.requirement]  # fmt: skip
         if spec.index_url:
             argv += ["--extra-index-url", spec.index_url]
         result = subprocess.run(argv, capture_output=True, text=True, check=False)

@@ -1,8 +1,10 @@
-"""check-abi on fixture shared objects built on purpose (build-output spec §7.4, §10 case 30)."""
+"""check-abi on fixture shared objects built on purpose (build-output spec §7.4, §10 case 30), on damaged files,
+and against the policy data of auditwheel (manylinux) and abi3audit (abi3info)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sysconfig
@@ -10,17 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder.abi import check_library, limited_api_symbols, read_elf
+from kernel_builder.abi import (
+    check_library,
+    manylinux_policy,
+    python_abi_problem,
+    read_elf,
+    torch_cxx_namespace,
+    version_allowed,
+)
 from kernel_builder.cli import main
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build fixture libraries")
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build fixture libraries")
 PYTHON_INCLUDE = Path(sysconfig.get_paths()["include"])
 
 BAD_SOURCE = """\
 #include <Python.h>
 #include <memory>
-// Not in the limited API (abi3): PyUnicode_AsUTF8.
+// Not in the stable ABI (abi3): PyUnicode_AsUTF8.
 extern "C" const char *utf8(PyObject *o) { return PyUnicode_AsUTF8(o); }
+// In the stable ABI only since Python 3.10.
+extern "C" const char *utf8_size(PyObject *o, Py_ssize_t *n) { return PyUnicode_AsUTF8AndSize(o, n); }
 // Copying a shared_ptr references __libc_single_threaded@GLIBC_2.32 with glibc >= 2.32.
 std::shared_ptr<int> keep(const std::shared_ptr<int> &p) { std::shared_ptr<int> q = p; return q; }
 extern "C" int foreign(void);
@@ -31,6 +42,14 @@ GOOD_SOURCE = """\
 #define Py_LIMITED_API 0x03090000
 #include <Python.h>
 extern "C" PyObject *make(void) { return PyLong_FromLong(1); }
+"""
+
+# Calls into libtorch's C++ API (c10::) and into Torch's stable C shim (aoti_torch_*), as a stable-ABI
+# kernel must not and may.
+TORCH_SOURCE = """\
+namespace c10 { int device_count(); }
+extern "C" int aoti_torch_get_num_threads(void);
+extern "C" int use_both(void) { return c10::device_count() + aoti_torch_get_num_threads(); }
 """
 
 
@@ -47,30 +66,36 @@ def compile_so(tmp: Path, name: str, source: str, *extra: str) -> Path:
 
 @pytest.fixture(scope="module")
 def libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++ to build fixture libraries")
     tmp = tmp_path_factory.mktemp("abi")
     foreign = tmp / "libforeign.so"
     (tmp / "foreign.c").write_text("int foreign(void) { return 42; }\n")
     subprocess.run(["gcc", "-shared", "-fPIC", str(tmp / "foreign.c"), "-o", str(foreign)], check=True)
     bad = compile_so(tmp, "bad", BAD_SOURCE, f"-L{tmp}", "-lforeign", "-Wl,-rpath,/opt/somewhere")
     good = compile_so(tmp, "good", GOOD_SOURCE)
-    return {"bad": bad, "good": good}
+    torch = compile_so(tmp, "torchy", TORCH_SOURCE)
+    return {"bad": bad, "good": good, "torch": torch}
 
 
-def variant_dir(tmp_path: Path, library: Path) -> Path:
-    variant = tmp_path / "build" / "torch213-cxx11-cpu-x86_64-linux"
+def variant_dir(root: Path, library: Path, name: str = "torch213-cxx11-cpu-x86_64-linux") -> Path:
+    variant = root / "build" / name
     variant.mkdir(parents=True)
     shutil.copy(library, variant / library.name)
     (variant / "metadata.json").write_text(
-        json.dumps(
-            {"name": "fixture", "id": "_fixture_cpu_0", "python-depends": [], "backend": {"type": "cpu"}}
-        )
+        json.dumps({"name": "fixture", "id": "_fixture_cpu_0", "python-depends": [], "backend": {"type": "cpu"}})
     )
     return variant
 
 
+@needs_gxx
 def test_bad_library_reports_every_kind(libraries: dict[str, Path]) -> None:
-    found = {(v.kind, v.detail) for v in check_library(libraries["bad"], PYTHON_INCLUDE)}
-    assert ("python-abi", "PyUnicode_AsUTF8 is not in the limited API of Python 3.9 (abi3)") in found
+    found = {(v.kind, v.detail) for v in check_library(libraries["bad"])}
+    assert ("python-abi", "PyUnicode_AsUTF8 is not in the stable ABI (abi3)") in found
+    assert (
+        "python-abi",
+        "PyUnicode_AsUTF8AndSize joined the stable ABI in Python 3.10, after 3.9 (abi3 target)",
+    ) in found
     assert (
         "needed",
         "DT_NEEDED libforeign.so is not Torch's, CUDA's (Torch's wheels) or the C/C++ runtime's",
@@ -78,14 +103,29 @@ def test_bad_library_reports_every_kind(libraries: dict[str, Path]) -> None:
     assert ("runpath", "RUNPATH/RPATH '/opt/somewhere' must be empty (torch loads the libraries)") in found
     assert (
         "symbol-version",
-        "__libc_single_threaded@GLIBC_2.32 is newer than manylinux_2_28 allows",
+        "__libc_single_threaded@GLIBC_2.32 is not allowed by manylinux_2_28",
     ) in found
 
 
-def test_good_library_has_no_violation_but_the_toolchains(libraries: dict[str, Path]) -> None:
-    assert check_library(libraries["good"], PYTHON_INCLUDE) == []
+@needs_gxx
+def test_good_library_has_no_violation(libraries: dict[str, Path]) -> None:
+    assert check_library(libraries["good"]) == []
 
 
+@needs_gxx
+def test_stable_abi_variants_may_only_use_the_c_shim(libraries: dict[str, Path], tmp_path: Path) -> None:
+    found = check_library(libraries["torch"], stable_abi=True)
+    assert [(v.kind, v.detail.split(" ")[0]) for v in found] == [("torch-abi", "_ZN3c1012device_countEv")]
+    assert "is libtorch C++ (c10::)" in found[0].detail
+    assert check_library(libraries["torch"]) == []  # an ordinary Torch variant may link libtorch's C++ API
+
+    stable = variant_dir(tmp_path / "stable", libraries["torch"], "torch-stable-abi212-cpu-x86_64-linux")
+    assert main(["check-abi", str(stable)]) == 1
+    ordinary = variant_dir(tmp_path / "ordinary", libraries["torch"])
+    assert main(["check-abi", str(ordinary)]) == 0
+
+
+@needs_gxx
 def test_check_abi_cli_exit_codes(
     libraries: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -93,7 +133,7 @@ def test_check_abi_cli_exit_codes(
     bad = variant_dir(bad_root, libraries["bad"])
     assert main(["check-abi", str(bad_root)]) == 1
     out = capsys.readouterr().out
-    assert f"{bad / 'bad.abi3.so'}: python-abi: PyUnicode_AsUTF8" in out
+    assert f"{bad / 'bad.abi3.so'}: python-abi: PyUnicode_AsUTF8 is not in the stable ABI" in out
     assert f"{bad / 'bad.abi3.so'}: needed: DT_NEEDED libforeign.so" in out
 
     good_root = tmp_path / "good"
@@ -103,15 +143,103 @@ def test_check_abi_cli_exit_codes(
     assert main(["check-abi", str(tmp_path / "missing")]) == 2
 
 
-def test_limited_api_comes_from_the_headers() -> None:
-    names = limited_api_symbols(str(PYTHON_INCLUDE))
-    assert {"PyModule_Create2", "PyLong_FromLong", "PyLong_Type"} <= names
-    assert "PyUnicode_AsUTF8" not in names  # a CPython-API function
-    assert "_PyObject_GetDictPtr" not in names
-
-
+@needs_gxx
 def test_read_elf_sees_versions_and_needed(libraries: dict[str, Path]) -> None:
     facts = read_elf(libraries["bad"])
+    assert facts.machine == "x86_64"
     assert facts.needed == ("libforeign.so", "libc.so.6")
     assert facts.runpath == ("/opt/somewhere",)
     assert ("__libc_single_threaded", "GLIBC_2.32") in facts.undefined
+
+
+# --- damaged files: a finding each, never a parser traceback -------------------------------------------------
+
+
+def damaged_files(directory: Path, real: Path | None) -> dict[str, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    contents = {
+        "empty": b"",
+        "text": b"#!/bin/sh\necho this is not a shared object\n",
+        "random": os.urandom(4096),
+        "elf-magic-only": b"\x7fELF" + os.urandom(60),
+    }
+    if real is not None:
+        data = real.read_bytes()
+        contents["truncated"] = data[:200]
+        contents["cut-in-half"] = data[: len(data) // 2]
+    files = {}
+    for name, data in contents.items():
+        path = directory / f"_{name.replace('-', '_')}.abi3.so"
+        path.write_bytes(data)
+        files[name] = path
+    return files
+
+
+@pytest.mark.parametrize("name", ["empty", "text", "random", "elf-magic-only", "truncated", "cut-in-half"])
+def test_damaged_files_are_findings(name: str, tmp_path: Path, libraries: dict[str, Path]) -> None:
+    path = damaged_files(tmp_path, libraries["good"])[name]
+    found = check_library(path)
+    assert [v.kind for v in found] == ["unreadable"], found
+    assert found[0].detail.startswith("not a readable ELF shared object: ")
+    expected = {"empty": "empty file", "text": "not an ELF file (it starts with b'#!/b')"}
+    if name in expected:
+        assert found[0].detail.endswith(expected[name])
+
+
+def test_check_abi_reports_damaged_extensions_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    variant = tmp_path / "build" / "torch213-cxx11-cpu-x86_64-linux"
+    files = damaged_files(variant, None)
+    (variant / "metadata.json").write_text("{}")
+    assert main(["check-abi", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    lines = captured.out.splitlines()
+    assert lines[-1] == f"checked {len(files)} extension(s): {len(files)} violation(s) (unreadable)"
+    assert f"{files['empty']}: unreadable: not a readable ELF shared object: empty file" in lines
+
+
+# --- the policy data comes from auditwheel and abi3info ------------------------------------------------------
+
+
+def test_symbol_versions_follow_auditwheels_manylinux_2_28_policy() -> None:
+    policy = manylinux_policy("x86_64")
+    assert policy is not None and policy.name == "manylinux_2_28_x86_64"
+    assert version_allowed(policy, "GLIBC_2.28") and not version_allowed(policy, "GLIBC_2.29")
+    assert version_allowed(policy, "GLIBCXX_3.4.24") and not version_allowed(policy, "GLIBCXX_3.4.25")
+    assert version_allowed(policy, "CXXABI_1.3.11") and not version_allowed(policy, "CXXABI_1.3.12")
+    assert version_allowed(policy, "libcudart.so.12")  # a family the policy does not govern
+    aarch64 = manylinux_policy("aarch64")
+    assert aarch64 is not None and aarch64.name == "manylinux_2_28_aarch64"
+    assert "libstdc++.so.6" in policy.whitelist and "libpython3.11.so.1.0" not in policy.whitelist
+    assert manylinux_policy("sparc") is None
+
+
+def test_python_symbols_follow_the_stable_abi_manifest() -> None:
+    assert python_abi_problem("PyLong_FromLong") is None
+    assert python_abi_problem("PyModule_Create2") is None
+    assert python_abi_problem("PyUnicode_AsUTF8") == "PyUnicode_AsUTF8 is not in the stable ABI (abi3)"
+    assert python_abi_problem("_PyObject_GetDictPtr") == "_PyObject_GetDictPtr is not in the stable ABI (abi3)"
+    assert python_abi_problem("PyType_GetModuleByDef") == (
+        "PyType_GetModuleByDef joined the stable ABI in Python 3.13, after 3.9 (abi3 target)"
+    )
+    assert python_abi_problem("malloc") is None
+
+
+@pytest.mark.parametrize(
+    ("symbol", "namespace"),
+    [
+        ("_ZN3c106detail14torchCheckFailEPKcS2_jPKc", "c10"),
+        ("_ZNK2at10TensorBase4sizeEl", "at"),
+        ("_ZTVN5torch8autograd4NodeE", "torch"),
+        ("_ZTIN3c1013intrusive_ptr_targetE", "c10"),
+        ("_ZN6caffe28TypeMeta3NewEv", "caffe2"),
+        ("_ZNSt6vectorIiSaIiEE9push_backERKi", None),
+        ("_ZN4aten3fooEv", None),
+        ("aoti_torch_get_num_threads", None),
+        ("_Z3fooi", None),
+    ],
+)
+def test_torch_cxx_namespace(symbol: str, namespace: str | None) -> None:
+    assert torch_cxx_namespace(symbol) == namespace

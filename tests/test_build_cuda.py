@@ -294,6 +294,13 @@ def test_relu_builds_the_full_default_list(relu: Built, cuda_py: Path) -> None:
     assert (elf, ptx) == capabilities.expected_cuobjdump_images(DEFAULT_13_0)
 
 
+def test_relu_cuda_build_is_manylinux_clean(relu: Built) -> None:
+    """nvcc's host compilations get the manylinux compatibility header too: check-abi reports nothing."""
+    run = run_cli(["check-abi", str(relu.root)])
+    assert (run.returncode, run.stdout) == (0, "checked 1 extension(s): no violations\n"), run.output
+    assert "not manylinux_2_28-compliant" not in relu.run.output
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Cases 13, 14 and 16: binaries and layout
 

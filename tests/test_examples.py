@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from build_fixtures import build, copy_example
+from build_fixtures import build, copy_example, run_cli
 from hub_server import HubServer, files_from_directory
 from layers_fixtures import differences, run_compat_script
 
@@ -51,6 +51,9 @@ def test_example_suite_passes_on_its_build(
 ) -> None:
     root = built(example)
     assert sorted(p.name for p in (root / "build").iterdir() if p.is_dir()) == variants
+    # The same builds are manylinux_2_28-clean (docs/manylinux.md): what the suite checks below is what ships.
+    abi = run_cli(["check-abi", root])
+    assert (abi.returncode, abi.stdout.splitlines()[-1].endswith("no violations")) == (0, True), abi.output
     result = subprocess.run(
         [
             sys.executable,

@@ -8,6 +8,8 @@ In the tests' environment (Torch 2.13.0, CPU), ``generate`` on a copy of example
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import time
@@ -204,3 +206,20 @@ def test_pyproject_leaves_out_a_license_that_is_not_spdx(tmp_path: Path, license
     """Build backends refuse such a ``license`` (pip wheel would fail in metadata generation)."""
     data = pyproject_of(tmp_path, f'license = "{license_id}"')
     assert "license" not in data["project"]  # type: ignore[operator]
+
+
+@pytest.mark.slow
+def test_auditwheel_sees_manylinux_2_28_symbol_versions(generated: Generated) -> None:
+    """``auditwheel show`` on the wheel: its symbol versions allow manylinux_2_28 or older. The overall tag stays
+    ``linux_x86_64`` only because the extension links Torch's libraries, which Torch's wheel provides and no
+    kernel wheel may graft."""
+    result = subprocess.run(
+        [sys.executable, "-m", "auditwheel", "show", "--json", str(generated.wheel)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    match = re.fullmatch(r"manylinux_2_(\d+)_x86_64", report["sym_tag"])
+    assert match is not None and int(match[1]) <= 28, report["sym_tag"]
+    assert set(report["external_libs"]) <= {"libtorch.so", "libtorch_cpu.so", "libc10.so"}
+    assert report["overall_tag"] == "linux_x86_64"

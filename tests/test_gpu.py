@@ -91,3 +91,11 @@ def test_arch_native_on_h100(tmp_path: Path, requested: str | None, expected: li
     metadata = _native_build(tmp_path / "relu", requested)
     assert metadata["backend"] == {"type": "cuda", "archs": expected}
     assert metadata["arch-selection"] == "native"
+
+
+def test_relu_build_is_manylinux_clean(built_relu: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The build this machine loads and runs above passes check-abi: manylinux_2_28 symbol versions, abi3, only
+    Torch's and the C/C++ runtime's libraries (docs/manylinux.md)."""
+    variant = _cuda_variant(built_relu)
+    assert main(["check-abi", str(variant)]) == 0
+    assert capsys.readouterr().out == "checked 1 extension(s): no violations\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -539,3 +541,79 @@ def test_forbidden_repo_creation_says_how_to_get_permission(
         f"'org' (HF_TOKEN or `hf auth login`); creating kernel repos may need the organization's permission: "
         f"ask an admin of 'org' to create {REPO} (or to grant you that right), then run the upload again.\n"
     )
+
+
+# --- the ABI gate: check-abi's verdict decides, --allow-abi-violations overrides and the card says so ----------
+
+NOT_MANYLINUX = """\
+#include <memory>
+// Copying a shared_ptr references __libc_single_threaded@GLIBC_2.32 with Debian 12's gcc and glibc.
+std::shared_ptr<int> keep(const std::shared_ptr<int> &p) { std::shared_ptr<int> q = p; return q; }
+"""
+
+
+def kernel_with_extension(root: Path, extension: bytes) -> Path:
+    """A kernel whose CPU variant ships ``extension`` as its compiled ops (digest included)."""
+    variant = root / "build" / CPU
+    variant.mkdir(parents=True)
+    (variant / "_relu_a.abi3.so").write_bytes(extension)
+    return write_kernel(root, {CPU: {}})
+
+
+@pytest.fixture(scope="module")
+def non_manylinux_so(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++ to build the fixture extension")
+    tmp = tmp_path_factory.mktemp("so")
+    (tmp / "keep.cpp").write_text(NOT_MANYLINUX)
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", str(tmp / "keep.cpp"), "-o", str(tmp / "keep.so")], check=True)
+    data = (tmp / "keep.so").read_bytes()
+    if b"__libc_single_threaded" not in data:
+        pytest.skip("this toolchain does not reference __libc_single_threaded (glibc < 2.32 or GCC < 11)")
+    return data
+
+
+def test_abi_violations_refuse_the_upload_naming_each_symbol(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], non_manylinux_so: bytes
+) -> None:
+    kernel = kernel_with_extension(tmp_path / "relu", non_manylinux_so)
+    run = upload(capsys, kernel)
+    assert run.code == 1
+    assert run.err.splitlines() == [
+        "error: refusing to upload: check-abi rejects 1 variant(s):",
+        f"  {CPU}: _relu_a.abi3.so: symbol-version: __libc_single_threaded@GLIBC_2.32 is not allowed by manylinux_2_28",
+        (
+            "rebuild them with a compliant toolchain (docs/manylinux.md), or pass --allow-abi-violations to upload "
+            "them anyway (the card then says so)"
+        ),
+    ]
+    assert hub.requests == []
+
+
+def test_damaged_extensions_refuse_the_upload(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kernel = kernel_with_extension(tmp_path / "relu", b"")
+    run = upload(capsys, kernel)
+    assert run.code == 1
+    assert f"  {CPU}: _relu_a.abi3.so: unreadable: not a readable ELF shared object: empty file" in run.err
+    assert hub.requests == []
+
+
+def test_allow_abi_violations_uploads_and_the_card_lists_them(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], non_manylinux_so: bytes
+) -> None:
+    kernel = kernel_with_extension(tmp_path / "relu", non_manylinux_so)
+    run = upload(capsys, kernel, "--allow-abi-violations")
+    assert run.code == 0, run.err
+    assert "warning: uploading despite ABI violations (--allow-abi-violations):" in run.err
+    readme = committed_content(hub)["README.md"].decode()
+    assert readme.startswith(CARD)
+    assert readme.endswith(
+        "## ABI check\n\nThese variants were uploaded with `--allow-abi-violations`: `kernel-builder check-abi` "
+        "rejects them, and they may fail to load on some systems that Torch supports.\n\n"
+        f"- `{CPU}`\n  - _relu_a.abi3.so: symbol-version: __libc_single_threaded@GLIBC_2.32 is not allowed by "
+        "manylinux_2_28\n"
+    )
+    assert (kernel / "build" / "CARD.md").read_text() == CARD  # the local card is left as it was
+    assert f"build/{CPU}/_relu_a.abi3.so" in committed_paths(hub)

@@ -269,3 +269,33 @@ def test_one_failing_variant_does_not_stop_the_other(tmp_path: Path, env_cache: 
         assert "creating build environment" not in run.stderr
     # The CPU variant was attempted with the caller's interpreter (its Torch is 2.13.0): no CPU environment.
     assert not list((env_cache / "envs").glob("torch2.13.0-cpu-*"))
+
+
+# --- a CUDA 12.6 variant: built where its compiler and Torch build can be had, else skipped with the reason ---
+
+CU126_VARIANT = "torch213-cxx11-cu126-x86_64-linux"
+
+
+def test_cu126_variant_of_relu_carries_cuda_12_6_images(tmp_path: Path, env_cache: Path) -> None:
+    """``build --variant torch213-cxx11-cu126-x86_64-linux``: its extension holds exactly the SASS/PTX of CUDA
+    12.6's default capability list. It needs a system CUDA 12.6 toolkit (CUDA_HOME: PyPI has no CUDA 12
+    nvcc) and Torch's cu126 index; where either is missing, the test is skipped with kernel-builder's reason."""
+    from kernel_builder.candidates import all_candidates, with_availability
+    from kernel_builder.config import load_project
+
+    root = copy_example("relu", tmp_path / "relu")
+    (candidate,) = [c for c in all_candidates(load_project(root).project) if c.name == CU126_VARIANT]
+    (checked,) = with_availability([candidate])
+    if checked.reason is not None:
+        pytest.skip(f"{CU126_VARIANT} is not buildable here: {checked.reason}")
+    run = run_cli(["build", root, "--variant", CU126_VARIANT], env={"KERNEL_BUILDER_CACHE": str(env_cache)}).check()
+    printed("examples/relu cu126 build", run.seconds)
+    archs = capabilities.default_capabilities((12, 6))
+    assert metadata(root / "build" / CU126_VARIANT)["backend"] == {"type": "cuda", "archs": list(archs)}
+    binary = extension(root / "build" / CU126_VARIANT)
+    python = next((env_cache / "envs").glob("torch2.13.0-cu126-*")) / "bin" / "python"
+    tool = cuobjdump(python)
+    elf = capabilities.cuobjdump_names(tool_output([tool, "--list-elf", binary]))
+    ptx = capabilities.cuobjdump_names(tool_output([tool, "--list-ptx", binary]))
+    assert (elf, ptx) == capabilities.expected_cuobjdump_images(archs)
+    assert run_cli(["check-abi", root / "build" / CU126_VARIANT]).returncode == 0

@@ -12,6 +12,7 @@ and later batches go to it. The module never prints; the CLI renders the plan an
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from kernel_builder import __version__
 from kernel_builder.errors import UsageError
 from kernel_builder.hub import KERNEL, MODEL, REQUEST_ERRORS, AddFile, DeleteFile, Hub, RemoteFile, RemoteRepo
 from kernel_builder.identifiers import repo_id_problem
+from kernel_builder.publish.abi_gate import abi_gate
 from kernel_builder.publish.content import Content, LocalFile, collect_content, is_benchmark
 from kernel_builder.publish.errors import PublishError, describe
 
@@ -52,6 +54,7 @@ class UploadOptions:
     repo_type: str = KERNEL
     create_pr: bool = False
     dry_run: bool = False
+    allow_abi_violations: bool = False  # upload variants check-abi rejects; the card then says so
 
 
 @dataclass(frozen=True)
@@ -449,8 +452,16 @@ def upload(
     """
     repo_id, branch_setting = _repo_id(options)
     content = collect_content(options.kernel_dir)
-    for warning in content.warnings:
-        warn(warning)
+    with tempfile.TemporaryDirectory(prefix="kernel-builder-upload-") as scratch:
+        content = abi_gate(content, options.allow_abi_violations, Path(scratch))
+        for warning in content.warnings:
+            warn(warning)
+        return _upload(options, repo_id, branch_setting, content, log)
+
+
+def _upload(
+    options: UploadOptions, repo_id: str, branch_setting: str | None, content: Content, log: Log
+) -> UploadResult:
     branch = _branch(branch_setting, content)
     hub = Hub(agent=f"kernel-builder-cli/{__version__}")
     if hub.offline:
