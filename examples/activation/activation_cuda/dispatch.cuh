@@ -1,5 +1,10 @@
-// Helpers shared by the CUDA activation kernels: argument checks, launch
-// configuration, dtype dispatch and float/double math.
+// Helpers shared by the CUDA activation kernels: argument checks, 16-byte
+// vectors and their alignment, launch configuration, dtype dispatch and
+// float/double math.
+//
+// The activations are bound by memory bandwidth: each thread moves 16 bytes
+// per load and store, a few loads in flight at once, over a grid sized to
+// fill the device once (grid-stride loops cover the rest).
 #pragma once
 
 #include <ATen/Dispatch.h>
@@ -9,6 +14,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 // float32, float16 and bfloat16 (and float64). Half and bfloat16 values are
@@ -21,6 +27,16 @@
 namespace activation {
 
 constexpr int kThreadsPerBlock = 256;
+// 16-byte vectors each thread loads before it stores any.
+constexpr int kUnroll = 4;
+constexpr int kVectorBytes = 16;
+constexpr int kMaxDevices = 64;
+
+template <typename scalar_t>
+struct alignas(kVectorBytes) Vector {
+  static constexpr int kSize = kVectorBytes / sizeof(scalar_t);
+  scalar_t values[kSize];
+};
 
 // Checks shared by every op: both tensors on the same CUDA device, same
 // dtype, contiguous. Shapes are checked by each op.
@@ -34,17 +50,130 @@ inline void check_tensors(char const *op, at::Tensor const &out,
   TORCH_CHECK(out.scalar_type() == input.scalar_type(), op,
               ": out and input must have the same dtype, got out ",
               out.scalar_type(), " and input ", input.scalar_type());
-  TORCH_CHECK(input.is_contiguous(), op, ": input must be contiguous");
+  TORCH_CHECK(input.is_contiguous(), op,
+              ": input must be contiguous (call .contiguous() first)");
   TORCH_CHECK(out.is_contiguous(), op, ": out must be contiguous");
 }
 
-// Grid for a grid-stride loop over `work_items` (> 0) items: enough blocks to
-// cover them, capped at a few waves so huge tensors loop instead.
-inline dim3 grid_for(int64_t work_items) {
+inline bool is_aligned(void const *pointer) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % kVectorBytes == 0;
+}
+
+// Elements before `input` reaches a 16-byte boundary, or -1 when `out` and
+// `input` sit at different offsets from one, so no vector fits both.
+template <typename scalar_t>
+int64_t aligned_head(scalar_t const *out, scalar_t const *input) {
+  auto const out_address = reinterpret_cast<std::uintptr_t>(out);
+  auto const in_address = reinterpret_cast<std::uintptr_t>(input);
+  if (out_address % kVectorBytes != in_address % kVectorBytes ||
+      in_address % sizeof(scalar_t) != 0) {
+    return -1;
+  }
+  std::uintptr_t const misaligned = in_address % kVectorBytes;
+  return misaligned == 0 ? 0 : (kVectorBytes - misaligned) / sizeof(scalar_t);
+}
+
+// Resident blocks per SM of `Kernel` on `device`, asked of the driver once
+// per kernel and device (the answer does not change while the process runs).
+template <auto Kernel>
+int blocks_per_sm(int device) {
+  static std::atomic<int> cache[kMaxDevices];
+  if (device < 0 || device >= kMaxDevices) {
+    return 1;
+  }
+  int blocks = cache[device].load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &blocks, Kernel, kThreadsPerBlock, 0));
+    blocks = std::max(blocks, 1);
+    cache[device].store(blocks, std::memory_order_relaxed);
+  }
+  return blocks;
+}
+
+// Grid for `Kernel` running a grid-stride loop over `work_items` (> 0) items
+// of one thread each: enough blocks to cover them, at most one full wave of
+// resident blocks on the current device.
+template <auto Kernel>
+dim3 grid_for(int64_t work_items) {
+  int const device = c10::cuda::current_device();
   int64_t const needed = (work_items + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  int64_t const cap = std::max<int64_t>(
-      1, int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount} * 32);
-  return dim3(static_cast<unsigned int>(std::min(needed, cap)));
+  int64_t const resident =
+      int64_t{at::cuda::getDeviceProperties(device)->multiProcessorCount} *
+      blocks_per_sm<Kernel>(device);
+  return dim3(static_cast<unsigned int>(
+      std::max<int64_t>(1, std::min(needed, resident))));
+}
+
+// out[i] = op(input[i]) for every element: elements [0, head) and
+// [head + vectors * kSize, numel) one by one, the `vectors` aligned 16-byte
+// vectors starting at element `head` in between (head = numel and
+// vectors = 0 when no vector fits both pointers).
+template <typename scalar_t, typename Op>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    unary_kernel(scalar_t *__restrict__ out, scalar_t const *__restrict__ input,
+                 int64_t numel, int64_t head, int64_t vectors) {
+  using vector_t = Vector<scalar_t>;
+  Op const op;
+  int64_t const thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  int64_t const stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+
+  int64_t const body_end = head + vectors * vector_t::kSize;
+  int64_t const scalars = head + (numel - body_end);
+  for (int64_t i = thread; i < scalars; i += stride) {
+    int64_t const index = i < head ? i : body_end + (i - head);
+    out[index] = op(input[index]);
+  }
+
+  vector_t *__restrict__ out_vectors = reinterpret_cast<vector_t *>(out + head);
+  vector_t const *__restrict__ in_vectors =
+      reinterpret_cast<vector_t const *>(input + head);
+  int64_t v = thread;
+  for (; v + (kUnroll - 1) * stride < vectors; v += kUnroll * stride) {
+    vector_t loaded[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      loaded[k] = in_vectors[v + k * stride];
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+#pragma unroll
+      for (int e = 0; e < vector_t::kSize; ++e) {
+        loaded[k].values[e] = op(loaded[k].values[e]);
+      }
+      out_vectors[v + k * stride] = loaded[k];
+    }
+  }
+  for (; v < vectors; v += stride) {
+    vector_t value = in_vectors[v];
+#pragma unroll
+    for (int e = 0; e < vector_t::kSize; ++e) {
+      value.values[e] = op(value.values[e]);
+    }
+    out_vectors[v] = value;
+  }
+}
+
+// Launches unary_kernel<scalar_t, Op> over `input` into `out` (same shape,
+// contiguous, non-empty) on `stream`.
+template <typename scalar_t, typename Op>
+void launch_unary(at::Tensor &out, at::Tensor const &input,
+                  cudaStream_t stream) {
+  using vector_t = Vector<scalar_t>;
+  int64_t const numel = input.numel();
+  scalar_t *out_ptr = out.data_ptr<scalar_t>();
+  scalar_t const *in_ptr = input.const_data_ptr<scalar_t>();
+  int64_t head = aligned_head(out_ptr, in_ptr);
+  int64_t vectors = 0;
+  if (head < 0 || head >= numel) {
+    head = numel;
+  } else {
+    vectors = (numel - head) / vector_t::kSize;
+  }
+  int64_t const items = vectors > 0 ? (vectors + kUnroll - 1) / kUnroll : numel;
+  dim3 const grid = grid_for<unary_kernel<scalar_t, Op>>(items);
+  unary_kernel<scalar_t, Op><<<grid, kThreadsPerBlock, 0, stream>>>(
+      out_ptr, in_ptr, numel, head, vectors);
 }
 
 __device__ __forceinline__ float device_exp(float x) { return expf(x); }

@@ -91,6 +91,47 @@ def test_silu_and_mul(kernel, shape, dtype):
     torch.testing.assert_close(y, _silu_and_mul_reference(x), **TOLERANCES[dtype])
 
 
+# (input offset, out offset) in elements from the start of a fresh allocation:
+# aligned, both shifted alike, or shifted apart.
+OFFSETS = [(0, 0), (1, 1), (4, 4), (1, 0), (0, 3), (2, 5)]
+
+
+def _view(dtype, shape, offset, fill=None):
+    """A contiguous tensor of ``shape`` starting ``offset`` elements into a larger allocation (and it)."""
+    numel = 1
+    for size in shape:
+        numel *= size
+    if fill is None:
+        storage = _randn((numel + 16,), dtype)
+    else:
+        storage = torch.full((numel + 16,), fill, device=DEVICE, dtype=dtype)
+    view = storage[offset : offset + numel].view(shape)
+    assert view.is_contiguous()
+    return view, storage
+
+
+def _assert_only_view_written(storage, offset, numel, fill):
+    untouched = torch.cat([storage[:offset], storage[offset + numel :]])
+    assert bool((untouched == fill).all())
+
+
+# d around the vector widths (2, 4, 8 elements of 16 bytes), whole and not.
+SILU_ODD_SHAPES = [(1, 2), (3, 6), (5, 10), (2, 16), (3, 18), (9, 34), (4, 128), (3, 4100), (17, 1000)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", SILU_ODD_SHAPES, ids=str)
+@pytest.mark.parametrize("offsets", OFFSETS, ids=str)
+def test_silu_and_mul_views_with_offsets(kernel, shape, dtype, offsets):
+    in_offset, out_offset = offsets
+    x, _ = _view(dtype, shape, in_offset)
+    out_shape = shape[:-1] + (shape[-1] // 2,)
+    out, storage = _view(dtype, out_shape, out_offset, fill=7.0)
+    kernel.silu_and_mul(x, out=out)
+    torch.testing.assert_close(out, _silu_and_mul_reference(x), **TOLERANCES[dtype])
+    _assert_only_view_written(storage, out_offset, out.numel(), 7.0)
+
+
 def test_silu_and_mul_matches_unfused_fp32(kernel):
     # The plain fp32 composition of torch.nn.functional ops.
     x = _randn((33, 1026), torch.float32)
@@ -146,6 +187,34 @@ def test_gelu_tanh(kernel, shape, dtype):
     assert y.shape == x.shape
     assert y.dtype == dtype
     torch.testing.assert_close(y, _gelu_tanh_reference(x), **TOLERANCES[dtype])
+
+
+GELU_ODD_SIZES = [2, 3, 5, 8, 9, 15, 16, 17, 31, 33, 4095, 4097, 8 * 256 * 4 + 3, 65537]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("size", GELU_ODD_SIZES)
+def test_gelu_tanh_odd_sizes(kernel, size, dtype):
+    x = _randn((size,), dtype)
+    torch.testing.assert_close(kernel.gelu_tanh(x), _gelu_tanh_reference(x), **TOLERANCES[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("size", [1, 6, 13, 1000, 4103, 1 << 20])
+@pytest.mark.parametrize("offsets", OFFSETS, ids=str)
+def test_gelu_tanh_views_with_offsets(kernel, size, dtype, offsets):
+    in_offset, out_offset = offsets
+    x, _ = _view(dtype, (size,), in_offset)
+    out, storage = _view(dtype, (size,), out_offset, fill=7.0)
+    kernel.gelu_tanh(x, out=out)
+    torch.testing.assert_close(out, _gelu_tanh_reference(x), **TOLERANCES[dtype])
+    _assert_only_view_written(storage, out_offset, size, 7.0)
+
+
+def test_gelu_tanh_non_contiguous_raises(kernel):
+    x = _randn((8, 6), torch.float32).t()
+    with pytest.raises(RuntimeError, match="contiguous"):
+        kernel.gelu_tanh(x, out=torch.empty((6, 8), device=DEVICE))
 
 
 def test_gelu_tanh_matches_torch_fp32_directly(kernel):

@@ -76,6 +76,45 @@ def test_relu_dtypes(kernel, dtype, shape):
     torch.testing.assert_close(y, torch.relu(x), rtol=0, atol=0)
 
 
+# Around the 16-byte vector width of every dtype (2, 4 or 8 elements) and the
+# multiples of vectors per block and unrolled round.
+ODD_SIZES = [2, 3, 5, 8, 9, 15, 16, 17, 31, 33, 255, 257, 4095, 4097, 8 * 256 * 4 + 3, 65537]
+# (input offset, out offset) in elements from the start of a fresh allocation:
+# aligned, both shifted alike (a scalar head, then vectors), or shifted apart
+# (no vector fits both).
+OFFSETS = [(0, 0), (1, 1), (3, 3), (7, 7), (1, 0), (0, 5), (2, 3)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("size", ODD_SIZES)
+def test_relu_odd_sizes(kernel, dtype, size):
+    x = _randn((size,), dtype)
+    torch.testing.assert_close(kernel.relu(x), torch.relu(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("offsets", OFFSETS, ids=str)
+@pytest.mark.parametrize("size", [1, 6, 13, 1000, 4103, 1 << 20])
+def test_relu_views_with_offsets(kernel, dtype, offsets, size):
+    in_offset, out_offset = offsets
+    x = _randn((size + 8,), dtype)[in_offset : in_offset + size]
+    out_storage = torch.full((size + 16,), 123.0, device=DEVICE, dtype=dtype)
+    out = out_storage[out_offset : out_offset + size]
+    assert x.is_contiguous() and out.is_contiguous()
+    kernel.relu(x, out=out)
+    torch.testing.assert_close(out, torch.relu(x), rtol=0, atol=0)
+    # Nothing outside the view was written.
+    untouched = torch.cat([out_storage[:out_offset], out_storage[out_offset + size :]])
+    assert bool((untouched == 123.0).all())
+
+
+def test_relu_in_place(kernel):
+    x = _randn((3, 1001), torch.float32)
+    expected = torch.relu(x)
+    kernel.relu(x, out=x)
+    torch.testing.assert_close(x, expected, rtol=0, atol=0)
+
+
 def test_relu_large_tensor(kernel):
     # More elements than one launch of a capped grid covers.
     x = _randn((3 * 1024 * 1024 + 5,), torch.float32)

@@ -1,0 +1,206 @@
+"""How long loading a built kernel takes, ours against the upstream ``kernels`` package, above ``import torch``.
+
+    python benchmarks/load.py [--kernel examples/relu] [--rounds 15] [--json PATH]
+
+The kernel's ``build/`` must exist (``kernel-builder build examples/relu``). Its variants are published to a
+local double of the Hub (``tests/hub_server.py``), and one load of each kind fills the Hub cache. Then, in
+interleaved rounds, each case runs in a fresh interpreter that imports torch and then loads the kernel:
+
+- ``import torch`` alone (the floor);
+- ``get_local_kernel(build/)``, ours and upstream's, on the same directory;
+- ``get_kernel(repo, version=1)`` with a warm cache, ours and upstream's, online (the double answers the
+  version lookup over loopback: the real Hub adds its round trips) and with ``HF_HUB_OFFLINE=1``.
+
+Reported: the median time of the load itself, measured inside the interpreter after ``import torch``.
+Without the ``kernels`` package its cases are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from common import REPO, RESULTS, machine, median, spread, table, use_repository, verdict, write_json
+
+REPO_ID = "kernel-builder-examples/relu"
+TARGET_ABOVE_TORCH_MS = 50.0
+
+#: Run in a fresh interpreter: times ``import torch`` and then one load; prints both in milliseconds.
+PROBE = textwrap.dedent(
+    """
+    import json, sys, time, warnings
+    from pathlib import Path
+    warnings.simplefilter("ignore")
+    case, path, repo = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    # The same options for both loaders (upstream's trust check needs a Hub route the double lacks).
+    options = {"user_agent": {"benchmark": "load"}, "trust_remote_code": True}
+    t0 = time.perf_counter()
+    import torch
+    t1 = time.perf_counter()
+    if case == "ours-local":
+        from kernel_builder import get_local_kernel
+        module = get_local_kernel(path)
+    elif case == "upstream-local":
+        from kernels import get_local_kernel
+        module = get_local_kernel(path)
+    elif case.startswith("ours-hub"):
+        from kernel_builder import get_kernel
+        module = get_kernel(repo, version=1, **options)
+    elif case.startswith("upstream-hub"):
+        from kernels import get_kernel
+        module = get_kernel(repo, version=1, **options)
+    else:
+        module = None
+    t2 = time.perf_counter()
+    if module is not None:
+        assert hasattr(module, "relu"), dir(module)
+    print(json.dumps({"torch_ms": (t1 - t0) * 1e3, "load_ms": (t2 - t1) * 1e3}))
+    """
+)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--kernel",
+        type=Path,
+        default=REPO / "examples" / "relu",
+        help="a kernel directory with a build/ (default: %(default)s)",
+    )
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds; medians are reported")
+    parser.add_argument("--json", type=Path, default=RESULTS / "load.json", help="where to write the results")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    build = args.kernel / "build"
+    if not build.is_dir() or not any(build.glob("*/metadata.json")):
+        print(
+            f"{build} has no built variant: run `kernel-builder build {args.kernel}` first", file=sys.stderr
+        )
+        return 2
+    use_repository()
+    sys.path.insert(0, str(REPO / "tests"))
+    from hub_server import HubServer, files_from_directory  # the test double of the Hub, a dev-only module
+
+    upstream = importlib.util.find_spec("kernels") is not None
+    with tempfile.TemporaryDirectory(prefix="kb-load-bench-") as tmp:
+        server = HubServer().start()
+        try:
+            server.add_organization(REPO_ID.split("/")[0], trusted=True)
+            server.create_repo(REPO_ID)
+            server.create_branch(REPO_ID, "v1")
+            variants = [d for d in sorted(build.iterdir()) if (d / "metadata.json").is_file()]
+            files: dict[str, bytes] = {}
+            for variant in variants:
+                files.update(files_from_directory(variant, prefix=f"build/{variant.name}"))
+            server.commit(REPO_ID, files, branch="v1")
+            env = _environment(server.url, Path(tmp) / "cache")
+            cases = ["import torch", "ours-local", "ours-hub", "ours-hub-offline"]
+            if upstream:
+                cases[2:2] = ["upstream-local"]
+                cases += ["upstream-hub", "upstream-hub-offline"]
+            else:
+                print(
+                    "the `kernels` package is not installed: upstream's cases are left out", file=sys.stderr
+                )
+            failed: dict[str, str] = {}
+            for case in list(cases):  # fill the caches (and check every case works) before timing
+                try:
+                    _probe(case, build, env)
+                except CaseFailed as exc:
+                    if not case.startswith("upstream"):
+                        raise SystemExit(str(exc)) from None
+                    failed[case] = exc.reason
+                    cases.remove(case)
+                    print(f"{case}: left out, upstream's loader failed: {exc.reason}", file=sys.stderr)
+            samples: dict[str, list[float]] = {case: [] for case in cases}
+            torch_samples: list[float] = []
+            for _ in range(args.rounds):
+                for case in cases:
+                    result = _probe(case, build, env)
+                    samples[case].append(result["load_ms"])
+                    torch_samples.append(result["torch_ms"])
+        finally:
+            server.stop()
+
+    rows = []
+    for case in cases:
+        values = samples[case]
+        rows.append([case, median(values), spread(values)])
+    print(table(["case (fresh interpreter, after import torch)", "median ms", "min–max"], rows))
+    for case, reason in failed.items():
+        print(f"{case}: failed ({reason})")
+    print(f"\nimport torch itself: median {median(torch_samples):.0f} ms")
+    ours = median(samples["ours-hub"])
+    targets: list[list[object]] = [
+        [f"warm get_kernel ≤ {TARGET_ABOVE_TORCH_MS:.0f} ms above import torch", ours,
+         verdict(ours, TARGET_ABOVE_TORCH_MS, at_most=True)],
+    ]  # fmt: skip
+    for label, mine, theirs in (("warm get_kernel", "ours-hub", "upstream-hub"),
+                                ("warm get_kernel offline", "ours-hub-offline", "upstream-hub-offline"),
+                                ("get_local_kernel", "ours-local", "upstream-local")):  # fmt: skip
+        if theirs in samples:
+            ratio = median(samples[mine]) / median(samples[theirs])
+            targets.append([f"{label} ≤ upstream kernels (ratio)", ratio, verdict(ratio, 1.0, at_most=True)])
+    print()
+    print(table(["target", "measured", "verdict"], targets))
+    write_json(args.json, {
+        "machine": machine(),
+        "kernel": str(args.kernel),
+        "variants": [v.name for v in variants],
+        "upstream": _upstream_version() if upstream else None,
+        "import_torch_ms": median(torch_samples),
+        "cases": {case: {"median_ms": median(v), "samples_ms": v} for case, v in samples.items()},
+        "failed": failed,
+        "targets": [{"target": t, "measured": m, "verdict": v} for t, m, v in targets],
+    })  # fmt: skip
+    return 0
+
+
+def _environment(endpoint: str, cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "LOCAL_KERNELS")}
+    env.update({
+        "HF_ENDPOINT": endpoint, "HF_HUB_CACHE": str(cache), "KERNELS_CACHE": str(cache),
+        "HF_TOKEN": "hf_dummy_benchmark_token", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_XET": "1",
+        # Upstream passes an empty user agent, which leaves a header ending in "; " that httpx rejects.
+        "HF_HUB_USER_AGENT_ORIGIN": "kernel-builder-benchmark",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
+    })  # fmt: skip
+    return env
+
+
+class CaseFailed(Exception):
+    def __init__(self, case: str, stderr: str) -> None:
+        super().__init__(f"case {case} failed:\n{stderr}")
+        self.reason = stderr.splitlines()[-1] if stderr else "no output"
+
+
+def _probe(case: str, path: Path, env: dict[str, str]) -> dict[str, float]:
+    case_env = {**env, "HF_HUB_OFFLINE": "1"} if case.endswith("offline") else env
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, case, str(path), REPO_ID], capture_output=True, text=True, env=case_env,
+        check=False,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise CaseFailed(case, result.stderr.strip())
+    data: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
+    return data
+
+
+def _upstream_version() -> str:
+    from importlib.metadata import version
+
+    return version("kernels")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
