@@ -7,11 +7,15 @@
 // fill the device once (grid-stride loops cover the rest).
 #pragma once
 
+// Only the headers these files need: ATen/cuda/CUDAContext.h would bring in
+// cuBLAS and cuSPARSE and slow every compile down.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
 #include <atomic>
@@ -73,19 +77,23 @@ int64_t aligned_head(scalar_t const *out, scalar_t const *input) {
   return misaligned == 0 ? 0 : (kVectorBytes - misaligned) / sizeof(scalar_t);
 }
 
-// Resident blocks per SM of `Kernel` on `device`, asked of the driver once
-// per kernel and device (the answer does not change while the process runs).
+// Blocks of `Kernel` resident on the whole of `device` at once (SMs × blocks
+// per SM), asked of the driver once per kernel and device: it does not change
+// while the process runs.
 template <auto Kernel>
-int blocks_per_sm(int device) {
-  static std::atomic<int> cache[kMaxDevices];
+int64_t resident_blocks(int device) {
+  static std::atomic<int64_t> cache[kMaxDevices];
   if (device < 0 || device >= kMaxDevices) {
     return 1;
   }
-  int blocks = cache[device].load(std::memory_order_relaxed);
+  int64_t blocks = cache[device].load(std::memory_order_relaxed);
   if (blocks == 0) {
+    int sms = 0;
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, Kernel, kThreadsPerBlock, 0));
-    blocks = std::max(blocks, 1);
+        &per_sm, Kernel, kThreadsPerBlock, 0));
+    blocks = std::max<int64_t>(int64_t{sms} * per_sm, 1);
     cache[device].store(blocks, std::memory_order_relaxed);
   }
   return blocks;
@@ -96,11 +104,8 @@ int blocks_per_sm(int device) {
 // resident blocks on the current device.
 template <auto Kernel>
 dim3 grid_for(int64_t work_items) {
-  int const device = c10::cuda::current_device();
   int64_t const needed = (work_items + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  int64_t const resident =
-      int64_t{at::cuda::getDeviceProperties(device)->multiProcessorCount} *
-      blocks_per_sm<Kernel>(device);
+  int64_t const resident = resident_blocks<Kernel>(c10::cuda::current_device());
   return dim3(static_cast<unsigned int>(
       std::max<int64_t>(1, std::min(needed, resident))));
 }

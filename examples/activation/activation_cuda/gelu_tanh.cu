@@ -31,7 +31,7 @@ void gelu_tanh(at::Tensor &out, at::Tensor const &input) {
   }
 
   c10::cuda::CUDAGuard const device_guard(input.device());
-  cudaStream_t const stream = at::cuda::getCurrentCUDAStream();
+  cudaStream_t const stream = c10::cuda::getCurrentCUDAStream();
   ACTIVATION_DISPATCH_FLOATING_TYPES(input.scalar_type(), "gelu_tanh_cuda", [&] {
     activation::launch_unary<scalar_t, GeluTanh<scalar_t>>(out, input, stream);
   });

@@ -129,7 +129,7 @@ void silu_and_mul(at::Tensor &out, at::Tensor const &input) {
   }
 
   c10::cuda::CUDAGuard const device_guard(input.device());
-  cudaStream_t const stream = at::cuda::getCurrentCUDAStream();
+  cudaStream_t const stream = c10::cuda::getCurrentCUDAStream();
   // Indices reach the input's element count (plus a grid's worth of stride).
   bool const narrow = input.numel() <= std::numeric_limits<uint32_t>::max() / 2;
   ACTIVATION_DISPATCH_FLOATING_TYPES(

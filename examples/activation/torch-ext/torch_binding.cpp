@@ -9,11 +9,11 @@ TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.def("silu_and_mul(Tensor! out, Tensor input) -> ()");
   ops.def("gelu_tanh(Tensor! out, Tensor input) -> ()");
 #if defined(CUDA_KERNEL)
-  ops.impl("silu_and_mul", torch::kCUDA, &silu_and_mul);
-  ops.impl("gelu_tanh", torch::kCUDA, &gelu_tanh);
+  ops.impl("silu_and_mul", c10::kCUDA, &silu_and_mul);
+  ops.impl("gelu_tanh", c10::kCUDA, &gelu_tanh);
 #elif defined(CPU_KERNEL)
-  ops.impl("silu_and_mul", torch::kCPU, &silu_and_mul);
-  ops.impl("gelu_tanh", torch::kCPU, &gelu_tanh);
+  ops.impl("silu_and_mul", c10::kCPU, &silu_and_mul);
+  ops.impl("gelu_tanh", c10::kCPU, &gelu_tanh);
 #endif
 }
 

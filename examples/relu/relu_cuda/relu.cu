@@ -6,11 +6,14 @@
 // thread per iteration, and the few elements before the first 16-byte
 // boundary (a view with an offset) and after the last are done one by one.
 
-#include <ATen/core/Tensor.h>
+// Only the headers this file needs: ATen/cuda/CUDAContext.h would bring in
+// cuBLAS and cuSPARSE and double the compile time.
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/core/Tensor.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
 #include <atomic>
@@ -88,19 +91,23 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
 }
 
-// Resident blocks per SM of this kernel instance on `device`, asked of the
-// driver once per device (the answer does not change while the process runs).
+// Blocks of this kernel instance resident on the whole of `device` at once
+// (SMs × blocks per SM), asked of the driver once per device: it does not
+// change while the process runs.
 template <typename scalar_t>
-int blocks_per_sm(int device) {
-  static std::atomic<int> cache[kMaxDevices];
+int64_t resident_blocks(int device) {
+  static std::atomic<int64_t> cache[kMaxDevices];
   if (device < 0 || device >= kMaxDevices) {
     return 1;
   }
-  int blocks = cache[device].load(std::memory_order_relaxed);
+  int64_t blocks = cache[device].load(std::memory_order_relaxed);
   if (blocks == 0) {
+    int sms = 0;
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, relu_kernel<scalar_t>, kThreadsPerBlock, 0));
-    blocks = std::max(blocks, 1);
+        &per_sm, relu_kernel<scalar_t>, kThreadsPerBlock, 0));
+    blocks = std::max<int64_t>(int64_t{sms} * per_sm, 1);
     cache[device].store(blocks, std::memory_order_relaxed);
   }
   return blocks;
@@ -138,10 +145,7 @@ void launch(at::Tensor &out, at::Tensor const &input, cudaStream_t stream) {
   // One work item: kUnroll vectors, or one element when nothing vectorises.
   int64_t const items = vectors > 0 ? (vectors + kUnroll - 1) / kUnroll : numel;
   int64_t const needed = (items + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  int const device = input.get_device();
-  int64_t const resident =
-      int64_t{at::cuda::getDeviceProperties(device)->multiProcessorCount} *
-      blocks_per_sm<scalar_t>(device);
+  int64_t const resident = resident_blocks<scalar_t>(input.get_device());
   dim3 const grid(static_cast<unsigned int>(
       std::max<int64_t>(1, std::min(needed, resident))));
   relu_kernel<scalar_t><<<grid, kThreadsPerBlock, 0, stream>>>(
@@ -174,7 +178,7 @@ void relu(at::Tensor &out, at::Tensor const &input) {
   }
 
   c10::cuda::CUDAGuard const device_guard(input.device());
-  cudaStream_t const stream = at::cuda::getCurrentCUDAStream();
+  cudaStream_t const stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::ScalarType::Half, at::ScalarType::BFloat16, input.scalar_type(),
       "relu_cuda", [&] { launch<scalar_t>(out, input, stream); });

@@ -8,9 +8,9 @@
 TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.def("relu(Tensor! out, Tensor input) -> ()");
 #if defined(CUDA_KERNEL)
-  ops.impl("relu", torch::kCUDA, &relu);
+  ops.impl("relu", c10::kCUDA, &relu);
 #elif defined(CPU_KERNEL)
-  ops.impl("relu", torch::kCPU, &relu);
+  ops.impl("relu", c10::kCPU, &relu);
 #endif
 }
 
