@@ -1,0 +1,341 @@
+"""How long building examples/relu takes with kernel-builder, next to ``torch.utils.cpp_extension.load``.
+
+    python benchmarks/build.py [--backend cuda|cpu] [--capability 9.0] [--rounds 3] [--cases ...] [--json PATH]
+
+Every build starts from a fresh copy of examples/relu (no ``build/``, no ``.kernel-builder/``) and is timed
+as the whole command a user waits for. Cases (``--cases``, comma-separated; default all):
+
+- ``cold``: kernel-builder, compiler cache off, for one capability, against ``cpp_extension.load`` of the
+  same sources (binding + kernel) with the same defines and optimisation, in a fresh extensions directory;
+  interleaved rounds, ratio of the medians. kernel-builder's configure / compile / assemble split comes from
+  its log.
+- ``noop``: the same command again on a built copy, by default and (with a GPU) with ``--arch native``.
+- ``touch``: one edited ``.cu`` (a comment appended), rebuilt.
+- ``caps``: cold builds for 1, 4 and 10 capabilities (CUDA only).
+- ``cache``: with a fresh compiler cache, a cold build, then ``rm -rf build .kernel-builder`` and a rebuild
+  that finds every object in the cache.
+
+``--python`` is the build interpreter (default: this one); kernel-builder itself runs in this interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from common import REPO, RESULTS, machine, median, spread, table, use_repository, verdict, write_json
+
+EXAMPLE = REPO / "examples" / "relu"
+CASES = ("cold", "noop", "touch", "caps", "cache")
+FOUR = ("8.0", "8.9", "9.0", "10.0")
+TARGETS = {"cold": 1.0, "cache": 0.20, "noop": 0.5, "caps": 3.0}
+_STAGE = re.compile(r"^\[\s*([0-9.]+) s\] [^:]+: (configuring|compiling|assembling|built|up to date)")
+
+#: Run by the build interpreter: cpp_extension.load of the example's sources, printing nothing on success.
+CPP_EXTENSION = textwrap.dedent(
+    """
+    import json, sys
+    from torch.utils import cpp_extension
+    spec = json.loads(sys.argv[1])
+    cpp_extension.load(
+        name=spec["name"], sources=spec["sources"], extra_include_paths=spec["includes"],
+        extra_cflags=spec["cflags"], extra_cuda_cflags=spec["cuda_cflags"], build_directory=spec["build"],
+        with_cuda=spec["cuda"], is_python_module=True, verbose=False,
+    )
+    """
+)
+
+
+@dataclass
+class Sample:
+    seconds: float
+    stages: dict[str, float] = field(default_factory=dict)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", type=Path, default=Path(sys.executable), help="the build interpreter")
+    parser.add_argument(
+        "--backend", choices=["cuda", "cpu"], help="default: cuda when the interpreter's torch has it"
+    )
+    parser.add_argument("--capability", default="9.0", help="the one capability of the cold builds (CUDA)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="interleaved rounds of the cold, noop and touch cases"
+    )
+    parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    parser.add_argument("--workdir", type=Path, help="where the copies go (default: a temporary directory)")
+    parser.add_argument(
+        "--json", type=Path, default=RESULTS / "build.json", help="where to write the results"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cases = [c for c in args.cases.split(",") if c]
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        print(f"unknown case(s) {', '.join(unknown)}; cases: {', '.join(CASES)}", file=sys.stderr)
+        return 2
+    use_repository()
+    torch_info = _torch_info(args.python)
+    backend = args.backend or ("cuda" if torch_info["cuda"] else "cpu")
+    if backend == "cuda" and not torch_info["cuda"]:
+        print(f"{args.python}: its torch has no CUDA; use --backend cpu", file=sys.stderr)
+        return 2
+    bench = Bench(args.python, backend, args.capability, torch_info)
+    results: dict[str, object] = {}
+    rows: list[list[object]] = []
+    targets: list[list[object]] = []
+    with tempfile.TemporaryDirectory(prefix="kb-build-bench-", dir=args.workdir) as tmp:
+        bench.workdir = Path(tmp)
+        for case in cases:
+            print(f"--- {case}", file=sys.stderr, flush=True)
+            getattr(bench, f"case_{case}")(args.rounds, results, rows, targets)
+    print(table(["case", "median s", "min–max s", "runs", "note"], rows))
+    print()
+    print(table(["target", "measured", "verdict"], targets))
+    write_json(args.json, {
+        "machine": {**machine(), "build-python": str(args.python), **torch_info},
+        "backend": backend,
+        "capability": args.capability if backend == "cuda" else None,
+        "results": results,
+        "targets": [{"target": t, "measured": m, "verdict": v} for t, m, v in targets],
+    })  # fmt: skip
+    return 0
+
+
+def _torch_info(python: Path) -> dict[str, object]:
+    code = (
+        "import json, torch\n"
+        "print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda,\n"
+        "                  'gpu': torch.cuda.is_available() and torch.cuda.device_count() > 0}))\n"
+    )
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout
+    info: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+    return info
+
+
+class Bench:
+    def __init__(self, python: Path, backend: str, capability: str, torch_info: dict[str, object]) -> None:
+        self.python = python
+        self.backend = backend
+        self.capability = capability
+        self.gpu = bool(torch_info["gpu"])
+        self.torch_version = str(torch_info["torch"])
+        self.workdir = Path()
+        self.count = 0
+
+    # --- the pieces ---------------------------------------------------------------------------------------
+
+    def copy(self, caps: tuple[str, ...] | None = None) -> Path:
+        """A fresh copy of examples/relu; ``caps`` replaces the CUDA kernel's capabilities (None: one)."""
+        self.count += 1
+        root = self.workdir / f"{self.count:03d}" / "relu"
+        shutil.copytree(
+            EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".kernel-builder", "registration.h")
+        )
+        caps = (self.capability,) if caps is None else caps
+        if caps:
+            text = (root / "build.toml").read_text(encoding="utf-8")
+            listed = ", ".join(f'"{c}"' for c in caps)
+            text = text.replace(
+                'src = ["relu_cuda/relu.cu"]', f'src = ["relu_cuda/relu.cu"]\ncuda-capabilities = [{listed}]'
+            )
+            (root / "build.toml").write_text(text, encoding="utf-8")
+        return root
+
+    def ours(self, root: Path, *extra: str, cache: bool = False, env: dict[str, str] | None = None) -> Sample:
+        argv = [sys.executable, "-m", "kernel_builder", "build", str(root), "--backend", self.backend,
+                "--python", str(self.python), *extra]  # fmt: skip
+        full_env = {**os.environ, **(env or {})}
+        if not cache:
+            full_env["KERNEL_BUILDER_COMPILER_CACHE"] = "off"
+        full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+        start = time.perf_counter()
+        result = subprocess.run(argv, capture_output=True, text=True, env=full_env, check=False)
+        seconds = time.perf_counter() - start
+        if result.returncode != 0:
+            raise SystemExit(f"kernel-builder build failed:\n{result.stdout}{result.stderr}")
+        return Sample(seconds, _stages(result.stderr))
+
+    def theirs(self, root: Path) -> Sample:
+        """cpp_extension.load of the binding and the kernel, with the defines and flags kernel-builder uses."""
+        from kernel_builder.generate.registration import registration_header
+
+        self.count += 1
+        include = root / "include"
+        include.mkdir(exist_ok=True)
+        (include / "registration.h").write_text(registration_header(), encoding="utf-8")
+        cuda = self.backend == "cuda"
+        kernel = "relu_cuda/relu.cu" if cuda else "relu_cpu/relu_cpu.cpp"
+        defines = [
+            "-O3",
+            "-DNDEBUG",
+            "-DPy_LIMITED_API=0x03090000",
+            "-DCUDA_KERNEL" if cuda else "-DCPU_KERNEL",
+        ]
+        spec = {
+            "name": f"_relu_cpp_extension_{self.count}",
+            "sources": [str(root / "torch-ext" / "torch_binding.cpp"), str(root / kernel)],
+            "includes": [str(include)],
+            "cflags": [*defines, "-fno-gnu-unique"],
+            "cuda_cflags": [*defines, "--threads=1", "-DENABLE_FP8"],
+            "build": str(root / "cpp-extension-build"),
+            "cuda": cuda,
+        }
+        Path(spec["build"]).mkdir()  # type: ignore[arg-type]
+        env = {**os.environ, "TORCH_CUDA_ARCH_LIST": self.capability, "MAX_JOBS": str(os.cpu_count() or 1)}
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # PyPI's ninja
+        start = time.perf_counter()
+        result = subprocess.run([str(self.python), "-c", CPP_EXTENSION, json.dumps(spec)], capture_output=True,
+                                text=True, env=env, check=False)  # fmt: skip
+        seconds = time.perf_counter() - start
+        if result.returncode != 0:
+            raise SystemExit(f"cpp_extension.load failed:\n{result.stdout}{result.stderr}")
+        return Sample(seconds)
+
+    # --- the cases ----------------------------------------------------------------------------------------
+
+    def case_cold(self, rounds: int, results: dict[str, object], rows: list[list[object]],
+                  targets: list[list[object]]) -> None:  # fmt: skip
+        ours: list[Sample] = []
+        theirs: list[Sample] = []
+        for _ in range(rounds):
+            ours.append(self.ours(self.copy()))
+            theirs.append(self.theirs(self.copy()))
+            print(f"  cold: kernel-builder {ours[-1].seconds:.1f} s, cpp_extension {theirs[-1].seconds:.1f} s",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        split = {
+            stage: median([s.stages.get(stage, 0.0) for s in ours])
+            for stage in ("configure", "compile", "assemble")
+        }
+        note = ", ".join(f"{k} {v:.1f}" for k, v in split.items())
+        rows.append(["cold kernel-builder (one capability)", *_stats(ours), note])
+        rows.append(["cold cpp_extension.load (same sources)", *_stats(theirs), ""])
+        ratio = median([s.seconds for s in ours]) / median([s.seconds for s in theirs])
+        targets.append(
+            ["cold build ≤ 1.0× cpp_extension.load", ratio, verdict(ratio, TARGETS["cold"], at_most=True)]
+        )
+        results["cold"] = {"kernel-builder": _dump(ours), "cpp_extension": _dump(theirs), "ratio": ratio,
+                           "kernel-builder-stages": split}  # fmt: skip
+
+    def case_noop(self, rounds: int, results: dict[str, object], rows: list[list[object]],
+                  targets: list[list[object]]) -> None:  # fmt: skip
+        modes: list[tuple[str, tuple[str, ...]]] = [("default", ())]
+        if self.backend == "cuda" and self.gpu:
+            modes.append(("--arch native", ("--arch", "native")))
+        else:
+            rows.append(["no-op rebuild --arch native", None, None, 0, "needs a GPU"])
+        out: dict[str, object] = {}
+        for label, extra in modes:
+            root = self.copy()
+            self.ours(root, *extra)
+            samples = [self.ours(root, *extra) for _ in range(max(rounds, 5))]
+            rows.append([f"no-op rebuild ({label})", *_stats(samples), ""])
+            value = median([s.seconds for s in samples])
+            targets.append(
+                [f"no-op rebuild ({label}) ≤ 0.5 s", value, verdict(value, TARGETS["noop"], at_most=True)]
+            )
+            out[label] = _dump(samples)
+        results["noop"] = out
+
+    def case_touch(self, rounds: int, results: dict[str, object], rows: list[list[object]],
+                   targets: list[list[object]]) -> None:  # fmt: skip
+        root = self.copy()
+        self.ours(root)
+        source = root / ("relu_cuda/relu.cu" if self.backend == "cuda" else "relu_cpu/relu_cpu.cpp")
+        samples = []
+        for index in range(rounds):
+            with source.open("a", encoding="utf-8") as handle:
+                handle.write(f"\n// touched {index}\n")
+            samples.append(self.ours(root))
+        rows.append([f"one edited {source.suffix} rebuilt", *_stats(samples), "compiler cache off"])
+        results["touch"] = _dump(samples)
+
+    def case_caps(self, rounds: int, results: dict[str, object], rows: list[list[object]],
+                  targets: list[list[object]]) -> None:  # fmt: skip
+        if self.backend != "cuda":
+            rows.append(["1 / 4 / 10 capabilities", None, None, 0, "CUDA only"])
+            return
+        out: dict[str, object] = {}
+        for label, caps in (("1", (self.capability,)), ("4", FOUR), ("10", ())):  # () = the default list
+            sample = self.ours(self.copy(caps))
+            rows.append([f"cold, {label} capabilit{'y' if label == '1' else 'ies'}", *_stats([sample]), ""])
+            out[label] = _dump([sample])
+        ratio = out["10"][0]["seconds"] / out["1"][0]["seconds"]  # type: ignore[index]
+        targets.append(["10 capabilities ≤ 3× one", ratio, verdict(ratio, TARGETS["caps"], at_most=True)])
+        results["caps"] = {**out, "ratio-10-to-1": ratio}
+
+    def case_cache(self, rounds: int, results: dict[str, object], rows: list[list[object]],
+                   targets: list[list[object]]) -> None:  # fmt: skip
+        from kernel_builder import compiler_cache
+
+        found = compiler_cache.find()
+        if found is None:
+            rows.append(["compiler cache cold / warm", None, None, 0, compiler_cache.summary(None)])
+            return
+        cold: list[Sample] = []
+        warm: list[Sample] = []
+        for index in range(max(1, rounds - 1)):
+            env = {
+                "CCACHE_DIR": str(self.workdir / f"ccache-{index}"),
+                "SCCACHE_DIR": str(self.workdir / f"sccache-{index}"),
+            }
+            root = self.copy()
+            cold.append(self.ours(root, cache=True, env=env))
+            shutil.rmtree(root / "build")
+            shutil.rmtree(root / ".kernel-builder")
+            warm.append(self.ours(root, cache=True, env=env))
+        rows.append([f"cold, empty {found.tool} cache", *_stats(cold), ""])
+        rows.append(["after rm -rf build .kernel-builder, warm cache", *_stats(warm), ""])
+        ratio = median([s.seconds for s in warm]) / median([s.seconds for s in cold])
+        targets.append(
+            ["warm-cache rebuild ≤ 20% of cold", ratio, verdict(ratio, TARGETS["cache"], at_most=True)]
+        )
+        results["cache"] = {
+            "tool": found.describe(),
+            "cold": _dump(cold),
+            "warm": _dump(warm),
+            "ratio": ratio,
+        }
+
+
+def _stages(log: str) -> dict[str, float]:
+    """configure / compile / assemble seconds from the ``[  12.3 s] variant: stage`` lines of a build log."""
+    marks: dict[str, float] = {}
+    for line in log.splitlines():
+        match = _STAGE.match(line)
+        if match:
+            marks.setdefault(match[2], float(match[1]))
+    stages: dict[str, float] = {}
+    if "configuring" in marks and "compiling" in marks:
+        stages["configure"] = marks["compiling"] - marks["configuring"]
+    if "compiling" in marks and "assembling" in marks:
+        stages["compile"] = marks["assembling"] - marks["compiling"]
+    if "assembling" in marks and "built" in marks:
+        stages["assemble"] = marks["built"] - marks["assembling"]
+    return stages
+
+
+def _stats(samples: list[Sample]) -> list[object]:
+    values = [s.seconds for s in samples]
+    return [median(values), spread(values), len(values)]
+
+
+def _dump(samples: list[Sample]) -> list[dict[str, object]]:
+    return [{"seconds": s.seconds, "stages": s.stages} for s in samples]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
