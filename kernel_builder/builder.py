@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from . import __version__, toolchain
+from . import __version__, compiler_cache, toolchain
 from . import compile as compile_stage
 from .buildenv import BuildInterpreter, quick_probe, torch_details
 from .candidates import Candidate, Selection, select_candidates, with_availability
@@ -500,9 +500,11 @@ class Builder:
     ) -> Path:
         self.progress.stage(variant.name, "configuring" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""))
         cuda = self._write_project(variant, interpreter, project_dir)
+        cache = compiler_cache.find()
+        self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
         compile_stage.configure(
             project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
-            verbose=self.options.verbose,
+            verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
         )  # fmt: skip
         self._link_compile_commands(cmake_build)
         self.progress.stage(variant.name, "compiling")

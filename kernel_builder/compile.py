@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import toolchain
+from . import configure_cache, toolchain
 from .errors import BuildError
 from .runner import run
 
@@ -22,7 +23,16 @@ def default_jobs(nvcc_threads: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, nvcc_threads))
 
 
-def configure(project_dir: Path, build_dir: Path, *, build_type: str, cuda: bool, verbose: bool) -> None:
+def configure(
+    project_dir: Path,
+    build_dir: Path,
+    *,
+    build_type: str,
+    cuda: bool,
+    verbose: bool,
+    launcher: Sequence[str] = (),
+) -> None:
+    """``launcher``: a compiler cache's command (``compiler_cache``), put before every compiler call."""
     build_dir.mkdir(parents=True, exist_ok=True)
     cxx = toolchain.host_compiler().path
     argv: list[str | os.PathLike[str]] = [
@@ -39,10 +49,32 @@ def configure(project_dir: Path, build_dir: Path, *, build_type: str, cuda: bool
     # One host compiler for everything: CMake's CUDA detection also reads CUDAHOSTCXX from the environment,
     # and a different compiler there brings its own (possibly static-only) libstdc++ into the link line.
     env = {"CXX": str(cxx)}
+    for language in ("CXX", "CUDA") if cuda else ("CXX",):
+        if not os.environ.get(f"CMAKE_{language}_COMPILER_LAUNCHER"):  # CMake reads that one itself
+            argv.append(f"-DCMAKE_{language}_COMPILER_LAUNCHER={';'.join(launcher)}")
     if cuda:
         argv.append(f"-DCMAKE_CUDA_HOST_COMPILER={cxx}")
         env["CUDAHOSTCXX"] = str(cxx)
-    run(argv, env=env, verbose=verbose, capture=not verbose, what="CMake configure")
+    cached = configure_cache.key(project_dir, {"CXX": cxx, "CUDA_HOST": cxx}, *_cmake_identity())
+    restored = configure_cache.restore(build_dir, cached)
+    try:
+        run([*argv, configure_cache.INITIALIZED] if restored else argv, env=env, verbose=verbose,
+            capture=not verbose, what="CMake configure")  # fmt: skip
+    except BuildError:
+        if not restored:
+            raise
+        # The stored compiler information did not fit after all: configure from scratch.
+        shutil.rmtree(build_dir)
+        build_dir.mkdir(parents=True)
+        run(argv, env=env, verbose=verbose, capture=not verbose, what="CMake configure")
+        restored = False
+    if not restored:
+        configure_cache.store(build_dir, cached)
+
+
+def _cmake_identity() -> tuple[Path, str]:
+    tool = toolchain.cmake()
+    return tool.path, tool.version
 
 
 _STEP = re.compile(r"^\[(\d+)/(\d+)\]")

@@ -179,12 +179,19 @@ def run_cli(
     return CliRun(argv, result.returncode, result.stdout, result.stderr, time.monotonic() - start)
 
 
-def build(root: Path, *extra: str | os.PathLike[str], python: Path | None = None) -> CliRun:
+def build(
+    root: Path, *extra: str | os.PathLike[str], python: Path | None = None, env: Mapping[str, str] | None = None
+) -> CliRun:
     """``kernel-builder build ROOT`` (with ``--python`` for a CUDA build); must succeed."""
     args: list[str | os.PathLike[str]] = ["build", root, *extra]
     if python is not None:
         args += ["--python", python]
-    return run_cli(args).check()
+    return run_cli(args, env=env).check()
+
+
+#: For the second of two clean builds compared byte for byte: compiled for real, not taken from the
+#: compiler cache the first one filled (which would make the comparison hold trivially).
+NO_COMPILER_CACHE = {"KERNEL_BUILDER_COMPILER_CACHE": "off"}
 
 
 def run_python(
@@ -333,6 +340,18 @@ def copy_example(name: str, dest: Path) -> Path:
     ignore = shutil.ignore_patterns("build", STATE_DIR, "registration.h", "__pycache__")
     shutil.copytree(EXAMPLES / name, dest, ignore=ignore)
     return dest
+
+
+_EXAMPLE_BUILDS: dict[str, Built] = {}
+
+
+def built_example(name: str, factory: pytest.TempPathFactory) -> Built:
+    """``examples/<name>`` copied and built with the tests' interpreter, once per test session: every test that
+    needs the example's default build shares this one (and must not change it)."""
+    if name not in _EXAMPLE_BUILDS:
+        root = copy_example(name, factory.mktemp(f"example-{name}") / name)
+        _EXAMPLE_BUILDS[name] = Built(root, build(root))
+    return _EXAMPLE_BUILDS[name]
 
 
 GENERAL = """

@@ -17,6 +17,7 @@ import pytest
 from build_fixtures import (
     ALLOWED_NEEDED,
     CPU_VARIANT,
+    NO_COMPILER_CACHE,
     PROBE_BINDING_CU,
     PROBE_ID,
     PROBE_UNLISTED_HEADER,
@@ -25,10 +26,10 @@ from build_fixtures import (
     Built,
     assert_one_ops_name,
     build,
+    built_example,
     cmake_cache_value,
     compile_commands,
     contents,
-    copy_example,
     counter_project,
     cpu_python,
     dynamic_section,
@@ -72,8 +73,7 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 @pytest.fixture(scope="session")
 def relu(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    root = copy_example("relu", tmp_path_factory.mktemp("relu") / "relu")
-    return Built(root, build(root))
+    return built_example("relu", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -94,8 +94,9 @@ def counter_a(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 @pytest.fixture(scope="session")
 def counter_a2(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The same sources as ``counter_a``, built clean in another directory."""
-    return _counter(tmp_path_factory, "counter-a2")
+    """The same sources as ``counter_a``, built clean (and compiled, not taken from a cache) elsewhere."""
+    root = counter_project(tmp_path_factory.mktemp("counter-a2") / "kb-counter")
+    return Built(root, build(root, env=NO_COMPILER_CACHE))
 
 
 @pytest.fixture(scope="session")

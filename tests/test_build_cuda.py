@@ -13,6 +13,7 @@ import pytest
 from build_fixtures import (
     ALLOWED_NEEDED,
     CUDA_VARIANT,
+    NO_COMPILER_CACHE,
     PROBE_BINDING_CU,
     PROBE_COMPONENTS,
     PROBE_CUDA,
@@ -83,9 +84,9 @@ def relu(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
     return Built(root, run, CUDA_VARIANT)
 
 
-def _tiny(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory, name: str) -> Built:
+def _tiny(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory, name: str, env: dict[str, str] | None = None) -> Built:
     root = tiny_cuda_project(tmp_path_factory.mktemp(name) / "kb-tiny")
-    return Built(root, build(root, python=cuda_py), CUDA_VARIANT)
+    return Built(root, build(root, python=cuda_py, env=env), CUDA_VARIANT)
 
 
 @pytest.fixture(scope="session")
@@ -95,8 +96,8 @@ def tiny_a(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 @pytest.fixture(scope="session")
 def tiny_b(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The same sources as ``tiny_a``, built clean in another directory."""
-    return _tiny(cuda_py, tmp_path_factory, "tiny-b")
+    """The same sources as ``tiny_a``, built clean (and compiled, not taken from a cache) in another directory."""
+    return _tiny(cuda_py, tmp_path_factory, "tiny-b", NO_COMPILER_CACHE)
 
 
 def cuobjdump_images(cuda_py: Path, binary: Path) -> tuple[set[str], set[str]]:

@@ -1,6 +1,6 @@
 """The examples' own test suites, run against fresh builds on this machine's CPU (slow).
 
-Each example is copied out of the repository and built once for the running torch (CPU) with
+Each example is copied out of the repository and built once per session for the running torch (CPU) with
 `kernel-builder build`; its `tests/` run in a subprocess, as a kernel author would run them. The builds of
 examples/activation and examples/relu also serve the kernelize compatibility check: the script of
 `test_layers_compat.py`, run with `kernel_builder` and with upstream's `kernels`, must make the same decisions
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from build_fixtures import build, copy_example, run_cli
+from build_fixtures import built_example, run_cli
 from hub_server import HubServer, files_from_directory
 from layers_fixtures import differences, run_compat_script
 
@@ -25,15 +25,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """``built(example)``: the root of a copy of ``examples/<example>``, built for the CPU once per module."""
-    roots: dict[str, Path] = {}
+    """``built(example)``: the root of a copy of ``examples/<example>`` built for the CPU: the one build of it that
+    every test of the session shares (``build_fixtures.built_example``)."""
 
     def get(example: str) -> Path:
-        if example not in roots:
-            root = copy_example(example, tmp_path_factory.mktemp(example) / example)
-            build(root).check()
-            roots[example] = root
-        return roots[example]
+        return built_example(example, tmp_path_factory).root
 
     return get
 
