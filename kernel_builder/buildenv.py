@@ -2,7 +2,7 @@
 
 Two depths: ``quick_probe`` reads ``torch/version.py`` without importing Torch (milliseconds; enough to
 name the variant and to tell whether an earlier build is still up to date), and ``torch_details`` imports
-Torch in a subprocess (seconds; only when a project is configured).
+Torch in a subprocess (seconds; only the first time a project is configured with that environment).
 """
 
 from __future__ import annotations
@@ -137,7 +137,14 @@ class TorchDetails:
 
 
 def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
-    """Imports Torch in the build interpreter (the Torch check before configuring)."""
+    """Imports Torch in the build interpreter (the Torch check before configuring), once per environment: the
+    answer is kept under the cache directory, keyed by the interpreter and its Torch's files."""
+    cache = _details_cache(interpreter)
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        return TorchDetails(data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     result = subprocess.run(
         [str(interpreter.python), "-c", _DETAILS], capture_output=True, text=True, check=False,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
@@ -145,4 +152,27 @@ def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
     if result.returncode != 0:
         raise BuildError(f"cannot import torch with {interpreter.python}:\n{result.stderr.strip()}")
     data = json.loads(result.stdout.strip().splitlines()[-1])
-    return TorchDetails(data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"])
+    details = TorchDetails(data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"])
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        staging = cache.with_name(f".{cache.name}.{os.getpid()}")
+        staging.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+        os.replace(staging, cache)
+    except OSError:
+        pass  # a read-only cache only costs the next build this import again
+    return details
+
+
+def _details_cache(interpreter: BuildInterpreter) -> Path:
+    """Where ``torch_details`` keeps its answer: changes with the interpreter, its Torch's version file and the
+    times of Torch's files that an install or upgrade rewrites."""
+    from .envs import cache_root
+
+    digest = hashlib.sha256(interpreter.fingerprint().encode())
+    for name in ("version.py", "__init__.py", "share/cmake/Torch/TorchConfig.cmake"):
+        try:
+            stat = (interpreter.torch_dir / name).stat()
+            digest.update(f"\0{name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        except OSError:
+            digest.update(f"\0{name}:missing".encode())
+    return cache_root() / "torch-details" / f"{digest.hexdigest()[:32]}.json"

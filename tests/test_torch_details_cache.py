@@ -1,0 +1,55 @@
+"""``buildenv.torch_details`` imports Torch once per environment; later builds read the kept answer."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernel_builder import buildenv
+
+
+@pytest.fixture
+def interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> buildenv.BuildInterpreter:
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
+    return buildenv.quick_probe()
+
+
+def test_second_call_reads_the_cache(interpreter: buildenv.BuildInterpreter, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = buildenv.torch_details(interpreter)
+    assert first.version == interpreter.torch_version
+
+    def no_subprocess(*args: object, **kwargs: object) -> None:
+        raise AssertionError("torch was imported again")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    assert buildenv.torch_details(interpreter) == first
+
+
+def test_another_torch_is_asked_again(
+    interpreter: buildenv.BuildInterpreter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    buildenv.torch_details(interpreter)
+    fake_torch = tmp_path / "torch"
+    fake_torch.mkdir()
+    (fake_torch / "version.py").write_text("__version__ = '9.9.9'\ncuda = None\n", encoding="utf-8")
+    other = buildenv.BuildInterpreter(**{**interpreter.__dict__, "torch_dir": fake_torch})
+    calls: list[object] = []
+    real_run = subprocess.run
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return real_run(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    buildenv.torch_details(other)
+    assert len(calls) == 1
+
+
+def test_a_damaged_cache_entry_is_replaced(interpreter: buildenv.BuildInterpreter, tmp_path: Path) -> None:
+    first = buildenv.torch_details(interpreter)
+    (entry,) = (tmp_path / "cache" / "torch-details").iterdir()
+    entry.write_text("{not json", encoding="utf-8")
+    assert buildenv.torch_details(interpreter) == first
+    assert entry.read_text(encoding="utf-8").startswith("{\"")
