@@ -97,21 +97,28 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, object] = {}
     rows: list[list[object]] = []
     targets: list[list[object]] = []
+
+    def save(done: bool) -> None:
+        write_json(args.json, {
+            "machine": {**machine(), "build-python": str(args.python), **torch_info},
+            "backend": backend,
+            "capability": args.capability if backend == "cuda" else None,
+            "complete": done,
+            "results": results,
+            "rows": rows,
+            "targets": [{"target": t, "measured": m, "verdict": v} for t, m, v in targets],
+        }, quiet=not done)  # fmt: skip
+
     with tempfile.TemporaryDirectory(prefix="kb-build-bench-", dir=args.workdir) as tmp:
         bench.workdir = Path(tmp)
         for case in cases:
             print(f"--- {case}", file=sys.stderr, flush=True)
             getattr(bench, f"case_{case}")(args.rounds, results, rows, targets)
+            save(False)  # what is done so far survives a time limit
     print(table(["case", "median s", "min–max s", "runs", "note"], rows))
     print()
     print(table(["target", "measured", "verdict"], targets))
-    write_json(args.json, {
-        "machine": {**machine(), "build-python": str(args.python), **torch_info},
-        "backend": backend,
-        "capability": args.capability if backend == "cuda" else None,
-        "results": results,
-        "targets": [{"target": t, "measured": m, "verdict": v} for t, m, v in targets],
-    })  # fmt: skip
+    save(True)
     return 0
 
 
@@ -196,7 +203,10 @@ class Bench:
         }
         Path(spec["build"]).mkdir()  # type: ignore[arg-type]
         env = {**os.environ, "TORCH_CUDA_ARCH_LIST": self.capability, "MAX_JOBS": str(os.cpu_count() or 1)}
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # PyPI's ninja
+        from kernel_builder import toolchain
+
+        # cpp_extension runs `ninja` from PATH: the same one kernel-builder uses (PyPI's).
+        env["PATH"] = os.pathsep.join([str(toolchain.ninja().path.parent), env.get("PATH", "")])
         start = time.perf_counter()
         result = subprocess.run([str(self.python), "-c", CPP_EXTENSION, json.dumps(spec)], capture_output=True,
                                 text=True, env=env, check=False)  # fmt: skip
@@ -241,7 +251,7 @@ class Bench:
         for label, extra in modes:
             root = self.copy()
             self.ours(root, *extra)
-            samples = [self.ours(root, *extra) for _ in range(max(rounds, 5))]
+            samples = [self.ours(root, *extra) for _ in range(max(rounds, 3))]
             rows.append([f"no-op rebuild ({label})", *_stats(samples), ""])
             value = median([s.seconds for s in samples])
             targets.append(

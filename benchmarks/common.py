@@ -83,10 +83,11 @@ def _which(name: str) -> bool:
     return which(name) is not None
 
 
-def write_json(path: Path, data: object) -> None:
+def write_json(path: Path, data: object, *, quiet: bool = False) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"\nwrote {path}")
+    if not quiet:
+        print(f"\nwrote {path}")
 
 
 def verdict(value: float | None, limit: float, *, at_most: bool) -> str:
