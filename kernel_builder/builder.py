@@ -548,7 +548,7 @@ class Builder:
         unlisted: dict[str, str] = {}
         for obj, files in compile_stage.included_files(cmake_build).items():
             for file in files:
-                path = Path(file).resolve()
+                path = (cmake_build / file).resolve()  # relative: to the build directory (ccache writes those)
                 if not path.is_relative_to(root) or any(path.is_relative_to(e) for e in excluded):
                     continue
                 rel = path.relative_to(root).as_posix()

@@ -23,7 +23,6 @@ from .errors import UsageError
 ENV = "KERNEL_BUILDER_COMPILER_CACHE"
 _OFF = {"off", "0", "no", "none", "false"}
 _TOOLS = ("ccache", "sccache")
-_PREFIX_MAP = "-ffile-prefix-map="
 LANGUAGES = ("CXX", "CUDA")
 
 
@@ -36,18 +35,22 @@ class CompilerCache:
     def launcher(self, root: Path) -> list[str]:
         """The CMake ``CMAKE_<LANG>_COMPILER_LAUNCHER`` list for a project rooted at ``root``.
 
-        ccache rewrites paths under ``root`` to relative ones before hashing, so copies of one project at
-        different paths (a test suite's, a CI runner's) share their objects. The one option that still names
-        ``root``, ``-ffile-prefix-map=<root>=.``, is left out of the hash: it makes what the compiler writes
-        independent of ``root``, which is what lets two copies share an object in the first place."""
-        if self.tool == "ccache":
-            return [
-                str(self.path),
-                f"base_dir={root}",
-                "hash_dir=false",
-                f"ignore_options={_PREFIX_MAP}* -Xcompiler={_PREFIX_MAP}*",
-            ]
-        return [str(self.path)]
+        ccache rewrites paths under ``root`` to ones relative to the build directory (``base_dir``), so copies of
+        one project at different paths (a test suite's, a CI runner's) share their entries. The one option
+        that still names ``root``, ``-ffile-prefix-map=<root>=.``, is left out of the hash: with the relative
+        paths it no longer applies, and the generated project's second map (``../../..=.``, in the hash) turns
+        them into the same ``.`` that a build without ccache writes."""
+        if self.tool != "ccache":
+            return [str(self.path)]
+        if any(c.isspace() for c in str(root)):  # ccache's option lists are space-separated
+            return [str(self.path)]
+        own_map = f"-ffile-prefix-map={root}=."
+        return [
+            str(self.path),
+            f"base_dir={root}",
+            "hash_dir=false",
+            f"ignore_options={own_map} -Xcompiler={own_map}",
+        ]
 
     def describe(self) -> str:
         return f"{self.tool} {self.version} ({self.path})"

@@ -90,8 +90,9 @@ def test_ccache_launcher_maps_the_project_root() -> None:
     cache = compiler_cache.CompilerCache("ccache", Path("/opt/ccache"), "4.14.2")
     assert cache.launcher(Path("/work/relu")) == [
         "/opt/ccache", "base_dir=/work/relu", "hash_dir=false",
-        "ignore_options=-ffile-prefix-map=* -Xcompiler=-ffile-prefix-map=*",
+        "ignore_options=-ffile-prefix-map=/work/relu=. -Xcompiler=-ffile-prefix-map=/work/relu=.",
     ]  # fmt: skip
+    assert cache.launcher(Path("/work/my relu")) == ["/opt/ccache"]
     assert compiler_cache.CompilerCache("sccache", Path("/x/sccache"), "0.16.0").launcher(Path("/w")) == ["/x/sccache"]
 
 

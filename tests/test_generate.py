@@ -406,7 +406,7 @@ def test_cpu_project(tmp_path: Path) -> None:
     common = gen.common()
     assert common["DEFINITIONS"] == [f"TORCH_EXTENSION_NAME=_gen_cpu_{UID}", "CPU_KERNEL", "Py_LIMITED_API=0x03090000"]
     assert common["INCLUDE_DIRS"] == [str(gen.dir / "include")]
-    assert common["CXX_OPTIONS"] == ["-fno-gnu-unique", f"-ffile-prefix-map={root}=."]
+    assert common["CXX_OPTIONS"] == ["-fno-gnu-unique", "-ffile-prefix-map=../../..=.", f"-ffile-prefix-map={root}=."]
     assert "LATE_INCLUDE_DIRS" not in common
     assert gen.components() == {
         "_torch_binding": {"SOURCES": [str(root / "torch-ext/torch_binding.cpp")], "CXX_FLAGS": ["-DBINDING"]},
@@ -465,6 +465,7 @@ def test_cuda_project(tmp_path: Path) -> None:
     ]
     assert common["CUDA_OPTIONS"] == [
         "-Xcompiler=-fno-gnu-unique",
+        "-Xcompiler=-ffile-prefix-map=../../..=.",
         f"-Xcompiler=-ffile-prefix-map={root}=.",
         "--expt-relaxed-constexpr",
         "-DENABLE_FP8",

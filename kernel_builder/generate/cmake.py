@@ -32,6 +32,8 @@ _NO_HALF = {
 BACKEND_DEFINES = {"cpu": "CPU_KERNEL", "cuda": "CUDA_KERNEL", "rocm": "ROCM_KERNEL", "metal": "METAL_KERNEL", "xpu": "XPU_KERNEL"}
 _GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
 USE_DEFINES = {"cuda": "USE_CUDA=1", "rocm": "USE_ROCM=1", "xpu": "USE_XPU=1"}
+#: The kernel root seen from the CMake build directory, .kernel-builder/<variant>/cmake-build.
+RELATIVE_ROOT = "../../.."
 
 
 @dataclass(frozen=True)
@@ -187,8 +189,11 @@ def _cmakelists(
     if plan.variant.kind == "torch-stable-abi" and plan.variant.framework_version is not None:
         major, minor = plan.variant.framework_version
         definitions.append(f"TORCH_TARGET_VERSION=0x{(major << 56) | (minor << 48):016X}")
-    prefix_map = f"-ffile-prefix-map={root}=."
-    cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + [prefix_map]
+    # The root becomes `.` in what the compiler writes. ccache (compiler_cache) hands the compiler paths under
+    # the root relative to the build directory, .kernel-builder/<variant>/cmake-build: those map to `.` too, so
+    # objects are the same bytes with or without it.
+    prefix_maps = [f"-ffile-prefix-map={RELATIVE_ROOT}=.", f"-ffile-prefix-map={root}=."]
+    cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + prefix_maps
     cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + (torch_cuda_flags(details) if cuda else [])
     if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
         cxx_options.append(f"-include{compat[0]}")

@@ -175,7 +175,8 @@ void launch_unary(at::Tensor &out, at::Tensor const &input,
   } else {
     vectors = (numel - head) / vector_t::kSize;
   }
-  int64_t const items = vectors > 0 ? (vectors + kUnroll - 1) / kUnroll : numel;
+  // One thread per vector up to a full wave: only larger tensors loop.
+  int64_t const items = vectors > 0 ? vectors : numel;
   dim3 const grid = grid_for<unary_kernel<scalar_t, Op>>(items);
   unary_kernel<scalar_t, Op><<<grid, kThreadsPerBlock, 0, stream>>>(
       out_ptr, in_ptr, numel, head, vectors);

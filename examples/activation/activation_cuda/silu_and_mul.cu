@@ -92,9 +92,8 @@ void launch(at::Tensor &out, at::Tensor const &input, int64_t d,
       activation::is_aligned(in_ptr)) {
     auto const vectors = static_cast<index_t>(total / vector_t::kSize);
     auto const row_vectors = static_cast<index_t>(d / vector_t::kSize);
-    int64_t const items = (int64_t{vectors} + activation::kUnroll - 1) / activation::kUnroll;
     dim3 const grid = activation::grid_for<
-        silu_and_mul_vector_kernel<scalar_t, index_t>>(items);
+        silu_and_mul_vector_kernel<scalar_t, index_t>>(vectors);
     silu_and_mul_vector_kernel<scalar_t, index_t>
         <<<grid, activation::kThreadsPerBlock, 0, stream>>>(
             out_ptr, in_ptr, vectors, row_vectors);

@@ -142,8 +142,10 @@ void launch(at::Tensor &out, at::Tensor const &input, cudaStream_t stream) {
     vectors = (numel - head) / vector_t::kSize;
   }
 
-  // One work item: kUnroll vectors, or one element when nothing vectorises.
-  int64_t const items = vectors > 0 ? (vectors + kUnroll - 1) / kUnroll : numel;
+  // One thread per vector (or per element when nothing vectorises) up to one
+  // full wave of resident blocks: a small tensor spreads over every SM, and
+  // only tensors larger than a wave loop, kUnroll vectors per round.
+  int64_t const items = vectors > 0 ? vectors : numel;
   int64_t const needed = (items + kThreadsPerBlock - 1) / kThreadsPerBlock;
   int64_t const resident = resident_blocks<scalar_t>(input.get_device());
   dim3 const grid(static_cast<unsigned int>(
