@@ -88,8 +88,11 @@ def store(build_dir: Path, key: str) -> None:
     files = [f for f in versions[0].iterdir() if f.is_file() and _FILES.match(f.name)]
     if not any(f.name.endswith("Compiler.cmake") for f in files):
         return
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=entry.parent))
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=entry.parent))
+    except OSError:
+        return  # a read-only cache (a sandboxed build's home) only costs the next build the checks again
     try:
         (staging / versions[0].name).mkdir()
         for file in files:

@@ -82,6 +82,14 @@ def test_store_then_restore_into_a_fresh_build_dir(tmp_path: Path, _cache_here: 
     assert [p.name for p in (_cache_here / "configure").iterdir()] == ["k1"]  # no staging directory left
 
 
+def test_an_unwritable_cache_is_no_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache directory that cannot be created (a sandboxed build's home) only means no caching."""
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "a-file" / "cache"))
+    configure_cache.store(_configured(tmp_path / "first"), "k1")
+    assert not configure_cache.restore(tmp_path / "second", "k1")
+
+
 @pytest.mark.slow
 def test_second_fresh_build_skips_the_compiler_checks(tmp_path: Path) -> None:
     first = counter_project(tmp_path / "a" / "kb-counter")
