@@ -178,6 +178,7 @@ class Bench:
 
     def theirs(self, root: Path) -> Sample:
         """cpp_extension.load of the binding and the kernel, with the defines and flags kernel-builder uses."""
+        from kernel_builder import toolchain
         from kernel_builder.generate.registration import registration_header
 
         self.count += 1
@@ -202,9 +203,11 @@ class Bench:
             "cuda": cuda,
         }
         Path(spec["build"]).mkdir()  # type: ignore[arg-type]
-        env = {**os.environ, "TORCH_CUDA_ARCH_LIST": self.capability, "MAX_JOBS": str(os.cpu_count() or 1)}
-        from kernel_builder import toolchain
-
+        # Cold for both: cpp_extension wraps its compilers in a ccache it finds on PATH.
+        env = {**os.environ, "TORCH_CUDA_ARCH_LIST": self.capability, "MAX_JOBS": str(os.cpu_count() or 1),
+               "CCACHE_DISABLE": "1"}  # fmt: skip
+        if cuda:  # the toolkit kernel-builder compiles with (cpp_extension guesses /usr/local otherwise)
+            env["CUDA_HOME"] = str(toolchain.cuda_toolkit().root)
         # cpp_extension runs `ninja` from PATH: the same one kernel-builder uses (PyPI's).
         env["PATH"] = os.pathsep.join([str(toolchain.ninja().path.parent), env.get("PATH", "")])
         start = time.perf_counter()
