@@ -114,12 +114,12 @@ def test_a_copy_elsewhere_compiles_from_the_cache(tmp_path: Path, monkeypatch: p
     after_first = _stats(cache_dir)
     assert after_first.get("direct_cache_hit", 0) + after_first.get("preprocessed_cache_hit", 0) == 0
     misses = after_first["cache_miss"]
-    assert misses == 2  # the binding and the counter component
+    assert misses >= 2  # the binding and the counter component, and whatever else the build compiles
 
     build(counter_project(tmp_path / "somewhere" / "else" / "kb-counter"))
     after_second = _stats(cache_dir)
     assert after_second["cache_miss"] == misses
-    assert after_second.get("direct_cache_hit", 0) + after_second.get("preprocessed_cache_hit", 0) == 2
+    assert after_second.get("direct_cache_hit", 0) + after_second.get("preprocessed_cache_hit", 0) == misses
 
 
 @pytest.mark.slow
