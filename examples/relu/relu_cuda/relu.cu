@@ -16,7 +16,6 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 namespace {
@@ -26,7 +25,8 @@ constexpr int kThreadsPerBlock = 256;
 // loads to cover memory latency on recent GPUs.
 constexpr int kUnroll = 4;
 constexpr int kVectorBytes = 16;
-constexpr int kMaxDevices = 64;
+// Largest x-dimension of a grid.
+constexpr int64_t kMaxBlocks = 2147483647;
 
 template <typename scalar_t>
 struct alignas(kVectorBytes) Vector {
@@ -91,28 +91,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
 }
 
-// Blocks of this kernel instance resident on the whole of `device` at once
-// (SMs × blocks per SM), asked of the driver once per device: it does not
-// change while the process runs.
-template <typename scalar_t>
-int64_t resident_blocks(int device) {
-  static std::atomic<int64_t> cache[kMaxDevices];
-  if (device < 0 || device >= kMaxDevices) {
-    return 1;
-  }
-  int64_t blocks = cache[device].load(std::memory_order_relaxed);
-  if (blocks == 0) {
-    int sms = 0;
-    int per_sm = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, relu_kernel<scalar_t>, kThreadsPerBlock, 0));
-    blocks = std::max<int64_t>(int64_t{sms} * per_sm, 1);
-    cache[device].store(blocks, std::memory_order_relaxed);
-  }
-  return blocks;
-}
-
 // Elements before `input` reaches a 16-byte boundary, or -1 when `out` and
 // `input` sit at different offsets from one, so no vector fits both.
 template <typename scalar_t>
@@ -142,14 +120,15 @@ void launch(at::Tensor &out, at::Tensor const &input, cudaStream_t stream) {
     vectors = (numel - head) / vector_t::kSize;
   }
 
-  // One thread per vector (or per element when nothing vectorises) up to one
-  // full wave of resident blocks: a small tensor spreads over every SM, and
-  // only tensors larger than a wave loop, kUnroll vectors per round.
+  // One thread per vector (or per element when nothing vectorises), all in
+  // one pass: on an H100 this one-shot grid matched torch.relu at 64 MiB and
+  // 1 GiB, while a grid capped at one wave of resident blocks (each thread
+  // looping) was 5-8% slower. The grid-stride loops only serve inputs larger
+  // than kMaxBlocks blocks.
   int64_t const items = vectors > 0 ? vectors : numel;
   int64_t const needed = (items + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  int64_t const resident = resident_blocks<scalar_t>(input.get_device());
   dim3 const grid(static_cast<unsigned int>(
-      std::max<int64_t>(1, std::min(needed, resident))));
+      std::max<int64_t>(1, std::min(needed, kMaxBlocks))));
   relu_kernel<scalar_t><<<grid, kThreadsPerBlock, 0, stream>>>(
       out_ptr, in_ptr, numel, head, vectors);
 }
