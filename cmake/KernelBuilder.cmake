@@ -16,14 +16,13 @@ function(kb_strip_arch_flags var)
   set(${var} "${flags}" PARENT_SCOPE)
 endfunction()
 
-# Find Python (for the limited-API headers) and Torch, then clean Torch's global CUDA flags.
+# Find Python (for the limited-API headers) and Torch, then take the architectures out of Torch's CUDA flags.
 macro(kb_find_torch)
   find_package(Python REQUIRED COMPONENTS Interpreter Development.SABIModule)
-  set(kb_cuda_flags_before "${CMAKE_CUDA_FLAGS}")
   find_package(Torch REQUIRED)
-  # Torch's config appends its own nvcc flags (architectures among them) to the global CUDA flags; the
-  # extension gets Torch's extension flags from kernel-builder instead, so restore what was there.
-  set(CMAKE_CUDA_FLAGS "${kb_cuda_flags_before}")
+  # Torch's config appends the nvcc flags it gives every extension to the global CUDA flags (extended lambdas,
+  # relaxed constexpr, its diagnostic suppressions, ...) together with a -gencode list for TORCH_CUDA_ARCH_LIST.
+  # Kernels rely on the former; the architectures come only from kernel-builder's selection.
   kb_strip_arch_flags(CMAKE_CUDA_FLAGS)
   # Optional CUDA libraries a bare toolkit lacks (nvrtc, ...) show up as NOTFOUND; Torch loads its own.
   set(KB_TORCH_LIBRARIES ${TORCH_LIBRARIES})

@@ -758,6 +758,103 @@ def tiny_cuda_project(
     )
 
 
+#: Device code as real kernels write it: an ``AT_DISPATCH``-style macro that runs a lambda per dtype, a
+#: ``__device__`` lambda defined in host code and handed to a kernel template (needs nvcc's
+#: ``--extended-lambda``), and a ``constexpr`` host function called from device code (``--expt-relaxed-constexpr``).
+#: ``kb_lambda_fill(out, n, dtype)`` writes ``i * 2 + 1`` to ``out[i]`` (float: dtype 0, double: dtype 1).
+LAMBDA_KERNEL = """
+#include <cstdint>
+
+constexpr int kb_lambda_scale() { return 2; }  // host-only constexpr, used on the device
+
+template <typename scalar_t, typename F>
+__global__ void kb_lambda_apply(scalar_t *out, int64_t n, F f) {
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = f(static_cast<scalar_t>(i));
+}
+
+#define KB_DISPATCH_CASE(value, type, ...) \\
+  case value: {                           \\
+    using scalar_t = type;                \\
+    __VA_ARGS__();                        \\
+    break;                                \\
+  }
+#define KB_DISPATCH_FLOATING(dtype, ...)          \\
+  switch (dtype) {                                \\
+    KB_DISPATCH_CASE(0, float, __VA_ARGS__)       \\
+    KB_DISPATCH_CASE(1, double, __VA_ARGS__)      \\
+    default:                                      \\
+      break;                                      \\
+  }
+
+void kb_lambda_fill(void *out, int64_t n, int dtype) {
+  if (n == 0) return;
+  KB_DISPATCH_FLOATING(dtype, [&] {
+    auto affine = [] __device__(scalar_t x) { return x * kb_lambda_scale() + scalar_t(1); };
+    int threads = 128;
+    int blocks = static_cast<int>((n + threads - 1) / threads);
+    kb_lambda_apply<<<blocks, threads>>>(static_cast<scalar_t *>(out), n, affine);
+  });
+}
+"""
+
+
+def lambda_project(root: Path, *, binding: bool = False, capabilities: Sequence[str] = ("8.0",)) -> Path:
+    """``kb-lambda``: :data:`LAMBDA_KERNEL` in a cuda kernel section.
+
+    Without ``binding`` no file includes a Torch header (a few seconds of nvcc: compile checks only); with it,
+    ``torch-ext/torch_binding.cpp`` registers ``fill(Tensor out) -> ()`` so a GPU can run the kernel.
+    """
+    files = {
+        "build.toml": GENERAL.format(name="kb-lambda", backends='["cuda"]')
+        + textwrap.dedent(
+            f"""
+            [torch]
+            {'src = ["torch-ext/torch_binding.cpp"]' if binding else ''}
+
+            [kernel.lambda]
+            backend = "cuda"
+            depends = []
+            src = ["lambda/lambda.cu"]
+            cuda-capabilities = {_toml_list(capabilities)}
+            """
+        ),
+        "lambda/lambda.cu": LAMBDA_KERNEL
+        + ("" if binding else '\n#include "registration.h"\n\nREGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n'),
+        "torch-ext/kb_lambda/__init__.py": """
+            from ._ops import ops
+
+
+            def fill(out):
+                ops.fill(out)
+                return out
+        """,
+    }
+    if binding:
+        files["torch-ext/torch_binding.cpp"] = """
+            #include <torch/library.h>
+            #include <ATen/core/Tensor.h>
+
+            #include "registration.h"
+
+            void kb_lambda_fill(void *out, int64_t n, int dtype);
+
+            void kb_fill(at::Tensor &out) {
+              TORCH_CHECK(out.is_cuda() && out.is_contiguous(), "out must be a contiguous CUDA tensor");
+              TORCH_CHECK(out.scalar_type() == at::kFloat || out.scalar_type() == at::kDouble, "float or double");
+              kb_lambda_fill(out.data_ptr(), out.numel(), out.scalar_type() == at::kFloat ? 0 : 1);
+            }
+
+            TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
+              ops.def("fill(Tensor(a!) out) -> ()");
+              ops.impl("fill", torch::kCUDA, &kb_fill);
+            }
+
+            REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
+        """
+    return write_tree(root, files)
+
+
 # --- registration.h compiled directly (§10 case 9) -------------------------------------------------------
 
 REGISTRATION_PROBE = """

@@ -30,6 +30,7 @@ from build_fixtures import (
     cuobjdump,
     dynamic_section,
     extension,
+    lambda_project,
     metadata,
     needed,
     nvcc,
@@ -338,6 +339,25 @@ def test_layout(probe: Built, relu: Built) -> None:
         f"{CUDA_VARIANT}/layers.py",
         f"{CUDA_VARIANT}/metadata.json",
     ]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Torch's CUDA flags for extensions
+
+
+def test_extended_lambda_and_relaxed_constexpr_compile(cuda_py: Path, tmp_path: Path) -> None:
+    """Device code as real kernels write it compiles: a ``__device__`` lambda in an AT_DISPATCH-style dispatch
+    needs ``--expt-extended-lambda`` and a constexpr host function in device code ``--expt-relaxed-constexpr``,
+    both of which Torch's CMake package gives extensions. Only Torch's ``-gencode`` list is replaced."""
+    root = lambda_project(tmp_path / "kb-lambda")
+    run = run_cli(["build", root, "--python", cuda_py])
+    assert "--extended-lambda nvcc flag" not in run.output
+    run.check()
+    command = compile_commands(Built(root, run, CUDA_VARIANT))["lambda/lambda.cu"]
+    assert "--expt-extended-lambda" in command and "--expt-relaxed-constexpr" in command
+    gencode = [arg for arg in command.split() if arg.startswith(("-gencode", "--generate-code", "-arch", "-code"))]
+    assert gencode == ["-gencode=arch=compute_80,code=sm_80"]  # Torch's own list (from TORCH_CUDA_ARCH_LIST) is gone
+    assert "__CUDA_NO_HALF" not in command and "-DENABLE_FP8" in command
 
 
 # ---------------------------------------------------------------------------------------------------------
