@@ -11,12 +11,12 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import processes
 from .environment import Environment, detect_backend, normalize_cpu
 from .errors import BuildError
 from .variants import Variant, to_major_minor, variant_for_environment
@@ -104,9 +104,13 @@ def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterprete
     # a virtual environment's python is a symlink whose target would lose the environment.
     exe = Path(os.path.abspath(python if python is not None else sys.executable))
     try:
-        out = subprocess.run([str(exe), "-c", _QUICK], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise BuildError(f"cannot run the build interpreter {exe}: {exc}") from None
+        result = processes.run([exe, "-c", _QUICK], capture=True)
+    except OSError as exc:
+        raise BuildError(f"cannot run the build interpreter {exe}: {exc.strerror}") from None
+    if result.returncode != 0:
+        detail = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
+        raise BuildError(f"cannot run the build interpreter {exe}: {detail[0]}")
+    out = result.stdout
     data = json.loads(out)
     if data["torch_dir"] is None:
         raise BuildError(
@@ -145,10 +149,9 @@ def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
         return TorchDetails(data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    result = subprocess.run(
-        [str(interpreter.python), "-c", _DETAILS], capture_output=True, text=True, check=False,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-    )  # fmt: skip
+    result = processes.run(
+        [interpreter.python, "-c", _DETAILS], capture=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    )
     if result.returncode != 0:
         raise BuildError(f"cannot import torch with {interpreter.python}:\n{result.stderr.strip()}")
     data = json.loads(result.stdout.strip().splitlines()[-1])

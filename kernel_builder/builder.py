@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
+import shutil
 import sys
 import threading
 import time
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from . import __version__, compiler_cache, toolchain
+from . import __version__, compiler_cache, processes, state, toolchain
 from . import compile as compile_stage
 from .buildenv import BuildInterpreter, quick_probe, torch_details
 from .candidates import Candidate, Selection, select_candidates, with_availability
@@ -30,6 +30,9 @@ from .envs import EnvSpec, ensure_env, env_ready
 from .errors import BuildError, KernelBuilderError, UsageError
 from .generate.cmake import ProjectOptions, nvcc_threads, write_project
 from .generate.registration import is_generated, registration_header
+from .header_accounting import unlisted_headers
+from .import_check import check_import, describe_missing
+from .native import native_targets
 from .package import Provenance, assemble, git_provenance, sync_card
 from .plan import BuildPlan, VariantPlan, plan_build, plan_candidate
 from .provision import resolve_torch
@@ -37,7 +40,7 @@ from .safe_fs import OutsideRootError, write_inside
 from .sources import id_input_files, user_ops_file
 from .unique_id import compute_unique_id, id_text
 
-STATE_DIR = ".kernel-builder"
+STATE_DIR = state.STATE_DIR
 BUILD_DIR = "build"
 
 
@@ -51,6 +54,7 @@ class BuildOptions:
     jobs: int | None = None
     nvcc_threads: int | None = None
     import_check: bool = True
+    strict_import: bool = False  # a third-party module missing from the build interpreter fails the variant
     python: str | None = None  # build interpreter; default: this one
     selection: Selection = field(default_factory=Selection)
     refresh_envs: bool = False
@@ -82,7 +86,8 @@ class BuildReport:
 
 #: Build options that do not shape a variant's output (compared with the record of the last build).
 _NOT_INPUTS = (
-    "verbose", "jobs", "import_check", "python", "backend", "selection", "refresh_envs", "parallel", "werror", "offline",
+    "verbose", "jobs", "import_check", "strict_import", "python", "backend", "selection", "refresh_envs", "parallel",
+    "werror", "offline",
 )  # fmt: skip
 
 
@@ -111,47 +116,6 @@ def _write_json(path: Path, data: object) -> None:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def native_targets(interpreter: BuildInterpreter) -> tuple[str, ...]:
-    """Compute capabilities of the visible GPUs (``--arch native``); no GPU is an error."""
-    script = (
-        "import torch\n"
-        "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
-        "print(' '.join('%d.%d' % torch.cuda.get_device_capability(i) for i in range(n)))\n"
-    )
-    result = subprocess.run([str(interpreter.python), "-c", script], capture_output=True, text=True, check=False)
-    caps = result.stdout.strip().split() if result.returncode == 0 else []
-    if not caps:
-        raise BuildError("--arch native needs a visible CUDA GPU, and none was found")
-    return tuple(sorted(set(caps), key=lambda c: tuple(int(p) for p in c.split("."))))
-
-
-def import_checker(interpreter: BuildInterpreter) -> Callable[[Path], None]:
-    """Loads an assembled variant in a fresh interpreter with our loader (and upstream's, if installed)."""
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    script = (
-        "import sys, importlib.util\n"
-        "from pathlib import Path\n"
-        "import kernel_builder\n"
-        "path = Path(sys.argv[1])\n"
-        "kernel_builder.get_local_kernel(path)\n"
-        "if importlib.util.find_spec('kernels') is not None:\n"
-        "    import kernels\n"
-        "    kernels.get_local_kernel(path)\n"
-    )
-
-    def check(variant_dir: Path) -> None:
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-        result = subprocess.run(
-            [str(interpreter.python), "-c", script, str(variant_dir)], capture_output=True, text=True, env=env,
-            check=False,
-        )  # fmt: skip
-        if result.returncode != 0:
-            raise BuildError(f"import check failed: the assembled variant does not load:\n{result.stderr.strip()}")
-
-    return check
 
 
 def _variant_name(interpreter: BuildInterpreter, stable_abi: tuple[int, int] | None) -> str | None:
@@ -193,6 +157,10 @@ def _offline_mismatch(candidate: Candidate, interpreter: BuildInterpreter | None
         f"--offline: {have}, not {candidate.name}; run kernel-builder with --python naming an interpreter whose "
         f"torch is {entry.torch_str} ({compute}), or drop --offline to let kernel-builder create that environment"
     )
+
+
+#: Backends whose Torch builds depend on Triton (Linux wheels), so a kernel may import it unconditionally.
+_TRITON_BACKENDS = frozenset({"cuda", "rocm", "xpu"})
 
 
 class ProgressSink(Protocol):
@@ -254,6 +222,16 @@ class Builder:
             return None
 
     def run(self) -> BuildReport:
+        """Build the selected variants, one build of this project at a time (``.kernel-builder/build.lock``)."""
+        with state.project_lock(self.root, self.log):
+            state.sweep(self.root, self.build_root)
+            try:
+                return self._run()
+            except KeyboardInterrupt:
+                processes.GROUPS.stop_all()  # the commands of variants building in other threads
+                raise
+
+    def _run(self) -> BuildReport:
         options = self.options
         unique_id = options.unique_id or compute_unique_id(self.project)
         interpreter = self._probe()
@@ -279,8 +257,11 @@ class Builder:
         self.warnings = report.diagnostics
         if user_ops_file(self.project) is not None:
             self.warn(f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant")
-        self._write_registration_copy()
-        sync_card(self.project, self.build_root)
+        try:
+            self._write_registration_copy()
+            sync_card(self.project, self.build_root)
+        except OSError as exc:
+            raise BuildError(f"cannot write {exc.filename}: {exc.strerror}") from None
 
         workers = options.parallel or default_parallel(len(jobs))
         self.capture = workers > 1
@@ -304,6 +285,10 @@ class Builder:
         except KernelBuilderError as exc:
             self.progress.stage(name, "failed")
             return VariantResult(name, "failed", time.monotonic() - start, message=str(exc))
+        except OSError as exc:  # the state directory or the toolchain: name what failed, no traceback
+            self.progress.stage(name, "failed")
+            what = f"{exc.filename}: " if exc.filename else ""
+            return VariantResult(name, "failed", time.monotonic() - start, message=f"{what}{exc.strerror or exc}")
         self.progress.stage(name, status)
         return VariantResult(name, status, time.monotonic() - start, _dir_size(self.build_root / name))
 
@@ -403,7 +388,7 @@ class Builder:
         return inputs
 
     def _build_variant(self, variant: VariantPlan, unique_id: str, interpreter: BuildInterpreter | None) -> str:
-        state = self.root / STATE_DIR / variant.name
+        variant_state = self.root / STATE_DIR / variant.name
         record_path = _record_path(self.root, variant.name)
         inputs = self._inputs(variant, interpreter)
         record = _read_record(record_path)
@@ -414,18 +399,23 @@ class Builder:
                 return "up to date"
             self.progress.stage(variant.name, "assembling")
             assemble(self.project, variant, unique_id, self.build_root, None, self._provenance(),
-                     self._import_check(interpreter))  # fmt: skip
+                     self._import_check(interpreter, variant))  # fmt: skip
             _write_json(record_path, {"inputs": inputs})
             return "built"
 
         assert interpreter is not None
-        project_dir, cmake_build = state / "project", state / "cmake-build"
+        project_dir, cmake_build = variant_state / "project", variant_state / "cmake-build"
         threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
         jobs = self.options.jobs or compile_stage.default_jobs(threads)
+        problem = state.tree_problem(cmake_build)
+        if problem is not None:
+            # CMake refuses a tree made for another directory (a copied, moved or renamed project).
+            self.log(f"{variant.name}: re-creating the CMake build tree ({problem})")
+            shutil.rmtree(cmake_build)
         extension: Path | None = None
         if up_to_date and (cmake_build / "CMakeCache.txt").is_file():
             self._compile(variant, cmake_build, jobs)
-            extension = compile_stage.install(cmake_build, state / "stage", verbose=self.options.verbose)
+            extension = compile_stage.install(cmake_build, variant_state / "stage", verbose=self.options.verbose)
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
             elif record is not None and record.get("extension") == _sha256(extension):
@@ -441,7 +431,7 @@ class Builder:
         self._check_abi(variant, extension)
         self.progress.stage(variant.name, "assembling")
         assemble(self.project, variant, unique_id, self.build_root, extension, self._provenance(),
-                 self._import_check(interpreter))  # fmt: skip
+                 self._import_check(interpreter, variant))  # fmt: skip
         _write_json(record_path, {"inputs": inputs, "extension": _sha256(extension)})
         return "built"
 
@@ -502,6 +492,8 @@ class Builder:
         cuda = self._write_project(variant, interpreter, project_dir)
         cache = compiler_cache.find()
         self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
+        cmake_build.mkdir(parents=True, exist_ok=True)
+        state.stamp_tree(cmake_build)
         compile_stage.configure(
             project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
             verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
@@ -543,18 +535,8 @@ class Builder:
         they are outside the unique id, and a sandboxed build would not see them."""
         config = self.project.config
         listed = set(getattr(config.framework, "src", ())) | {s for k in config.kernels for s in k.src}
-        root = self.root.resolve()
-        excluded = (root / BUILD_DIR, root / STATE_DIR)
-        unlisted: dict[str, str] = {}
-        for obj, files in compile_stage.included_files(cmake_build).items():
-            for file in files:
-                path = (cmake_build / file).resolve()  # relative: to the build directory (ccache writes those)
-                if not path.is_relative_to(root) or any(path.is_relative_to(e) for e in excluded):
-                    continue
-                rel = path.relative_to(root).as_posix()
-                if rel in listed or rel == "torch-ext/registration.h" or path.suffix in (".cu", ".cpp", ".cc", ".cxx"):
-                    continue
-                unlisted.setdefault(rel, obj)
+        excluded = (self.root / BUILD_DIR, self.root / STATE_DIR)
+        unlisted = unlisted_headers(self.root, compile_stage.included_files(cmake_build), listed, excluded)
         for rel in sorted(unlisted):
             self.warn(
                 f"header `{rel}` is included by a compiled file but listed in no `src`: it is not part of the "
@@ -576,14 +558,41 @@ class Builder:
         target = cmake_build / "compile_commands.json"
         if link.is_symlink() or link.exists():
             link.unlink()
-        link.symlink_to(target)
+        link.symlink_to(os.path.relpath(target, link.parent))  # still right after the project is moved
 
     def _provenance(self) -> Provenance | None:
         if self.options.provenance is not None:
             return self.options.provenance
         return git_provenance(self.project, id_input_files(self.project))
 
-    def _import_check(self, interpreter: BuildInterpreter | None) -> Callable[[Path], None] | None:
+    def _import_check(
+        self, interpreter: BuildInterpreter | None, variant: VariantPlan
+    ) -> Callable[[Path], None] | None:
         if not self.options.import_check or interpreter is None:
             return None
-        return import_checker(interpreter)
+        checked = interpreter
+
+        def check(variant_dir: Path) -> None:
+            missing = check_import(checked, variant_dir)
+            if missing is None:
+                return
+            message = describe_missing(missing, checked, self._provided_by(missing.module, variant))
+            if self.options.strict_import:
+                raise BuildError(message.split(". Install it there")[0] + " (--strict-import)")
+            self.warn(f"{variant.name}: {message}")
+
+        return check
+
+    def _provided_by(self, module: str, variant: VariantPlan) -> str | None:
+        """Who provides a third-party module in the variant's target environments, where known."""
+        from .dependencies import PYTHON_DEPENDENCIES
+
+        top = module.partition(".")[0]
+        general = self.project.config.general
+        for name in general.python_depends_for(variant.backend):
+            dependency = PYTHON_DEPENDENCIES.get(name)
+            if dependency is not None and dependency.import_name == top:
+                return f"the kernel declares it (python-depends: {name}), so users install {dependency.pip_name}"
+        if top == "triton" and variant.backend in _TRITON_BACKENDS:
+            return f"Torch's {variant.backend} builds install it"
+        return None

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import configure_cache, toolchain
+from . import configure_cache, processes, toolchain
 from .errors import BuildError
 from .runner import run
 
@@ -97,16 +97,22 @@ def build(
         run(argv, verbose=verbose, what="compilation")
         return
     with log_file.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            [str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
-        )
-        assert process.stdout is not None
-        for line in process.stdout:
-            log.write(line)
-            match = _STEP.match(line)
-            if match and on_step is not None:
-                on_step(int(match[1]), int(match[2]))
-        status = process.wait()
+        process = processes.popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            errors="replace",
+        )  # fmt: skip
+        interrupted = True
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                match = _STEP.match(line)
+                if match and on_step is not None:
+                    on_step(int(match[1]), int(match[2]))
+            status = process.wait()
+            interrupted = False
+        finally:
+            processes.finish(process, interrupted=interrupted)
     if status != 0:
         tail = "".join(log_file.read_text(encoding="utf-8").splitlines(keepends=True)[-60:])
         raise BuildError(f"compilation failed (exit status {status}); the end of {log_file}:\n{tail.rstrip()}")
@@ -123,16 +129,27 @@ def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
     return libraries[0]
 
 
-def included_files(build_dir: Path) -> dict[str, list[str]]:
-    """Ninja's dependency records: for each object, the files its compilation read (after a build)."""
+#: Suffixes of compiled objects: only their dependency records list included files. Link steps have records too
+#: (CMake asks linkers that can for a depfile: GNU ld >= 2.41, lld, mold), listing objects and libraries.
+_OBJECT_SUFFIXES = (".o", ".obj")
+
+
+def included_files(build_dir: Path) -> dict[str, list[Path]]:
+    """Ninja's dependency records of the compile steps: for each object, the files its compilation read.
+
+    Ninja writes paths as the compiler and linker gave them, relative ones relative to the build directory; they
+    are returned absolute, resolved against ``build_dir`` whatever the current directory is.
+    """
     out = run([toolchain.ninja().path, "-C", build_dir, "-t", "deps"], capture=True, what="reading Ninja's deps")
-    deps: dict[str, list[str]] = {}
-    current: list[str] | None = None
+    base = build_dir.absolute()
+    deps: dict[str, list[Path]] = {}
+    current: list[Path] | None = None
     for line in out.splitlines():
         if not line.strip():
             current = None
         elif not line.startswith(" ") and ": #deps" in line:
-            current = deps.setdefault(line.split(": #deps")[0], [])
+            target = line.split(": #deps")[0]
+            current = deps.setdefault(target, []) if target.endswith(_OBJECT_SUFFIXES) else None
         elif current is not None:
-            current.append(line.strip())
+            current.append(Path(os.path.normpath(base / line.strip())))
     return deps

@@ -1,7 +1,7 @@
 """Package stage: assemble ``build/<variant>/`` (build-output spec §8, §9).
 
-The variant is assembled in a ``.``-prefixed temporary directory inside ``build/`` and renamed over the old
-one only when complete, so a failed or interrupted build never leaves a half-written variant.
+The variant is assembled in a temporary directory under ``.kernel-builder/tmp/`` and swapped into ``build/``
+only when complete, so a failed or interrupted build never leaves a half-written or hidden entry in ``build/``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +22,9 @@ from .errors import BuildError
 from .generate.ops import aot_ops_py, noarch_ops_py
 from .metadata import digest_files
 from .plan import VariantPlan
-from .safe_fs import UnsafeFileError, read_bounded, write_inside
+from .safe_fs import UnsafeFileError, read_bounded
 from .sources import is_shipped, package_dir, shipped_python_files
+from .state import exchange, make_staging, staging_for, write_atomic
 
 _CARD_LIMIT = 16 << 20  # a model card is text; far larger means a wrong file (or a device)
 _REGISTERING_DECORATORS = (
@@ -144,47 +144,82 @@ def assemble(
     provenance: Provenance | None,
     import_check: Callable[[Path], None] | None,
 ) -> Path:
-    """Write ``build_root/<variant>/`` atomically and return it."""
-    build_root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{plan.name}.", dir=build_root))
+    """Write ``build_root/<variant>/`` atomically and return it.
+
+    The variant is assembled under ``.kernel-builder/tmp/`` and swapped into ``build/`` only when complete and
+    loadable; a failure (a full disk, a permission error, a failed import check, an interrupt) leaves the
+    previous variant as it was.
+    """
+    final = build_root / plan.name
     try:
-        source = package_dir(project)
-        files = shipped_python_files(project)
-        problems = check_op_namespaces(source, files)
-        if problems:
-            raise BuildError(
-                "op registrations must use the unique namespace:\n"
-                + "\n".join(f"  {source.relative_to(project.root).as_posix()}/{p}" for p in problems)
-                + '\n  hint: use add_op_namespace_prefix("name") from ._ops (a literal namespace breaks '
-                "side-by-side loading)"
-            )
-        for rel in files:
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / rel, target)
-        ops = aot_ops_py(plan.ops_name) if extension is not None else noarch_ops_py(project.py_name, unique_id)
-        (tmp / "_ops.py").write_text(ops, encoding="utf-8")
-        if extension is not None:
-            shutil.copyfile(extension, tmp / f"{plan.ops_name}.abi3.so")
-            os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
-        metadata = metadata_dict(project, plan, digest_files(tmp), provenance)
-        (tmp / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o755)
+        tmp = make_staging(project.root, build_root, plan.name)
+    except OSError as exc:
+        raise _write_error(exc, final) from None
+    try:
+        try:
+            _fill(project, plan, unique_id, tmp, extension, provenance)
+        except OSError as exc:
+            raise _write_error(exc, final) from None
         if import_check is not None:
             import_check(tmp)
-        _replace_dir(tmp, build_root / plan.name)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return build_root / plan.name
+        try:
+            _replace_dir(tmp, final)
+        except OSError as exc:
+            raise _write_error(exc, final) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the staging directory, or the replaced variant after a swap
+    return final
+
+
+def _write_error(exc: OSError, final: Path) -> BuildError:
+    """A file-system error while writing a variant, naming the path (build-output errors name what failed)."""
+    path = exc.filename2 if exc.filename2 is not None else exc.filename
+    kept = f"{final} is unchanged" if final.exists() else f"{final} was not written"
+    return BuildError(f"cannot write {path or final}: {exc.strerror or exc}; {kept}. Free some space or fix the "
+                      "permissions, then build again")
+
+
+def _fill(
+    project: KernelProject,
+    plan: VariantPlan,
+    unique_id: str,
+    tmp: Path,
+    extension: Path | None,
+    provenance: Provenance | None,
+) -> None:
+    source = package_dir(project)
+    files = shipped_python_files(project)
+    problems = check_op_namespaces(source, files)
+    if problems:
+        raise BuildError(
+            "op registrations must use the unique namespace:\n"
+            + "\n".join(f"  {source.relative_to(project.root).as_posix()}/{p}" for p in problems)
+            + '\n  hint: use add_op_namespace_prefix("name") from ._ops (a literal namespace breaks '
+            "side-by-side loading)"
+        )
+    for rel in files:
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, target)
+    ops = aot_ops_py(plan.ops_name) if extension is not None else noarch_ops_py(project.py_name, unique_id)
+    (tmp / "_ops.py").write_text(ops, encoding="utf-8")
+    if extension is not None:
+        shutil.copyfile(extension, tmp / f"{plan.ops_name}.abi3.so")
+        os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
+    metadata = metadata_dict(project, plan, digest_files(tmp), provenance)
+    (tmp / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    os.chmod(tmp, 0o755)
 
 
 def _replace_dir(new: Path, final: Path) -> None:
-    """Move ``new`` to ``final``; an existing ``final`` is moved aside first and removed after."""
+    """Move ``new`` to ``final``. An existing ``final`` is swapped with ``new`` in one step where the system
+    can (``new`` then holds the old variant, removed by the caller); otherwise it is moved aside first and put
+    back if the second rename fails."""
+    if final.exists() and exchange(new, final):
+        return
     old = None
     if final.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
-        os.rmdir(old)
+        old = new.with_name(new.name + ".old")
         os.rename(final, old)
     try:
         os.rename(new, final)
@@ -199,8 +234,8 @@ def _replace_dir(new: Path, final: Path) -> None:
 def sync_card(project: KernelProject, build_root: Path) -> None:
     """``build/CARD.md`` mirrors ``<root>/CARD.md``; a stale copy is removed.
 
-    The copy is written fresh and renamed into place: a link planted at ``build/CARD.md`` is replaced, and
-    the file it points to is never written.
+    The copy is written fresh under ``.kernel-builder/tmp/`` and renamed into place: it is never half-written, a
+    link planted at ``build/CARD.md`` is replaced, and the file it points to is never written.
     """
     card = project.root / "CARD.md"
     target = build_root / "CARD.md"
@@ -211,6 +246,6 @@ def sync_card(project: KernelProject, build_root: Path) -> None:
             raise BuildError(f"cannot copy {card}: {exc}") from None
         if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
             build_root.mkdir(parents=True, exist_ok=True)
-            write_inside(build_root, "CARD.md", data)
+            write_atomic(target, data, staging_for(project.root, build_root))
     elif target.is_symlink() or target.exists():
         target.unlink()

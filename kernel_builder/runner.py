@@ -1,18 +1,18 @@
 """One runner for every external command: echo it when verbose, stream or capture its output.
 
 Compiler output is shown as the compiler wrote it; quiet steps (configure) keep their output and show it
-only when they fail.
+only when they fail. Commands run in their own process group and stop with the build (``processes``).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from . import processes
 from .errors import BuildError
 
 
@@ -33,20 +33,13 @@ def run(
     if verbose:
         print(f"+ {format_command(argv)}", file=sys.stderr, flush=True)
     full_env = {**os.environ, **env} if env is not None else None
+    if not capture:
+        sys.stdout.flush()
     try:
-        if capture:
-            result = subprocess.run(
-                [str(a) for a in argv], cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True, errors="replace", check=False,
-            )  # fmt: skip
-            output = result.stdout
-        else:
-            sys.stdout.flush()
-            streamed = subprocess.run([str(a) for a in argv], cwd=cwd, env=full_env, check=False)
-            result = subprocess.CompletedProcess(streamed.args, streamed.returncode, "", "")
-            output = ""
+        result = processes.run(argv, cwd=cwd, env=full_env, capture=capture, merge_stderr=True)
     except FileNotFoundError as exc:
         raise BuildError(f"{what} failed: {argv[0]} not found ({exc.strerror})") from None
+    output = result.stdout
     if result.returncode != 0:
         shown = f"\n{output.rstrip()}" if capture and output else ""
         raise BuildError(f"{what} failed (exit status {result.returncode}): {format_command(argv)}{shown}")

@@ -19,6 +19,7 @@ import pytest
 from stage_fixtures import CPU_213, CU130_213, fake_host, load, write_files
 
 import kernel_builder
+from kernel_builder import package
 from kernel_builder.config import KernelProject
 from kernel_builder.errors import BuildError
 from kernel_builder.generate.ops import aot_ops_py, noarch_ops_py
@@ -440,7 +441,8 @@ def test_failing_import_check_keeps_the_previous_variant(tmp_path: Path) -> None
     with pytest.raises(BuildError, match="boom"):
         assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, import_check)
     [candidate] = checked
-    assert candidate.parent == project.root / "build" and candidate.name.startswith(".")
+    assert candidate.parent == project.root / ".kernel-builder" / "tmp"  # never inside build/
+    assert not candidate.exists()
     assert snapshot(out) == before
     assert [p.name for p in (project.root / "build").iterdir()] == [out.name]
 
@@ -455,23 +457,72 @@ def test_interrupted_assembly_leaves_no_temporary_directory(tmp_path: Path) -> N
     with pytest.raises(KeyboardInterrupt):
         assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, interrupt)
     assert list((project.root / "build").iterdir()) == []
+    assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []
 
 
-def test_failed_rename_puts_the_previous_variant_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replacing_swaps_in_one_step_and_leaves_no_temporary(tmp_path: Path) -> None:
+    project, plan, out = build_aot(tmp_path)
+    inode = out.stat().st_ino
+    (project.root / "torch-ext/pack/layers/new.py").write_text("", encoding="utf-8")
+    assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
+    assert out.stat().st_ino != inode and (out / "layers/new.py").is_file()
+    assert [p.name for p in (project.root / "build").iterdir()] == [out.name]
+    assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []
+
+
+@pytest.mark.parametrize("swap", [True, False], ids=["exchange", "two-renames"])
+def test_failed_rename_puts_the_previous_variant_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: bool
+) -> None:
+    """A full disk or a permission error on build/ names the path and keeps the previous variant."""
     project, plan, out = build_aot(tmp_path)
     before = snapshot(out)
     real_rename = os.rename
 
+    def no_space(*args: object) -> bool:
+        raise OSError(28, "No space left on device", str(out))
+
     def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        if Path(dst) == out and ".old." not in Path(src).name:
-            raise OSError(28, "No space left on device")
+        if Path(dst) == out and not Path(src).name.endswith(".old"):
+            raise OSError(13, "Permission denied", str(src), None, str(dst))
         real_rename(src, dst)
 
-    monkeypatch.setattr(os, "rename", rename)
-    with pytest.raises(OSError, match="No space left"):
+    if swap:
+        monkeypatch.setattr(package, "exchange", no_space)
+        problem = "No space left on device"
+    else:
+        monkeypatch.setattr(package, "exchange", lambda a, b: False)
+        monkeypatch.setattr(os, "rename", rename)
+        problem = "Permission denied"
+    with pytest.raises(BuildError) as info:
         assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
+    assert str(info.value) == (
+        f"cannot write {out}: {problem}; {out} is unchanged. Free some space or fix the permissions, then build again"
+    )
     assert snapshot(out) == before
     assert [p.name for p in (project.root / "build").iterdir()] == [out.name]
+    assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []
+
+
+def test_unwritable_staging_names_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project, plan, out = build_aot(tmp_path)
+    before = snapshot(out)
+    real_copyfile = package.shutil.copyfile
+
+    def copyfile(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> object:
+        if str(dst).endswith(".abi3.so"):
+            raise OSError(28, "No space left on device", str(dst))
+        return real_copyfile(src, dst)
+
+    monkeypatch.setattr(package.shutil, "copyfile", copyfile)
+    with pytest.raises(BuildError) as info:
+        assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
+    message = str(info.value)
+    assert message.startswith(f"cannot write {project.root / '.kernel-builder' / 'tmp'}/")
+    assert message.endswith(f".abi3.so: No space left on device; {out} is unchanged. Free some space or fix the "
+                            "permissions, then build again")
+    assert snapshot(out) == before
+    assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []
 
 
 # --- op-namespace check -----------------------------------------------------------------------------------
