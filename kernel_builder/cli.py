@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--nvcc-threads", type=int, metavar="N", help="nvcc --threads (default: from the arch count)")
     build.add_argument("--python", metavar="PATH", help="build interpreter with the variant's torch (default: this one)")
     build.add_argument("--no-import-check", action="store_true", help="skip loading each variant after assembly")
+    build.add_argument("--strict-import", action="store_true",
+                       help="fail the import check also when a third-party module is missing from the build interpreter")
     build.add_argument("-v", "--verbose", action="store_true", help="echo every command")
     _add_common(build)
     build.set_defaults(handler=_run_build)
@@ -277,6 +279,7 @@ def _run_build(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         nvcc_threads=args.nvcc_threads,
         import_check=not args.no_import_check,
+        strict_import=args.strict_import,
         python=args.python,
         selection=Selection(tuple(args.variant), args.required, args.all_variants, args.backend),
         refresh_envs=args.refresh_envs,
@@ -427,6 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
+        # The commands it started are stopped by then (their process groups); build/ keeps complete variants only.
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

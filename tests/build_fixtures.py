@@ -717,6 +717,69 @@ def noarch_project(root: Path) -> Path:
     )
 
 
+# --- a quick cpu project: every build stage, seconds each (interrupted, copied and concurrent builds) --------
+
+
+def quick_project(root: Path, *, marker: str = "", data: str = "") -> Path:
+    """``kb-quick``: a cpu kernel whose one source includes no Torch header (so compiling takes a second), a
+    pure-Python ``torch-cuda`` variant beside it, a ``CARD.md``, and a shipped data file ``data.json``.
+
+    A build runs every stage (probe, Torch check, configure, compile, link, install, ABI check, assembly, import
+    check) in seconds. ``marker`` changes one source comment: a new id, so the next build does all of them again.
+    """
+    return write_tree(
+        root,
+        {
+            "build.toml": GENERAL.format(name="kb-quick", backends='["cpu", "cuda"]')
+            + textwrap.dedent(
+                """
+                [torch]
+                pyext = ["py", "json"]
+
+                [kernel.quick]
+                backend = "cpu"
+                depends = []
+                src = ["quick/quick.cpp"]
+                """
+            ),
+            "quick/quick.cpp": f"""
+                // {marker or "original"}
+                #include "registration.h"
+
+                REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
+            """,
+            "torch-ext/kb_quick/__init__.py": """
+                from ._ops import ops
+
+                __all__ = ["ops"]
+            """,
+            "torch-ext/kb_quick/data.json": data or '{"quick": true}\n',
+            "CARD.md": "# kb-quick\n\nA kernel for build-robustness tests.\n",
+        },
+    )
+
+
+def complete_variants(build_dir: Path) -> list[str]:
+    """The entries of ``build/``, each checked complete: ``CARD.md``, or a variant whose ``metadata.json`` digest
+    matches its files. Fails on anything else (a partial variant, a hidden temporary, a stray file)."""
+    from kernel_builder.metadata import digest_files
+
+    names = []
+    for entry in sorted(build_dir.iterdir()) if build_dir.exists() else []:
+        assert not entry.name.startswith("."), f"hidden entry in build/: {entry.name}"
+        if entry.name == "CARD.md":
+            assert entry.is_file()
+            names.append(entry.name)
+            continue
+        assert entry.is_dir(), f"not a variant directory: {entry}"
+        data = metadata(entry)
+        digest = data["digest"]
+        assert isinstance(digest, dict), entry
+        assert digest["files"] == digest_files(entry), f"{entry} is incomplete"
+        names.append(entry.name)
+    return names
+
+
 # --- tiny CUDA projects without a Torch-including file (§10 cases 25, 33) ---------------------------------
 
 
