@@ -137,7 +137,6 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
     duration = time.monotonic() - start
     assert complete_variants(quick / "build") == VARIANTS
     print(f"[robustness] seed {seed}, full build {duration:.1f} s")
-    assert "interrupted" not in full.stderr
     outcomes = []
     for index in range(20):
         quick_project(quick, marker=f"iteration {index}")
