@@ -720,7 +720,7 @@ def noarch_project(root: Path) -> Path:
 # --- a quick cpu project: every build stage, seconds each (interrupted, copied and concurrent builds) --------
 
 
-def quick_project(root: Path, *, marker: str = "", data: str = "") -> Path:
+def quick_project(root: Path, *, marker: str = "", data: str = "", repo_id: str = "") -> Path:
     """``kb-quick``: a cpu kernel whose one source includes no Torch header (so compiling takes a second), a
     pure-Python ``torch-cuda`` variant beside it, a ``CARD.md``, and a shipped data file ``data.json``.
 
@@ -731,6 +731,7 @@ def quick_project(root: Path, *, marker: str = "", data: str = "") -> Path:
         root,
         {
             "build.toml": GENERAL.format(name="kb-quick", backends='["cpu", "cuda"]')
+            + (f'\n[general.hub]\nrepo-id = "{repo_id}"\n' if repo_id else "")
             + textwrap.dedent(
                 """
                 [torch]

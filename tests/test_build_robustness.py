@@ -98,8 +98,8 @@ def test_copied_or_moved_project_builds(quick: Path, tmp_path: Path, how: str) -
     run.check()
     notes = [line for line in run.stderr.splitlines() if "re-creating the CMake build tree" in line]
     assert notes == [
-        f"{CPU_VARIANT}: re-creating the CMake build tree (it was made in "
-        f"{quick / STATE_DIR / CPU_VARIANT / 'cmake-build'})"
+        (f"{CPU_VARIANT}: re-creating the CMake build tree (it was made in "
+        f"{quick / STATE_DIR / CPU_VARIANT / 'cmake-build'})")
     ]
     assert complete_variants(elsewhere / "build") == VARIANTS
     link = elsewhere / STATE_DIR / "compile_commands.json"
@@ -133,7 +133,7 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
     rng = random.Random(seed)
     tag = uuid.uuid4().hex
     start = time.monotonic()
-    full = run_cli(["build", quick], env={MARKER_VARIABLE: tag}).check()
+    run_cli(["build", quick], env={MARKER_VARIABLE: tag}).check()
     duration = time.monotonic() - start
     assert complete_variants(quick / "build") == VARIANTS
     print(f"[robustness] seed {seed}, full build {duration:.1f} s")

@@ -1,15 +1,15 @@
 """The examples' own test suites, run against fresh builds on this machine's CPU (slow).
 
 Each example is copied out of the repository and built once per session for the running torch (CPU) with
-`kernel-builder build`; its `tests/` run in a subprocess, as a kernel author would run them. The builds of
-examples/activation and examples/relu also serve the kernelize compatibility check: the script of
-`test_layers_compat.py`, run with `kernel_builder` and with upstream's `kernels`, must make the same decisions
-with the examples' compiled layers, from local builds and from the Hub double.
+`kernel-builder build`; its `tests/` run in a subprocess as a kernel author would run them: the variant
+importable under the kernel's name (``kernel_builder.kernel_tests``). The builds of examples/activation and
+examples/relu also serve the kernelize compatibility check: the script of `test_layers_compat.py`, run with
+`kernel_builder` and with upstream's `kernels`, must make the same decisions with the examples' compiled layers,
+from local builds and from the Hub double.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,6 +19,9 @@ import pytest
 from build_fixtures import built_example, run_cli
 from hub_server import HubServer, files_from_directory
 from layers_fixtures import differences, run_compat_script
+
+from kernel_builder.config import load_project
+from kernel_builder.kernel_tests import kernel_test_env, select_variant
 
 pytestmark = pytest.mark.slow
 
@@ -50,6 +53,9 @@ def test_example_suite_passes_on_its_build(
     # The same builds are manylinux_2_28-clean (docs/manylinux.md): what the suite checks below is what ships.
     abi = run_cli(["check-abi", root])
     assert (abi.returncode, abi.stdout.splitlines()[-1].endswith("no violations")) == (0, True), abi.output
+    # As the authors run them: the variant importable as `import <name>` and through LOCAL_KERNELS.
+    project = load_project(root).project
+    setup = kernel_test_env(project, select_variant(project))
     result = subprocess.run(
         [
             sys.executable,
@@ -65,7 +71,7 @@ def test_example_suite_passes_on_its_build(
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        env=setup.env,
         check=False,
     )
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else result.stderr

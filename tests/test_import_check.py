@@ -33,12 +33,12 @@ def test_missing_third_party_module_is_a_note(quick: Path) -> None:
     assert complete_variants(quick / "build") == sorted(["CARD.md", CPU_VARIANT, "torch-cuda"])
     notes = sorted(line.split(": warning: ", 1)[1] for line in run.stderr.splitlines() if "import check" in line)
     assert notes == [
-        f"torch-cuda: import check incomplete: the kernel imports `triton` (__init__.py:1), which the build "
+        (f"torch-cuda: import check incomplete: the kernel imports `triton` (__init__.py:1), which the build "
         f"interpreter {sys.executable} does not have; Torch's cuda builds install it. Install it there to check "
-        "the whole variant, or pass --strict-import to make this an error",
-        f"{CPU_VARIANT}: import check incomplete: the kernel imports `triton` (__init__.py:1), which the build "
+        "the whole variant, or pass --strict-import to make this an error"),
+        (f"{CPU_VARIANT}: import check incomplete: the kernel imports `triton` (__init__.py:1), which the build "
         f"interpreter {sys.executable} does not have; it must be installed wherever the kernel runs. Install it "
-        "there to check the whole variant, or pass --strict-import to make this an error",
+        "there to check the whole variant, or pass --strict-import to make this an error"),
     ], run.stderr
 
 

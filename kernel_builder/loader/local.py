@@ -31,6 +31,7 @@ __all__ = [
     "get_local_kernel",
     "load_local_override",
     "local_kernel_path",
+    "local_variant_dir",
     "parse_local_kernels",
 ]
 
@@ -56,10 +57,7 @@ def get_local_kernel(
     exist but none suits this environment, ``FileNotFoundError`` when ``repo_path`` is none of the accepted
     shapes, and the errors of the dependency check, digest verification and import.
     """
-    root = Path(os.path.abspath(repo_path))
-    env = environment.detect_environment()
-    selected = resolve.select_backend(env, backend)
-    variant_dir = _locate(root, env, selected)
+    variant_dir, selected = _resolve(repo_path, backend)
     metadata = read_variant_metadata(variant_dir)
     _check_agreement(variant_dir, metadata)
     check_python_dependencies(metadata, selected, variant_dir)
@@ -78,10 +76,23 @@ def _check_agreement(variant_dir: Path, metadata: Metadata) -> None:
         raise ValueError(f"{variant_dir}: {problem}; refusing a variant whose metadata disagrees with its name")
 
 
+def local_variant_dir(repo_path: str | os.PathLike[str], backend: str | None = None) -> Path:
+    """The variant directory :func:`get_local_kernel` would import from ``repo_path`` in this environment
+    (same shapes and errors), without importing it."""
+    return _resolve(repo_path, backend)[0]
+
+
+def _resolve(repo_path: str | os.PathLike[str], backend: str | None) -> tuple[Path, str]:
+    root = Path(os.path.abspath(repo_path))
+    env = environment.detect_environment()
+    selected = resolve.select_backend(env, backend)
+    return _locate(root, env, selected), selected
+
+
 def _subdirectories(directory: Path) -> list[str]:
     try:
         with os.scandir(directory) as entries:
-            # `.`-prefixed directories are the builder's temporaries (build-output §9.1), never variants.
+            # `.`-prefixed directories are temporaries of older builders, never variants.
             return sorted(
                 e.name for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
             )

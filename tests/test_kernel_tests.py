@@ -1,0 +1,84 @@
+"""Running a kernel's own tests the way its authors do (``kernel_builder.kernel_tests``): ``import <name>`` and
+``get_kernel(<repo id>)`` both give the built variant, and ``build/`` is left as it was."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from build_fixtures import CPU_VARIANT, STATE_DIR, metadata, quick_project, run_cli, snapshot
+
+from kernel_builder.config import load_project
+from kernel_builder.errors import BuildError, UsageError
+from kernel_builder.kernel_tests import kernel_test_env, package_view, run_kernel_tests, select_variant
+
+pytestmark = pytest.mark.slow
+
+REPO_ID = "kernel-builder-tests/kb-quick"
+
+AUTHOR_TESTS = '''
+import os
+
+import kernel_builder
+import kb_quick
+import torch
+
+
+def test_import_by_name_gives_the_built_variant():
+    assert os.path.realpath(kb_quick.__file__) == os.path.realpath(os.environ["EXPECTED_INIT"])
+    assert kb_quick.ops is getattr(torch.ops, os.environ["EXPECTED_ID"])
+
+
+def test_get_kernel_gives_the_same_variant():
+    module = kernel_builder.get_kernel("{repo_id}", version=1)
+    assert module.__name__ == os.environ["EXPECTED_ID"]
+    assert module.ops is kb_quick.ops
+'''
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = quick_project(tmp_path_factory.mktemp("kernel-tests") / "kb-quick", repo_id=REPO_ID)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_by_name.py").write_text(textwrap.dedent(AUTHOR_TESTS.format(repo_id=REPO_ID)))
+    run_cli(["build", root]).check()
+    return root
+
+
+def test_the_authors_tests_pass_against_the_variant(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = load_project(built).project
+    variant = built / "build" / CPU_VARIANT
+    before = snapshot(built / "build")
+    monkeypatch.setenv("EXPECTED_INIT", str(variant / "__init__.py"))
+    monkeypatch.setenv("EXPECTED_ID", str(metadata(variant)["id"]))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "")
+    status = run_kernel_tests(project, pytest_args=[str(built / "tests"), "-q", "-p", "no:cacheprovider"])
+    assert status == 0
+    assert snapshot(built / "build") == before  # no __pycache__ in the variant, no other change
+
+
+def test_the_variant_is_the_one_the_loader_picks(built: Path) -> None:
+    project = load_project(built).project
+    assert select_variant(project) == built / "build" / CPU_VARIANT
+
+
+def test_view_is_a_relative_link_outside_build(built: Path) -> None:
+    project = load_project(built).project
+    variant = built / "build" / CPU_VARIANT
+    view = package_view(project, variant)
+    assert view == built / STATE_DIR / "import" / CPU_VARIANT
+    link = view / "kb_quick"
+    assert link.is_symlink() and not Path(link.readlink()).is_absolute()
+    assert link.resolve() == variant.resolve()
+    setup = kernel_test_env(project, variant, base={"PYTHONPATH": "/elsewhere", "LOCAL_KERNELS": "a/b=/x"})
+    assert setup.env["PYTHONPATH"] == f"{view}:/elsewhere"
+    assert setup.env["LOCAL_KERNELS"] == f"{REPO_ID}={variant}:a/b=/x"
+
+
+def test_no_build_is_a_usage_error(tmp_path: Path) -> None:
+    project = load_project(quick_project(tmp_path / "kb-quick")).project
+    with pytest.raises(UsageError, match="does not exist: build the kernel first"):
+        select_variant(project)
+    with pytest.raises(BuildError, match="is not a built variant"):
+        package_view(project, tmp_path / "kb-quick" / "build" / CPU_VARIANT)
