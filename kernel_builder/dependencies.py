@@ -51,9 +51,16 @@ def allowed_python_dependencies(level: str) -> list[str]:
 class CutlassPin:
     value: str
     version: str
-    pypi: bool  # whether PyPI's nvidia-cutlass of this version carries the C++ headers
+    pypi: bool  # whether PyPI has nvidia-cutlass of exactly this release (its wheel carries the C++ headers)
+
+    @property
+    def tag(self) -> str:
+        """The upstream git tag of the release (github.com/NVIDIA/cutlass)."""
+        return f"v{self.version}"
 
 
+#: PyPI's nvidia-cutlass has 3.3.0, 3.4.0, 3.4.1, 3.5.0, 3.5.1, 3.6.0, 3.7.0, 3.8.0 and 4.2.0 (each with the C++
+#: headers under cutlass_library/source/): exactly three pinned releases are among them.
 CUTLASS_PINS: dict[str, CutlassPin] = {
     pin.value: pin
     for pin in (

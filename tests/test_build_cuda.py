@@ -365,19 +365,21 @@ def test_extended_lambda_and_relaxed_constexpr_compile(cuda_py: Path, tmp_path: 
 
 
 def test_cutlass_headers_from_pypi(cuda_py: Path, tmp_path: Path) -> None:
-    """``depends = ["cutlass_3_6"]`` without CUTLASS_SRC_DIR: nvidia-cutlass==3.6.0 is installed into the build
-    environment (needs PyPI, or a pip configured with a mirror) and a .cu including cutlass/cutlass.h compiles."""
+    """``depends = ["cutlass_3_6"]`` without CUTLASS_SRC_DIR: the nvidia-cutlass==3.6.0 wheel is fetched (needs
+    PyPI, or a pip configured with a mirror), its headers kept in the user cache, and a .cu including
+    cutlass/cutlass.h compiles."""
     body = (
         "#include <cutlass/cutlass.h>\n#include <cutlass/version.h>\n\n"
         'static_assert(CUTLASS_MAJOR == 3 && CUTLASS_MINOR == 6, "CUTLASS 3.6 expected");\n'
     )
     root = tiny_cuda_project(tmp_path / "kb-cutlass", name="kb-cutlass", depends=["cutlass_3_6"], body=body)
-    run = run_cli(["build", root, "--python", cuda_py], env={"CUTLASS_SRC_DIR": ""})
+    cache = tmp_path / "user-cache"
+    run = run_cli(["build", root, "--python", cuda_py], env={"CUTLASS_SRC_DIR": "", "KERNEL_BUILDER_CACHE": str(cache)})
     printed("cutlass build", run.seconds)
     run.check()
     built = Built(root, run, CUDA_VARIANT)
     command = compile_commands(built)["tiny/tiny.cu"]
-    assert "cutlass_library/source/include" in command
+    assert f"-I{cache / 'cutlass' / '3.6.0' / 'include'}" in command.split()
     assert (
         metadata(built.variant_dir)["id"]
         == f"_kb_cutlass_cuda_{compute_unique_id(load_project(root).project)}"

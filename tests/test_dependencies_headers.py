@@ -1,12 +1,17 @@
 """CUTLASS headers for kernel sections (build-output §5; §10 case 25 without compiling).
 
-A checkout is a directory tree with ``include/cutlass/cutlass.h`` and ``version.h``; the pip install of the
-PyPI pins is replaced by a stand-in for ``subprocess.run``.
+A checkout is a directory tree with ``include/cutlass/cutlass.h`` and ``version.h``. The PyPI pins are fetched with
+the real ``pip download``, offline: from a directory of wheels built here with the layout of NVIDIA's
+``nvidia-cutlass`` wheels (``PIP_FIND_LINKS``, ``PIP_NO_INDEX``); the user cache is a temporary directory.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import subprocess
+import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +19,7 @@ import pytest
 from stage_fixtures import fake_interpreter, write_files
 
 from kernel_builder.dependencies import CUTLASS_PINS
-from kernel_builder.dependencies_headers import checkout_version, cutlass_includes
+from kernel_builder.dependencies_headers import cached_headers, checkout_version, cutlass_includes
 from kernel_builder.errors import BuildError
 
 
@@ -42,8 +47,11 @@ class Log(list[str]):
 
 
 @pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("CUTLASS_SRC_DIR", raising=False)
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "user-cache"))
+    for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -51,7 +59,47 @@ def no_pip(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process: {args}")
 
-    monkeypatch.setattr("kernel_builder.dependencies_headers.subprocess.run", refuse)
+    monkeypatch.setattr("kernel_builder.dependencies_headers.processes.run", refuse)
+
+
+def cutlass_wheel(directory: Path, version: str, *, headers_version: str | None = None) -> Path:
+    """A wheel laid out as NVIDIA's ``nvidia-cutlass`` (version ``X.Y.Z.0``), headers under cutlass_library/source/."""
+    dist = f"nvidia_cutlass-{version}.0"
+    files = {
+        "cutlass_library/__init__.py": b"",
+        "cutlass_library/source/include/cutlass/cutlass.h": b"#pragma once\n",
+        "cutlass_library/source/include/cutlass/version.h": version_h(headers_version or version).encode(),
+        "cutlass_library/source/tools/util/include/cutlass/util/device_memory.h": b"#pragma once\n",
+        "cutlass_library/source/python/not_a_header.py": b"",
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: nvidia-cutlass\nVersion: {version}.0\n".encode(),
+        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"
+        for name, data in files.items()
+    ]
+    files[f"{dist}.dist-info/RECORD"] = ("\n".join([*record, f"{dist}.dist-info/RECORD,,"]) + "\n").encode()
+    directory.mkdir(parents=True, exist_ok=True)
+    wheel = directory / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return wheel
+
+
+@pytest.fixture
+def offline_pip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """pip sees only a local directory of wheels; returns that directory."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    return wheels
+
+
+def interpreter_with_pip(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return fake_interpreter(purelib=tmp_path / "site-packages", python=Path(sys.executable))
 
 
 def test_checkout_gives_its_include_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pip: None) -> None:
@@ -102,22 +150,23 @@ def test_not_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @pytest.mark.parametrize("pin", [p.value for p in CUTLASS_PINS.values() if not p.pypi])
-def test_pin_without_pypi_headers_needs_a_checkout(pin: str, no_pip: None) -> None:
+def test_pin_without_pypi_release_names_the_checkout_to_make(pin: str, no_pip: None) -> None:
     version = CUTLASS_PINS[pin].version
     with pytest.raises(BuildError) as info:
         cutlass_includes(pin, fake_interpreter(), Log())
     assert str(info.value) == (
-        f"{pin} needs CUTLASS {version}, which no PyPI package provides with its C++ headers: "
-        f"set CUTLASS_SRC_DIR to a checkout of CUTLASS {version}"
+        f"{pin} needs CUTLASS {version}, which no PyPI release of nvidia-cutlass provides with its C++ headers: "
+        f"set CUTLASS_SRC_DIR to a checkout of CUTLASS {version} (git clone --depth 1 --branch v{version} "
+        "https://github.com/NVIDIA/cutlass)"
     )
-
-
-def test_cutlass_4_0_message() -> None:
-    with pytest.raises(BuildError) as info:
-        cutlass_includes("cutlass_4_0", fake_interpreter(), Log())
-    message = str(info.value)
-    assert "cutlass_4_0" in message and "4.0.0" in message and "CUTLASS_SRC_DIR" in message
     assert info.value.exit_code == 1
+
+
+def test_pins_on_pypi() -> None:
+    """The releases PyPI has as nvidia-cutlass (`pip index versions nvidia-cutlass`: 3.3.0 to 3.8.0 and 4.2.0)."""
+    on_pypi = {"3.3.0", "3.4.0", "3.4.1", "3.5.0", "3.5.1", "3.6.0", "3.7.0", "3.8.0", "4.2.0"}
+    assert {p.value for p in CUTLASS_PINS.values() if p.pypi} == {"cutlass_3_5", "cutlass_3_6", "cutlass_3_8"}
+    assert all(p.pypi == (p.version in on_pypi) for p in CUTLASS_PINS.values())
 
 
 def test_pypi_headers_already_installed(tmp_path: Path, no_pip: None) -> None:
@@ -128,39 +177,72 @@ def test_pypi_headers_already_installed(tmp_path: Path, no_pip: None) -> None:
     assert log == []
 
 
-def test_pypi_headers_are_installed_with_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    purelib = tmp_path / "site-packages"
-    checkout(purelib / "cutlass_library" / "source", "3.5.1")  # another version is installed
-    calls: list[list[str]] = []
-
-    def pip(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        calls.append(argv)
-        checkout(purelib / "cutlass_library" / "source", "3.6.0")
-        return subprocess.CompletedProcess(argv, 0, "", "")
-
-    monkeypatch.setattr("kernel_builder.dependencies_headers.subprocess.run", pip)
-    interpreter = fake_interpreter(purelib=purelib)
+@pytest.mark.parametrize("pin", [p.value for p in CUTLASS_PINS.values() if p.pypi])
+def test_pypi_pin_is_fetched_once_then_works_offline(
+    tmp_path: Path, offline_pip: Path, monkeypatch: pytest.MonkeyPatch, pin: str
+) -> None:
+    version = CUTLASS_PINS[pin].version
+    checkout(tmp_path / "site-packages" / "cutlass_library" / "source", "3.4.1")  # another release installed
+    cutlass_wheel(offline_pip, version)
+    cutlass_wheel(offline_pip / "other", "3.7.0")
     log = Log()
-    includes = cutlass_includes("cutlass_3_6", interpreter, log)
-    source = purelib / "cutlass_library" / "source"
-    assert includes == [source / "include", source / "tools" / "util" / "include"]
-    assert calls == [
-        [str(interpreter.python), "-m", "pip", "install", "--quiet", "--no-deps", "nvidia-cutlass==3.6.0"]
-    ]
-    assert log == ["installing nvidia-cutlass==3.6.0 into the build environment for cutlass_3_6"]
+    includes = cutlass_includes(pin, interpreter_with_pip(tmp_path), log)
+    cache = cached_headers(version)
+    assert cache == tmp_path / "user-cache" / "cutlass" / version
+    assert includes == [cache / "include", cache / "tools" / "util" / "include"]
+    assert checkout_version(cache) == version
+    assert sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file()) == [
+        "include/cutlass/cutlass.h", "include/cutlass/version.h", "tools/util/include/cutlass/util/device_memory.h",
+    ]  # fmt: skip
+    assert log == [f"fetching nvidia-cutlass=={version} for {pin} (its headers are kept in {cache})"]
+    assert list(cache.parent.iterdir()) == [cache]  # no staging directory left
+    # From now on no pip at all: neither the wheel nor the index is needed.
+    (offline_pip / f"nvidia_cutlass-{version}.0-py3-none-any.whl").unlink()
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"unexpected process: {args}")
+
+    monkeypatch.setattr("kernel_builder.dependencies_headers.processes.run", refuse)
+    second = Log()
+    assert cutlass_includes(pin, interpreter_with_pip(tmp_path / "another-env"), second) == includes
+    assert second == []
 
 
-def test_failed_pip_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def pip(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(argv, 1, "", "ERROR: No matching distribution found\n")
-
-    monkeypatch.setattr("kernel_builder.dependencies_headers.subprocess.run", pip)
+def test_failed_fetch_names_pip_setup_and_checkout(tmp_path: Path, offline_pip: Path) -> None:
     with pytest.raises(BuildError) as info:
-        cutlass_includes("cutlass_3_8", fake_interpreter(purelib=tmp_path), Log())
-    assert str(info.value) == (
-        "cutlass_3_8: could not install nvidia-cutlass==3.8.0 (ERROR: No matching distribution found); "
-        "set CUTLASS_SRC_DIR to a checkout of CUTLASS 3.8.0"
+        cutlass_includes("cutlass_3_8", interpreter_with_pip(tmp_path), Log())
+    message = str(info.value)
+    assert message.startswith("cutlass_3_8: could not fetch nvidia-cutlass==3.8.0 (")
+    assert "No matching distribution found for nvidia-cutlass==3.8.0" in message
+    assert message.endswith(
+        "); without network, point pip at a copy of the wheel (PIP_FIND_LINKS=<dir> PIP_NO_INDEX=1) or set "
+        "CUTLASS_SRC_DIR to a checkout of CUTLASS 3.8.0 (git clone --depth 1 --branch v3.8.0 "
+        "https://github.com/NVIDIA/cutlass)"
     )
+    assert not cached_headers("3.8.0").exists()
+
+
+def test_offline_uses_the_cache_and_never_fetches(tmp_path: Path, offline_pip: Path, no_pip: None) -> None:
+    with pytest.raises(BuildError) as info:
+        cutlass_includes("cutlass_3_6", interpreter_with_pip(tmp_path), Log(), offline=True)
+    assert str(info.value) == (
+        "cutlass_3_6 needs CUTLASS 3.6.0, and --offline forbids fetching nvidia-cutlass==3.6.0: install that package "
+        "in the build environment, or set CUTLASS_SRC_DIR to a checkout of CUTLASS 3.6.0 (git clone --depth 1 "
+        "--branch v3.6.0 https://github.com/NVIDIA/cutlass)"
+    )
+    cache = checkout(cached_headers("3.6.0"), "3.6.0")
+    assert cutlass_includes("cutlass_3_6", interpreter_with_pip(tmp_path), Log(), offline=True) == [
+        cache / "include",
+        cache / "tools" / "util" / "include",
+    ]
+
+
+def test_wheel_with_other_headers_is_refused(tmp_path: Path, offline_pip: Path) -> None:
+    cutlass_wheel(offline_pip, "3.6.0", headers_version="3.5.1")
+    with pytest.raises(BuildError, match=r"nvidia_cutlass-3.6.0.0-py3-none-any.whl holds CUTLASS 3.5.1, not 3.6.0"):
+        cutlass_includes("cutlass_3_6", interpreter_with_pip(tmp_path), Log())
+    assert not cached_headers("3.6.0").exists()
+    assert list(cached_headers("3.6.0").parent.iterdir()) == []
 
 
 @pytest.mark.parametrize(
