@@ -438,11 +438,15 @@ class Builder:
     def generate(self, force: bool = False) -> Path:
         """``kernel-builder generate``: the CMake project of this environment's variant, and a pyproject.toml
         that builds it as a wheel with scikit-build-core. Returns the pyproject path."""
-        from .generate.pyproject import MARKER, pyproject_text
-
         target = self.root / "pyproject.toml"
         if target.exists() and not force:
             raise UsageError(f"{target} exists; pass --force to replace it")
+        with state.project_lock(self.root, self.log):  # it writes a variant's project under .kernel-builder/
+            return self._generate(target)
+
+    def _generate(self, target: Path) -> Path:
+        from .generate.pyproject import MARKER, pyproject_text
+
         interpreter = quick_probe(self.options.python)
         unique_id = self.options.unique_id or compute_unique_id(self.project)
         plan = plan_build(self.project, interpreter, unique_id, backend=self.options.backend)

@@ -164,11 +164,21 @@ def tree_problem(cmake_build: Path) -> str | None:
     if not isinstance(stamp, dict):
         return "it has no kernel-builder stamp"
     made_in = stamp.get("path")
-    if made_in != str(cmake_build):
+    if not isinstance(made_in, str) or not _same_directory(made_in, cmake_build):
         return f"it was made in {made_in}"
     if stamp.get("tool") != __version__:
         return f"it was made by kernel-builder {stamp.get('tool')}"
     return None
+
+
+def _same_directory(recorded: str, current: Path) -> bool:
+    """The same directory, also when reached through another path (a symlinked parent)."""
+    if recorded == str(current):
+        return True
+    try:
+        return os.path.samefile(recorded, current)
+    except OSError:  # the recorded directory is gone: the project was moved
+        return False
 
 
 def stamp_tree(cmake_build: Path) -> None:
