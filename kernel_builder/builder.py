@@ -225,11 +225,8 @@ class Builder:
         """Build the selected variants, one build of this project at a time (``.kernel-builder/build.lock``)."""
         with state.project_lock(self.root, self.log):
             state.sweep(self.root, self.build_root)
-            try:
-                return self._run()
-            except KeyboardInterrupt:
-                processes.GROUPS.stop_all()  # the commands of variants building in other threads
-                raise
+            processes.GROUPS.reset()  # an earlier build in this process may have been interrupted
+            return self._run()
 
     def _run(self) -> BuildReport:
         options = self.options
@@ -269,7 +266,12 @@ class Builder:
             results = [self._run_job(job, unique_id, interpreter) for job in jobs]
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(lambda job: self._run_job(job, unique_id, interpreter), jobs))
+                try:
+                    results = list(pool.map(lambda job: self._run_job(job, unique_id, interpreter), jobs))
+                except KeyboardInterrupt:
+                    # Stop the other threads' commands (and refuse new ones) before the pool waits for them.
+                    processes.GROUPS.stop_all()
+                    raise
         report.results.extend(results)
         return report
 

@@ -126,7 +126,8 @@ def test_build_tree_of_another_version_is_recreated(quick: Path) -> None:
 
 def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path) -> None:
     """20 builds, each of changed sources (a new id: configure, compile, link, assembly and import check run
-    again), stopped at a random moment by SIGINT or SIGKILL. After each: build/ holds only complete variants
+    again; half of them build their two variants in parallel threads), stopped at a random moment by SIGINT or
+    SIGKILL. After each: build/ holds only complete variants
     (and CARD.md), nothing hidden; no process the build started is still running; SIGINT exits 130 with a short
     message. Then a build succeeds."""
     seed = int(os.environ.get("KB_TEST_SEED", random.randrange(1 << 30)))
@@ -142,7 +143,8 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
         quick_project(quick, marker=f"iteration {index}")
         sig = signal.SIGINT if index % 2 == 0 else signal.SIGKILL
         delay = rng.uniform(0.5, duration)
-        process = start_build(quick, tag)
+        parallel = ["--parallel", "2"] if index % 4 >= 2 else []  # variants in threads, each with its commands
+        process = start_build(quick, tag, *parallel)
         try:
             process.wait(timeout=delay)
             finished_first = True
@@ -150,7 +152,7 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
             finished_first = False
             process.send_signal(sig)
         stdout, stderr = process.communicate(timeout=60)
-        outcomes.append(f"{sig.name} at {delay:.1f} s: exit {process.returncode}")
+        outcomes.append(f"{sig.name} at {delay:.1f} s{' (parallel)' if parallel else ''}: exit {process.returncode}")
         context = f"seed {seed}, iteration {index}, {sig.name} at {delay:.2f} s:\n{stdout}\n{stderr}"
         left = wait_for_no_processes(tag)
         assert left == [], f"processes still running after the build ended ({context}):\n" + "\n".join(left)
