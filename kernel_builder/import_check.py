@@ -64,6 +64,14 @@ for loader in ("kernel_builder", "kernels"):
 """
 
 
+def with_this_package() -> dict[str, str]:
+    """This environment, for another interpreter that must import this kernel_builder (and write no bytecode)."""
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    return env
+
+
 @dataclass(frozen=True)
 class MissingModule:
     """A third-party module the kernel imports and the build interpreter lacks."""
@@ -76,11 +84,8 @@ class MissingModule:
 def check_import(interpreter: BuildInterpreter, variant_dir: Path) -> MissingModule | None:
     """Load ``variant_dir`` in a fresh ``interpreter``; a kernel error raises :class:`BuildError`, a missing
     third-party module is returned."""
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     script = _SCRIPT % {"mark": _MARK}
-    result = processes.run([interpreter.python, "-c", script, variant_dir], capture=True, env=env)
+    result = processes.run([interpreter.python, "-c", script, variant_dir], capture=True, env=with_this_package())
     if result.returncode == 3:
         for line in result.stdout.splitlines():
             if line.startswith(_MARK):

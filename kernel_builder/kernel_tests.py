@@ -22,6 +22,7 @@ from pathlib import Path
 from . import processes
 from .config.model import KernelProject
 from .errors import BuildError, UsageError
+from .import_check import with_this_package
 from .state import STATE_DIR
 
 IMPORT_DIR = "import"
@@ -83,10 +84,7 @@ def select_variant(project: KernelProject, python: str | os.PathLike[str] | None
     build = project.root / "build"
     if not build.is_dir():
         raise UsageError(f"{build} does not exist: build the kernel first (kernel-builder build {project.root})")
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-    result = processes.run([python or sys.executable, "-c", _SELECT, build], capture=True, env=env)
+    result = processes.run([python or sys.executable, "-c", _SELECT, build], capture=True, env=with_this_package())
     if result.returncode != 0:
         lines = result.stderr.strip().splitlines()
         raise BuildError(f"no variant in {build} suits {python or sys.executable}: {lines[-1] if lines else ''}")
