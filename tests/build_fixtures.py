@@ -911,7 +911,7 @@ def lambda_project(root: Path, *, binding: bool = False, capabilities: Sequence[
 
             TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
               ops.def("fill(Tensor(a!) out) -> ()");
-              ops.impl("fill", torch::kCUDA, &kb_fill);
+              ops.impl("fill", c10::DeviceType::CUDA, &kb_fill);
             }
 
             REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
