@@ -4,7 +4,8 @@ Asking Torch takes seconds (it imports Torch and initialises CUDA), which would 
 answer only changes when the GPUs, the driver or the devices visible to the process change, and the NVIDIA
 driver describes all of them in files: ``/proc/driver/nvidia/version`` and one ``information`` file per GPU
 (model, UUID, bus location), plus the ``/dev/nvidia<N>`` nodes and ``CUDA_VISIBLE_DEVICES``. Their contents key a
-small cache in the user cache directory; without those files (no NVIDIA driver) nothing is cached.
+small cache in the user cache directory. Where the driver's files are not visible, ``nvidia-smi``'s GPU list stands
+in for them; without either (no NVIDIA driver) nothing is cached.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,12 +39,23 @@ _PROBE = (
 )
 
 
-def gpu_key(driver_dir: Path = DRIVER_DIR, device_dir: Path = DEVICE_DIR) -> str | None:
-    """A digest of what decides the visible GPUs' capabilities; ``None`` without an NVIDIA driver."""
+def gpu_key(
+    driver_dir: Path = DRIVER_DIR,
+    device_dir: Path = DEVICE_DIR,
+    smi: Callable[[], bytes | None] | None = None,
+) -> str | None:
+    """A digest of what decides the visible GPUs' capabilities; ``None`` without an NVIDIA driver.
+
+    Without the driver's files (a container that does not mount them), ``nvidia-smi``'s list of GPUs and driver
+    version stands in for them (a fraction of a second, still far less than importing Torch).
+    """
     try:
         version = (driver_dir / "version").read_bytes()
     except OSError:
-        return None
+        listed = (smi or _nvidia_smi)()
+        if not listed:
+            return None
+        version = b"nvidia-smi\0" + listed
     digest = hashlib.sha256(b"driver\0" + version)
     gpus = driver_dir / "gpus"
     for info in sorted(gpus.glob("*/information")) if gpus.is_dir() else []:
@@ -57,6 +71,19 @@ def gpu_key(driver_dir: Path = DRIVER_DIR, device_dir: Path = DEVICE_DIR) -> str
     for name in _VISIBILITY:
         digest.update(f"\0{name}={os.environ.get(name, '<unset>')}".encode())
     return digest.hexdigest()
+
+
+def _nvidia_smi() -> bytes | None:
+    """Driver version, UUID and bus id of every GPU, as ``nvidia-smi`` lists them; ``None`` without it."""
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return None
+    query = "--query-gpu=driver_version,uuid,pci.bus_id,name"
+    try:
+        result = subprocess.run([tool, query, "--format=csv,noheader"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout if result.returncode == 0 and result.stdout.strip() else None
 
 
 def cache_file() -> Path:

@@ -41,11 +41,11 @@ class Probe:
         return self.answer
 
 
-def targets(root: Path, probe: Probe) -> tuple[str, ...]:
+def targets(root: Path, probe: Probe, smi: bytes | None = None) -> tuple[str, ...]:
     return native_targets(
         fake_interpreter(),
         probe=probe,
-        key=lambda: gpu_key(root / "driver", root / "dev"),
+        key=lambda: gpu_key(root / "driver", root / "dev", smi=lambda: smi),
         cache=root / "cache" / "native-archs.json",
     )
 
@@ -103,3 +103,15 @@ def test_unreadable_cache_is_probed_again(tmp_path: Path) -> None:
     assert targets(root, probe) == ("9.0",)
     assert targets(root, probe) == ("9.0",)
     assert probe.calls == 1
+
+
+def test_nvidia_smi_stands_in_for_the_driver_files(tmp_path: Path) -> None:
+    """A container without /proc/driver/nvidia: nvidia-smi's GPU list keys the cache instead."""
+    probe = Probe()
+    listed = b"570.124.06, GPU-11111111-2222-3333-4444-555555555555, 00000000:18:00.0, NVIDIA H100 80GB HBM3\n"
+    assert targets(tmp_path, probe, smi=listed) == ("9.0",)
+    assert targets(tmp_path, probe, smi=listed) == ("9.0",)
+    assert probe.calls == 1
+    probe.answer = ("8.0",)
+    assert targets(tmp_path, probe, smi=listed.replace(b"H100 80GB HBM3", b"A100-SXM4-80GB")) == ("8.0",)
+    assert probe.calls == 2
