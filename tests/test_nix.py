@@ -391,7 +391,7 @@ def test_flake_outputs() -> None:
         f"/stub/python-{name}"
         for name in (
             "tomlkit", "packaging", "huggingface-hub", "scikit-build-core", "pyelftools", "auditwheel", "abi3info",
-            "rich",
+            "rich", "filelock",
         )
     ]
     assert out["default"] == "kernel-builder"
