@@ -1,4 +1,4 @@
-"""Header-only dependencies of kernel sections (CUTLASS), found offline once fetched (build-output spec §5).
+"""Header-only dependencies of kernel sections (CUTLASS), found offline once fetched.
 
 In order:
 

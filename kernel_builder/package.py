@@ -172,7 +172,7 @@ def assemble(
 
 
 def _write_error(exc: OSError, final: Path) -> BuildError:
-    """A file-system error while writing a variant, naming the path (build-output errors name what failed)."""
+    """A file-system error while writing a variant, as an error naming the path and what to do."""
     path = exc.filename2 if exc.filename2 is not None else exc.filename
     kept = f"{final} is unchanged" if final.exists() else f"{final} was not written"
     return BuildError(f"cannot write {path or final}: {exc.strerror or exc}; {kept}. Free some space or fix the "
