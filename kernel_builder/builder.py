@@ -582,9 +582,10 @@ class Builder:
             missing = check_import(checked, variant_dir)
             if missing is None:
                 return
-            message = describe_missing(missing, checked, self._provided_by(missing.module, variant))
-            if self.options.strict_import:
-                raise BuildError(message.split(". Install it there")[0] + " (--strict-import)")
+            strict = self.options.strict_import
+            message = describe_missing(missing, checked, self._provided_by(missing.module, variant), strict=strict)
+            if strict:
+                raise BuildError(message)
             self.warn(f"{variant.name}: {message}")
 
         return check

@@ -96,12 +96,16 @@ def check_import(interpreter: BuildInterpreter, variant_dir: Path) -> MissingMod
     return None
 
 
-def describe_missing(missing: MissingModule, interpreter: BuildInterpreter, provided_by: str | None) -> str:
-    """One line for the build's notes: which module, where, and who provides it."""
+def describe_missing(
+    missing: MissingModule, interpreter: BuildInterpreter, provided_by: str | None, *, strict: bool = False
+) -> str:
+    """One line: which module, where, and who provides it; without ``strict``, also what to do."""
     where = f" ({missing.where})" if missing.where else ""
     source = provided_by or "it must be installed wherever the kernel runs"
-    return (
+    message = (
         f"import check incomplete: the kernel imports `{missing.module}`{where}, which the build interpreter "
-        f"{interpreter.python} does not have; {source}. Install it there to check the whole variant, or pass "
-        "--strict-import to make this an error"
+        f"{interpreter.python} does not have; {source}"
     )
+    if strict:
+        return f"{message} (--strict-import)"
+    return f"{message}. Install it there to check the whole variant, or pass --strict-import to make this an error"
