@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def test_second_call_reads_the_cache(interpreter: buildenv.BuildInterpreter, mon
     def no_subprocess(*args: object, **kwargs: object) -> None:
         raise AssertionError("torch was imported again")
 
-    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    monkeypatch.setattr(buildenv.processes, "run", no_subprocess)  # how buildenv starts the interpreter
     assert buildenv.torch_details(interpreter) == first
 
 
@@ -36,13 +37,13 @@ def test_another_torch_is_asked_again(
     (fake_torch / "version.py").write_text("__version__ = '9.9.9'\ncuda = None\n", encoding="utf-8")
     other = buildenv.BuildInterpreter(**{**interpreter.__dict__, "torch_dir": fake_torch})
     calls: list[object] = []
-    real_run = subprocess.run
+    real_run = buildenv.processes.run
 
-    def counting(*args: object, **kwargs: object) -> object:
+    def counting(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         calls.append(args)
-        return real_run(*args, **kwargs)  # type: ignore[call-overload]
+        return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(subprocess, "run", counting)
+    monkeypatch.setattr(buildenv.processes, "run", counting)
     buildenv.torch_details(other)
     assert len(calls) == 1
 
