@@ -58,6 +58,9 @@ class BuildOptions:
     werror: bool = False  # ABI symbol-version findings fail the variant
     offline: bool = False  # never create an isolated environment or pip-install anything (Nix, air-gapped)
     provenance: Provenance | None = None  # recorded instead of the kernel's git state (e.g. a flake's revision)
+    debug_build: bool = False  # -g, and -lineinfo for nvcc
+    namespace_where_used: bool = False  # kernel_builder.load: see generate.cmake.namespace_sources
+    compile_log: bool = False  # compiler output to .kernel-builder/<variant>/build.log, not the terminal
 
 
 @dataclass
@@ -83,6 +86,7 @@ class BuildReport:
 #: Build options that do not shape a variant's output (compared with the record of the last build).
 _NOT_INPUTS = (
     "verbose", "jobs", "import_check", "python", "backend", "selection", "refresh_envs", "parallel", "werror", "offline",
+    "compile_log",
 )  # fmt: skip
 
 
@@ -283,7 +287,7 @@ class Builder:
         sync_card(self.project, self.build_root)
 
         workers = options.parallel or default_parallel(len(jobs))
-        self.capture = workers > 1
+        self.capture = workers > 1 or options.compile_log
         if workers <= 1:
             results = [self._run_job(job, unique_id, interpreter) for job in jobs]
         else:
@@ -491,6 +495,8 @@ class Builder:
             gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
             dependency_includes=self._dependency_includes(variant, interpreter),
             manylinux_compiler=compiler if sys.platform == "linux" else None,
+            namespace_where_used=self.options.namespace_where_used,
+            debug_info=self.options.debug_build,
         )
         write_project(project_dir, self.root, variant, interpreter, details, toolkit, options)
         return toolkit is not None
@@ -571,12 +577,18 @@ class Builder:
         return tuple(includes)
 
     def _link_compile_commands(self, cmake_build: Path) -> None:
-        """``.kernel-builder/compile_commands.json`` points at the latest configured variant, for editors."""
+        """``.kernel-builder/compile_commands.json`` points at the latest configured variant, and
+        ``compile_commands.json`` at the root points at that, for editors."""
         link = self.root / STATE_DIR / "compile_commands.json"
         target = cmake_build / "compile_commands.json"
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(target)
+        # Editors (clangd, VS Code) look at the project root; a file of the project's own stays untouched.
+        root_link = self.root / "compile_commands.json"
+        if root_link.is_symlink() or not root_link.exists():
+            root_link.unlink(missing_ok=True)
+            root_link.symlink_to(Path(STATE_DIR) / "compile_commands.json")
 
     def _provenance(self) -> Provenance | None:
         if self.options.provenance is not None:
