@@ -86,14 +86,13 @@ def load(path: str | os.PathLike[str] = ".", *, arch: str | None = "native", ver
     otherwise go to ``.kernel-builder/<variant>/build.log`` (a failure raises :class:`BuildError` with the
     end of it). Raises ``ConfigError`` for an invalid ``build.toml``.
     """
+    selected_arch = _arch(arch)
     project = load_project(path).project
     options = BuildOptions(
-        arch=_arch(arch), verbose=verbose, import_check=False, namespace_where_used=True, compile_log=not verbose
+        arch=selected_arch, verbose=verbose, import_check=False, namespace_where_used=True, compile_log=not verbose
     )
-    lines: list[str] = []
 
     def log(line: str) -> None:
-        lines.append(line)
         if verbose:
             print(line, file=sys.stderr, flush=True)
 
