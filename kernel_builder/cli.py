@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.set_defaults(handler=_run_build)
 
     test = commands.add_parser(
-        "test", help="build this environment's variant, then run the project's tests against it",
+        "test", usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch {native}] [--debug] [PATH] [-- PYTEST_ARGS ...]",
+        help="build this environment's variant, then run the project's tests against it",
         description="Build the variant for this environment, then run pytest on tests/ with the kernel importable "
         "under its package name and get_kernel(<repo-id>) resolving to this project (LOCAL_KERNELS). Arguments "
         "after `--` go to pytest. The exit status is pytest's.",
@@ -164,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_path(test)
     test.add_argument("--backend", help="build only this backend's variants")
     test.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs")
-    test.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS", help="passed to pytest")
+    test.add_argument("--arch", choices=["native"], help="native: compile CUDA code only for the visible GPU (faster)")
     _add_common(test)
     test.set_defaults(handler=_run_test)
 
@@ -433,11 +434,10 @@ def _run_test(args: argparse.Namespace) -> int:
     from .builder import BuildOptions
     from .devtest import run_tests
 
-    pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    project, status = _build_here(args.path, BuildOptions(backend=args.backend, jobs=args.jobs))
+    project, status = _build_here(args.path, BuildOptions(backend=args.backend, jobs=args.jobs, arch=args.arch))
     if status:
         return status
-    return run_tests(project, pytest_args, log=lambda line: print(line, file=sys.stderr, flush=True))
+    return run_tests(project, args.pytest_args, log=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def _run_bench(args: argparse.Namespace) -> int:
@@ -549,7 +549,17 @@ def _run_download(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # `kernel-builder test [PATH] -- PYTEST_ARGS`: everything after the first `--` belongs to pytest. argparse
+    # would take the first of those words for PATH.
+    passed_on: list[str] | None = None
+    if "--" in words:
+        cut = words.index("--")
+        words, passed_on = words[:cut], words[cut + 1 :]
+    args = parser.parse_args(words)
+    if passed_on is not None and getattr(args, "command", None) != "test":
+        parser.error(f"unrecognized arguments: -- {' '.join(passed_on)} (only `test` passes arguments on)")
+    args.pytest_args = passed_on or []
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

@@ -75,3 +75,34 @@ def test_no_build_is_an_error(tmp_path: Path) -> None:
 
     with pytest.raises(BuildError, match="nothing was built"):
         run_tests(load_project(tmp_path / "k").project, [], log=print)
+
+
+def test_only_test_takes_arguments_after_the_separator(capsys: pytest.CaptureFixture[str]) -> None:
+    from kernel_builder.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", "--", "-q"])
+    assert exit_info.value.code == 2
+    assert "only `test` passes arguments on" in capsys.readouterr().err
+
+
+def test_separator_words_never_become_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kernel-builder test -- -q tests/x.py`: PATH stays `.`, and both words go to pytest."""
+    from kernel_builder import cli, devtest
+
+    seen: dict[str, object] = {}
+
+    def fake_build(path: str, options: object) -> tuple[object, int]:
+        seen["path"] = path
+        return "project", 0
+
+    def fake_run(project: object, pytest_args: list[str], *, log: object) -> int:
+        seen["pytest_args"] = pytest_args
+        return 5
+
+    monkeypatch.setattr(cli, "_build_here", fake_build)
+    monkeypatch.setattr(devtest, "run_tests", fake_run)
+    assert cli.main(["test", "--", "-q", "tests/x.py"]) == 5  # pytest's status
+    assert seen == {"path": ".", "pytest_args": ["-q", "tests/x.py"]}
+    assert cli.main(["test", "proj"]) == 5
+    assert seen == {"path": "proj", "pytest_args": []}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -55,7 +56,11 @@ def test_tutorial_commands_run(hub: HubServer, tmp_path: Path) -> None:
     assert "tensor([0., 4.])" in result.stdout
     assert "tensor([0., 6.])" in result.stdout
     assert "passed" in result.stdout and "failed" not in result.stdout
-    assert (project / "bench.json").is_file()
+    bench = json.loads((project / "bench.json").read_text())
+    assert bench["device"] == "cpu" and bench["source"] == "benchmarks/"
+    (case,) = bench["results"]
+    assert case["name"] == "relu" and case["matches"] is True and case["kernel_gbps"] > 0
+    assert case["kernel"]["runs"] == 100 and case["reference"]["median_us"] > 0
     assert "dry run: nothing was changed" in result.stdout
     files = hub.files("my-org/my-relu", "v1")
     assert f"build/{CPU_VARIANT}/metadata.json" in files

@@ -21,7 +21,7 @@ from ..errors import BuildError
 from ..plan import VariantPlan
 from ..toolchain import CudaToolkit
 from .ops import aot_ops_py
-from .registration import registration_header
+from .registration import is_generated, registration_header
 
 _NO_HALF = {
     "-D__CUDA_NO_HALF_OPERATORS__",
@@ -51,27 +51,32 @@ class ProjectOptions:
 
 
 NAMESPACE_MACRO = "TORCH_EXTENSION_NAME"
-_COMPILED = (".cpp", ".cc", ".cxx", ".c", ".cu")
+_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
 
 
 def namespace_sources(root: Path, plan: VariantPlan) -> list[str] | None:
     """The compiled sources that mention TORCH_EXTENSION_NAME, or ``None`` for "all of them".
 
-    Every compiled file is defined the namespace by default (``docs/build-output.md``). A file that never names
-    the macro compiles to the same object without it, unless a header of the project names it: then every
-    file gets it, as usual. Headers outside the project (torch, dependencies) do not use it.
+    Every compiled file is defined the namespace by default (``docs/layout.md``). A file that never names the
+    macro compiles to the same object without it, unless a header names it: then every file gets it, as usual.
+    Headers are all those under the project root (listed in a ``src`` or not), except build output and the
+    generated ``registration.h``; headers outside the project (torch, dependencies) do not use the macro.
     """
-    sources = [s for c in plan.components for s in c.sources if s.endswith(_COMPILED)]
-    headers = {s for c in plan.components for s in c.sources} - set(sources)
+    sources = [s for c in plan.components for s in c.sources]
 
-    def mentions(rel: str) -> bool:
+    def mentions(path: Path) -> bool:
         try:
-            return NAMESPACE_MACRO in (root / rel).read_text(encoding="utf-8", errors="replace")
+            return NAMESPACE_MACRO in path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return True
-    if any(mentions(h) for h in sorted(headers)):
-        return None
-    return [s for s in sources if mentions(s)]
+
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in ("build", "result") or any(p.startswith(".") for p in rel.parts):
+            continue
+        if path.suffix in _HEADERS and path.is_file() and not is_generated(path) and mentions(path):
+            return None
+    return [s for s in sources if mentions(root / s)]
 
 
 def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
