@@ -2,7 +2,7 @@
 
 Each variant records what it was made from in ``.kernel-builder/<variant>/record.json``; when nothing
 changed, the build skips configure, the Torch check and the import check, and only lets Ninja confirm that
-nothing needs recompiling (build-output spec §1, "Up to date").
+nothing needs recompiling (docs/layout.md, "Up to date").
 """
 
 from __future__ import annotations
@@ -364,7 +364,7 @@ class Builder:
                 self.warnings.append(diagnostic)
 
     def _write_registration_copy(self) -> None:
-        """``torch-ext/registration.h`` for sources that include it by relative path (build-output §5.2)."""
+        """``torch-ext/registration.h`` for sources that include it by relative path (docs/layout.md)."""
         if not self.project.config.aot_backends():
             return
         relpath = "torch-ext/registration.h"
@@ -545,7 +545,7 @@ class Builder:
         )  # fmt: skip
 
     def _account_headers(self, cmake_build: Path) -> None:
-        """Warn about project headers that compiled files include but no ``src`` lists (build-output §7.4):
+        """Warn about project headers that compiled files include but no ``src`` lists (docs/layout.md):
         they are outside the unique id, and a sandboxed build would not see them."""
         config = self.project.config
         listed = set(getattr(config.framework, "src", ())) | {s for k in config.kernels for s in k.src}

@@ -1,4 +1,4 @@
-"""Header-only dependencies of kernel sections (CUTLASS), found offline (build-output spec §5).
+"""Header-only dependencies of kernel sections (CUTLASS), found offline (docs/layout.md).
 
 In order: a checkout named by ``CUTLASS_SRC_DIR`` (a version mismatch is a warning); for the pins whose
 PyPI ``nvidia-cutlass`` wheel carries the C++ headers, that package in the build environment (installed there

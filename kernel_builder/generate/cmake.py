@@ -1,4 +1,4 @@
-"""The CMake project of one AOT variant (build-output spec §5, §7).
+"""The CMake project of one AOT variant (docs/layout.md).
 
 The generated CMakeLists.txt states what to build — components, sources, flags, architectures — as calls
 into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how.
