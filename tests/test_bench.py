@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import types
 from pathlib import Path
 
@@ -80,3 +81,20 @@ def test_result_json_has_rates() -> None:
     result = Result("x", kernel=Timing(10.0, 9.0, 11.0, 3), bytes=10_000)
     assert result.to_json()["kernel_gbps"] == pytest.approx(1.0) and result.to_json()["reference_gbps"] is None
     assert isinstance(Case(run=lambda: None).check, bool)
+
+
+def test_benchmarks_without_bench_functions_fall_back_to_public_ops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel_builder import bench
+
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "benchmark.py").write_text("X = 1  # another convention\n")
+    monkeypatch.setattr("kernel_builder.loader.get_local_kernel", lambda path: fake_kernel())
+    monkeypatch.setattr("kernel_builder.loader.alias.expose_as", lambda module, name: None)
+    report = tmp_path / "r.json"
+    code = bench.main([str(tmp_path / "build"), str(tmp_path), "--package", "fake", "--runs", "2", "--warmup", "0",
+                       "--json", str(report)])  # fmt: skip
+    assert code == 1  # sigmoid does not match, needs_two cannot be called with one tensor
+    assert "public ops vs torch" in capsys.readouterr().out
+    assert [r["name"] for r in json.loads(report.read_text())["results"]] == ["relu", "sigmoid", "needs_two"]
