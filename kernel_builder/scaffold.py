@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .config.values import NAME_RE, REPO_ID_RE, normalise_legacy_name, py_name_of
+from .config.values import NAME_RE, normalise_legacy_name, py_name_of
 from .errors import UsageError
+from .identifiers import repo_id_problem
 
 TEMPLATES = ("cpu", "cuda", "triton")
 BACKENDS = ("cpu", "cuda")
@@ -89,8 +90,9 @@ def resolve(options: InitOptions) -> tuple[str, tuple[str, ...]]:
 def repo_id_of(name: str, org: str | None) -> str:
     """``<org>/<name>``; without an org, ``local/<name>``, which only ``LOCAL_KERNELS`` resolves."""
     repo_id = f"{org or 'local'}/{name}"
-    if not REPO_ID_RE.match(repo_id):
-        raise UsageError(f"--org {org!r}: `{repo_id}` is not a valid Hub repository id")
+    problem = repo_id_problem(repo_id)
+    if problem is not None:
+        raise UsageError(f"--org {org!r}: `{repo_id}` is not a valid Hub repository id ({problem})")
     return repo_id
 
 

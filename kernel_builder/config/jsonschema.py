@@ -13,8 +13,9 @@ from typing import Any
 
 from ..capabilities import CAPABILITY_RE, ROCM_ARCH_RE
 from ..dependencies import KERNEL_DEPENDS, PYTHON_DEPENDENCIES
+from ..identifiers import REPO_ID_PATTERN
 from . import schema
-from .values import KERNEL_SECTION_RE, NAME_RE, REPO_ID_RE, VERSION_RE
+from .values import KERNEL_SECTION_RE, NAME_RE, VERSION_RE
 
 SCHEMA_ID = "urn:kernel-builder:build-toml:5"
 
@@ -48,7 +49,7 @@ KERNEL_DEPENDENCY: Json = {
     "type": "object",
     "description": "a Hub kernel this one uses: exactly one of version and revision",
     "properties": {
-        "repo-id": {"type": "string", "pattern": REPO_ID_RE.pattern},
+        "repo-id": {"type": "string", "pattern": REPO_ID_PATTERN},
         "version": {"type": "integer", "minimum": 0},
         "revision": {"type": "string", "minLength": 1},
     },
@@ -76,7 +77,7 @@ def _general() -> Json:
     hub = _table(
         "[general.hub]: where `kernel-builder upload` publishes",
         {
-            "repo-id": {"type": "string", "pattern": REPO_ID_RE.pattern, "description": "<owner>/<name>"},
+            "repo-id": {"type": "string", "pattern": REPO_ID_PATTERN, "description": "<owner>/<name>"},
             "branch": {"type": "string", "minLength": 1, "description": "instead of v<version>"},
         },
         schema.HUB,
