@@ -782,3 +782,18 @@ def test_debug_info_flags(tmp_path: Path) -> None:
     _, gen = generate(tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(debug_info=True))
     assert gen.common()["CXX_OPTIONS"][-1] == "-g"
     assert gen.common()["CUDA_OPTIONS"][-2:] == ["-g", "-lineinfo"]
+
+
+def test_rewriting_the_project_keeps_the_mtime_of_unchanged_files(tmp_path: Path) -> None:
+    """Generated headers every compilation includes must not look new to Ninja after each configure."""
+    import os
+
+    root = make_root(tmp_path)
+    _, gen = generate(tmp_path, root, fake_interpreter("2.13.0+cpu"))
+    header, lists = gen.dir / "include" / "registration.h", gen.dir / "CMakeLists.txt"
+    for path in (header, lists):
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    # Other flags: CMakeLists.txt changes, registration.h does not.
+    generate(tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(debug_info=True))
+    assert header.stat().st_mtime_ns == 1_000_000_000
+    assert lists.stat().st_mtime_ns != 1_000_000_000

@@ -151,6 +151,7 @@ def write_project(
             # CMake treats `;` as a list separator in its own source and build paths (even its compiler
             # check fails there); the sources and the build directory live under the kernel root.
             raise BuildError(f"CMake cannot build in a directory whose path contains `;`: {path}; rename or move it")
+    previous = _file_stamps(project_dir)
     if project_dir.exists():
         shutil.rmtree(project_dir)
     (project_dir / "include").mkdir(parents=True)
@@ -173,7 +174,27 @@ def write_project(
     # Installed beside the extension, so the project also builds a complete package (a wheel through
     # scikit-build-core, `kernel-builder generate`); `build` assembles its variants itself and ignores it.
     (project_dir / "_ops.py").write_text(aot_ops_py(plan.ops_name), encoding="utf-8")
+    _restore_unchanged_stamps(project_dir, previous)
     return project_fingerprint(project_dir)
+
+
+def _file_stamps(directory: Path) -> dict[Path, tuple[bytes, int]]:
+    """Content and mtime of every regular file below ``directory`` (none when it does not exist)."""
+    stamps: dict[Path, tuple[bytes, int]] = {}
+    if directory.is_dir():
+        for path in directory.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                stamps[path] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return stamps
+
+
+def _restore_unchanged_stamps(directory: Path, previous: dict[Path, tuple[bytes, int]]) -> None:
+    """A rewritten file with the same bytes keeps its old mtime. Generated headers that every compilation
+    includes (registration.h, the manylinux header) would otherwise look new to Ninja at each configure and
+    recompile every source, while an edit of one file should recompile only what depends on it."""
+    for path, (content, mtime) in previous.items():
+        if path.is_file() and not path.is_symlink() and path.read_bytes() == content:
+            os.utime(path, ns=(mtime, mtime))
 
 
 def project_fingerprint(project_dir: Path) -> str:
