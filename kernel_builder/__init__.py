@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from kernel_builder.dev import load
     from kernel_builder.layers import (
         CUDAProperties,
         Device,
@@ -78,6 +79,7 @@ __all__ = [
     "has_kernel",
     "install_kernel",
     "kernelize",
+    "load",
     "load_kernel",
     "register_kernel_mapping",
     "replace_kernel_forward_from_hub",
@@ -95,6 +97,10 @@ _EXPORTS = frozenset(__all__) - {"__version__"}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "load":  # the development loop (builds, then loads): kernel_builder.dev
+        value = importlib.import_module("kernel_builder.dev").load
+        globals()[name] = value
+        return value
     if name in _EXPORTS:
         for source in _SOURCES:
             module = importlib.import_module(source)

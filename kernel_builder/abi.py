@@ -1,4 +1,4 @@
-"""ABI checks of built extensions (build-output spec §7.4): what a ``.so`` needs from the system it loads on.
+"""ABI checks of built extensions (docs/layout.md): what a ``.so`` needs from the system it loads on.
 
 The rules come from the libraries that own them, not from tables kept here:
 

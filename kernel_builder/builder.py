@@ -2,7 +2,7 @@
 
 Each variant records what it was made from in ``.kernel-builder/<variant>/record.json``; when nothing
 changed, the build skips configure, the Torch check and the import check, and only lets Ninja confirm that
-nothing needs recompiling (build-output spec §1, "Up to date").
+nothing needs recompiling (docs/layout.md, "Up to date").
 """
 
 from __future__ import annotations
@@ -62,6 +62,9 @@ class BuildOptions:
     werror: bool = False  # ABI symbol-version findings fail the variant
     offline: bool = False  # never create an isolated environment or pip-install anything (Nix, air-gapped)
     provenance: Provenance | None = None  # recorded instead of the kernel's git state (e.g. a flake's revision)
+    debug_build: bool = False  # -g, and -lineinfo for nvcc
+    namespace_where_used: bool = False  # kernel_builder.load: see generate.cmake.namespace_sources
+    compile_log: bool = False  # compiler output to .kernel-builder/<variant>/build.log, not the terminal
 
 
 @dataclass
@@ -87,7 +90,7 @@ class BuildReport:
 #: Build options that do not shape a variant's output (compared with the record of the last build).
 _NOT_INPUTS = (
     "verbose", "jobs", "import_check", "strict_import", "python", "backend", "selection", "refresh_envs", "parallel",
-    "werror", "offline",
+    "werror", "offline", "compile_log",
 )  # fmt: skip
 
 
@@ -261,7 +264,7 @@ class Builder:
             raise BuildError(f"cannot write {exc.filename}: {exc.strerror}") from None
 
         workers = options.parallel or default_parallel(len(jobs))
-        self.capture = workers > 1
+        self.capture = workers > 1 or options.compile_log
         if workers <= 1:
             results = [self._run_job(job, unique_id, interpreter) for job in jobs]
         else:
@@ -347,7 +350,7 @@ class Builder:
                 self.warnings.append(diagnostic)
 
     def _write_registration_copy(self) -> None:
-        """``torch-ext/registration.h`` for sources that include it by relative path (build-output §5.2)."""
+        """``torch-ext/registration.h`` for sources that include it by relative path (docs/layout.md)."""
         if not self.project.config.aot_backends():
             return
         relpath = "torch-ext/registration.h"
@@ -487,6 +490,8 @@ class Builder:
             gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
             dependency_includes=self._dependency_includes(variant, interpreter),
             manylinux_compiler=compiler if sys.platform == "linux" else None,
+            namespace_where_used=self.options.namespace_where_used,
+            debug_info=self.options.debug_build,
         )
         write_project(project_dir, self.root, variant, interpreter, details, toolkit, options)
         return toolkit is not None
@@ -537,7 +542,7 @@ class Builder:
         )  # fmt: skip
 
     def _account_headers(self, cmake_build: Path) -> None:
-        """Warn about project headers that compiled files include but no ``src`` lists (build-output §7.4):
+        """Warn about project headers that compiled files include but no ``src`` lists (docs/layout.md):
         they are outside the unique id, and a sandboxed build would not see them."""
         config = self.project.config
         listed = set(getattr(config.framework, "src", ())) | {s for k in config.kernels for s in k.src}
@@ -559,12 +564,18 @@ class Builder:
         return tuple(includes)
 
     def _link_compile_commands(self, cmake_build: Path) -> None:
-        """``.kernel-builder/compile_commands.json`` points at the latest configured variant, for editors."""
+        """``.kernel-builder/compile_commands.json`` points at the latest configured variant, and
+        ``compile_commands.json`` at the root points at that, for editors."""
         link = self.root / STATE_DIR / "compile_commands.json"
         target = cmake_build / "compile_commands.json"
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(os.path.relpath(target, link.parent))  # still right after the project is moved
+        # Editors (clangd, VS Code) look at the project root; a file of the project's own stays untouched.
+        root_link = self.root / "compile_commands.json"
+        if root_link.is_symlink() or not root_link.exists():
+            root_link.unlink(missing_ok=True)
+            root_link.symlink_to(Path(STATE_DIR) / "compile_commands.json")
 
     def _provenance(self) -> Provenance | None:
         if self.options.provenance is not None:

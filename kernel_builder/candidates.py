@@ -1,7 +1,7 @@
 """Candidate variants of a project: every matrix entry that applies to it, and whether this host builds it.
 
 One function serves ``list-variants``, ``matrix``, ``build --variant/--required/--all-variants`` and
-completeness checks, so they can never disagree (build-output spec §2.4).
+completeness checks, so they can never disagree (docs/layout.md).
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def select_candidates(
     *,
     check: Callable[[list[Candidate]], list[Candidate]] | None = None,
 ) -> Selected:
-    """Apply ``--variant`` / ``--required`` / ``--all-variants`` / ``--backend`` to the candidates (§2.4);
+    """Apply ``--variant`` / ``--required`` / ``--all-variants`` / ``--backend`` to the candidates (docs/layout.md);
     ``check`` (e.g. :func:`with_availability`) adds the reasons this host cannot build some of them."""
     from .config.archs import E20_HINT
     from .diagnostics import DiagnosticList

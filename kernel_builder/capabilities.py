@@ -1,8 +1,8 @@
 """GPU architecture lists: parsing, default lists, selection, nvcc flags and run checks.
 
 Everything here is pure: no Torch import, no subprocess. The build side uses
-:func:`select_capabilities` (build-output spec §6.2) and :func:`gencode_flags` (§6.4); the
-loader uses :func:`device_runs` and :func:`rocm_device_runs` (loader spec §2.5).
+:func:`select_capabilities` (docs/build-toml.md) and :func:`gencode_flags` (docs/build-toml.md); the
+loader uses :func:`device_runs` and :func:`rocm_device_runs` (docs/loading.md).
 
 Capabilities travel between modules as canonical strings ("8.0", "9.0a", "12.0+PTX");
 :class:`Capability` is the parsed form used for comparisons.
@@ -35,10 +35,10 @@ __all__ = [
 ]
 
 CAPABILITY_RE = re.compile(r"^([0-9]+)\.([0-9]+)([af]?)(\+PTX)?$")
-"""build.toml §2.6 capability format; case-sensitive. Use ``fullmatch`` (``$`` allows a final newline)."""
+"""The CUDA capability format of build.toml (docs/build-toml.md, "Value formats"); case-sensitive. Use ``fullmatch`` (``$`` allows a final newline)."""
 
 ROCM_ARCH_RE = re.compile(r"^gfx[0-9a-z][0-9a-z-]*$")
-"""build.toml §2.6 ROCm arch format (no ``:xnack+`` style feature suffixes). Use ``fullmatch``."""
+"""The ROCm arch format of build.toml (docs/build-toml.md, "Value formats") (no ``:xnack+`` style feature suffixes). Use ``fullmatch``."""
 
 ROCM_SUPPORTED_ARCHS: tuple[str, ...] = (
     "gfx906",
@@ -52,11 +52,11 @@ ROCM_SUPPORTED_ARCHS: tuple[str, ...] = (
     "gfx1200",
     "gfx1201",
 )
-"""The ROCm archs this tool accepts, in the order effective lists use (build-output §6.4)."""
+"""The ROCm archs this tool accepts, in the order effective lists use (docs/build-toml.md)."""
 
 _SUFFIX_RANK = {"": 0, "a": 1, "f": 2}
 
-# build-output §6.1. Keys are the first CUDA version each list applies to, newest first.
+# The default capability lists per CUDA version. Keys are the first CUDA version each list applies to, newest first.
 _DEFAULT_LISTS: tuple[tuple[tuple[int, int], tuple[str, ...]], ...] = (
     ((13, 0), ("7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX")),
     ((12, 8), ("7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "12.0+PTX")),
@@ -152,7 +152,7 @@ def suggest_capability(text: str) -> str | None:
 
 
 def default_capabilities(cuda: tuple[int, int]) -> tuple[str, ...]:
-    """The §6.1 default list for a CUDA version, including its ``+PTX`` element."""
+    """The default capability list for a CUDA version, including its ``+PTX`` element."""
     for first, caps in _DEFAULT_LISTS:
         if cuda >= first:
             return caps
@@ -169,7 +169,7 @@ class Selection:
     """Result of :func:`select_capabilities`.
 
     ``archs`` is the effective list in canonical spelling, sorted by (major, minor, suffix); empty
-    means error E20 for the caller. ``dropped`` lists the elements removed by the §6.2 drop rule
+    means error E20 for the caller. ``dropped`` lists the elements removed by the drop rule
     (below the CUDA version's lowest default target, or ``f`` before CUDA 12.9), for a warning.
     """
 
@@ -190,7 +190,7 @@ def select_capabilities(
     cuda: tuple[int, int],
     targets: Sequence[str] | None = None,
 ) -> Selection:
-    """The effective capability list of one kernel for one CUDA version (build-output §6.2).
+    """The effective capability list of one kernel for one CUDA version (docs/build-toml.md).
 
     ``requested`` is the kernel's ``cuda-capabilities`` (``None``: not set). ``targets`` replaces
     the targets T (``--arch native``: the visible GPUs' capabilities, plain entries only); the
@@ -246,11 +246,11 @@ def select_capabilities(
 
 
 def gencode_flags(archs: Sequence[str]) -> list[str]:
-    """nvcc ``-gencode`` flags for an effective list (build-output §6.4), in list order.
+    """nvcc ``-gencode`` flags for an effective list (docs/build-toml.md), in list order.
 
     ``X.Y`` gives ``arch=compute_XY,code=sm_XY``; ``a``/``f`` carry their suffix on both parts;
     ``+PTX`` adds ``arch=compute_XY<s>,code=compute_XY<s>``. When a list holds both ``X.Y`` and
-    ``X.Yf`` (possible for unions, or §6.2 with CUDA 12.9 and ``10.0 10.0f``), the plain
+    ``X.Yf`` (possible for unions, or a requested list with CUDA 12.9 and ``10.0 10.0f``), the plain
     ``code=sm_XY`` is left out: nvcc refuses the pair ("The same GPU code (`sm_XYf`) generated
     for non family-specific and family-specific GPU arch"), and the ``sm_XYf`` cubin is itself an
     ``sm_XY`` cubin for the same devices. Its ``+PTX`` element is kept.
@@ -316,7 +316,7 @@ def cuobjdump_names(listing: str) -> set[str]:
 
 
 def device_runs(device: tuple[int, int], entry: str) -> bool:
-    """Whether a GPU of compute capability ``device`` runs a build entry (loader spec §2.5).
+    """Whether a GPU of compute capability ``device`` runs a build entry (docs/loading.md).
 
     Plain ``X.Y`` and family ``X.Yf``: same major, device minor >= Y. Arch-specific ``X.Ya``:
     exactly ``X.Y``. ``+PTX`` on a plain entry also admits any device >= ``X.Y`` (JIT); on ``a``/``f``

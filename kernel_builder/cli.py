@@ -18,6 +18,8 @@ from . import __version__
 from .errors import ConfigError, KernelBuilderError, UsageError
 
 if TYPE_CHECKING:
+    from .builder import BuildOptions
+    from .config.model import KernelProject
     from .package import Provenance
 
 Handler = Callable[[argparse.Namespace], int]
@@ -58,6 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    init = commands.add_parser("init", help="create a new kernel project that builds and tests as it is")
+    init.add_argument("path", nargs="?", default=None, metavar="PATH", help="directory to create (default: ./NAME)")
+    init.add_argument("--name", required=True, help="kernel name: lowercase letters, digits and `-`")
+    init.add_argument("--org", help="Hub organisation or user; the repo id becomes ORG/NAME")
+    init.add_argument("--backends", metavar="LIST", help="comma-separated: cuda,cpu (default: from the template)")
+    init.add_argument("--template", choices=["cuda", "cpu", "triton"], help="cuda (also builds cpu), cpu, or triton")
+    init.add_argument("--license", metavar="ID", default="Apache-2.0", help="SPDX license identifier (default: Apache-2.0)")
+    init.add_argument("--force", action="store_true", help="overwrite files that already exist")
+    _add_common(init)
+    init.set_defaults(handler=_run_init)
+
     check = commands.add_parser("check-config", help="validate build.toml and print a summary")
     _add_path(check)
     check.add_argument("--werror", action="store_true", help="treat warnings as errors")
@@ -72,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="exit 1 if the file needs an update")
     _add_common(update)
     update.set_defaults(handler=_run_update_build)
+
+    schema = commands.add_parser("schema", help="print the JSON Schema of build.toml (for editors)")
+    schema.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of standard output")
+    _add_common(schema)
+    schema.set_defaults(handler=_run_schema)
 
     variants = commands.add_parser("list-variants", help="list the project's candidate variants")
     _add_path(variants)
@@ -124,7 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="record this commit in metadata.json instead of asking git (e.g. a flake's revision)")
     build.add_argument("--provenance-dirty", action="store_true",
                        help="with --provenance-commit: record that the sources differ from that commit")
-    build.add_argument("--build-type", default="Release", choices=["Release", "Debug", "RelWithDebInfo"])
+    build.add_argument("--build-type", default="Release", choices=["Release", "Debug", "RelWithDebInfo"],
+                       help="CMake build type (default: Release)")
+    build.add_argument("--debug-build", action="store_true",
+                       help="compile with debug information: -g, and -lineinfo for nvcc (keeps the optimisation level)")
+    build.add_argument("--json", metavar="FILE", help="write the build report (variants, status, times, sizes, findings) to FILE")
     build.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: from MAX_JOBS or cores)")
     build.add_argument("--nvcc-threads", type=int, metavar="N", help="nvcc --threads (default: from the arch count)")
     build.add_argument("--python", metavar="PATH", help="build interpreter with the variant's torch (default: this one)")
@@ -134,6 +156,33 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("-v", "--verbose", action="store_true", help="echo every command")
     _add_common(build)
     build.set_defaults(handler=_run_build)
+
+    test = commands.add_parser(
+        "test", usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch {native}] [--debug] [PATH] [-- PYTEST_ARGS ...]",
+        help="build this environment's variant, then run the project's tests against it",
+        description="Build the variant for this environment, then run pytest on tests/ with the kernel importable "
+        "under its package name and get_kernel(<repo-id>) resolving to this project (LOCAL_KERNELS). Arguments "
+        "after `--` go to pytest. The exit status is pytest's.",
+    )
+    _add_path(test)
+    test.add_argument("--backend", help="build only this backend's variants")
+    test.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs")
+    test.add_argument("--arch", choices=["native"], help="native: compile CUDA code only for the visible GPU (faster)")
+    _add_common(test)
+    test.set_defaults(handler=_run_test)
+
+    bench = commands.add_parser(
+        "bench", help="build, then time the kernel's ops against a reference (benchmarks/ or torch)",
+        description="Build the variant for this environment, then run benchmarks/*.py (functions bench_*(kernel, "
+        "device) returning kernel_builder.bench.Case) or, without them, each public function against its torch "
+        "namesake. CUDA events on a GPU, wall clock on the CPU; median, spread and GB/s.",
+    )
+    _add_path(bench)
+    bench.add_argument("--runs", type=int, default=100, metavar="N", help="timed runs per case (default: 100)")
+    bench.add_argument("--warmup", type=int, default=10, metavar="N", help="untimed runs first (default: 10)")
+    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    _add_common(bench)
+    bench.set_defaults(handler=_run_bench)
 
     upload = commands.add_parser("upload", help="upload the built variants to a kernel repo on the Hub")
     _add_path(upload, "KERNEL_DIR", "kernel directory")
@@ -171,6 +220,25 @@ def _print_diagnostics(diagnostics: Sequence[object]) -> None:
         print(diagnostic.render(), file=sys.stderr)  # type: ignore[attr-defined]
 
 
+def _run_init(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .scaffold import InitOptions, check_name, init_project, next_steps, parse_backends
+
+    check_name(args.name)
+    options = InitOptions(
+        name=args.name,
+        org=args.org,
+        backends=parse_backends(args.backends) if args.backends else None,
+        template=args.template,
+        license=args.license,
+        force=args.force,
+    )
+    root = Path(args.path if args.path is not None else args.name)
+    print(next_steps(root, init_project(root, options)))
+    return 0
+
+
 def _run_check_config(args: argparse.Namespace) -> int:
     from .config import load_project
     from .summary import describe_project
@@ -192,6 +260,20 @@ def _run_update_build(args: argparse.Namespace) -> int:
     if outcome.output:
         print(outcome.output, end="" if outcome.output.endswith("\n") else "\n")
     return outcome.exit_code
+
+
+def _run_schema(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .config.jsonschema import build_toml_schema
+
+    text = json.dumps(build_toml_schema(), indent=2) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def _run_list_variants(args: argparse.Namespace) -> int:
@@ -287,6 +369,7 @@ def _run_build(args: argparse.Namespace) -> int:
         werror=args.werror,
         offline=args.offline,
         provenance=provenance,
+        debug_build=args.debug_build,
     )
 
     def log(line: str) -> None:
@@ -302,6 +385,14 @@ def _run_build(args: argparse.Namespace) -> int:
     print(build_table(report.results, time.monotonic() - started))
     for failure in (r for r in report.results if r.status == "failed"):
         print(f"error: {failure.name}: {failure.message}", file=sys.stderr)
+    if args.json:
+        import json
+        from pathlib import Path
+
+        from .summary import build_report_json
+
+        data = build_report_json(report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id)
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return 1 if report.failed else 0
 
 
@@ -321,6 +412,55 @@ def _provenance_option(commit: str | None, dirty: bool) -> Provenance | None:
             "(a full or abbreviated commit hash)"
         )
     return Provenance(commit, dirty)
+
+
+def _build_here(path: str, options: BuildOptions) -> tuple[KernelProject, int]:
+    """Build a project's default selection, print its table; returns the project and 0, or 1 on failure."""
+    import time
+
+    from .builder import Builder
+    from .config import load_project
+    from .summary import build_table
+
+    started = time.monotonic()
+    result = load_project(path)
+    _print_diagnostics(result.diagnostics)
+    report = Builder(result.project, options, log=lambda line: print(line, file=sys.stderr, flush=True)).run()
+    _print_diagnostics(report.diagnostics)
+    print(build_table(report.results, time.monotonic() - started), file=sys.stderr)
+    for failure in (r for r in report.results if r.status == "failed"):
+        print(f"error: {failure.name}: {failure.message}", file=sys.stderr)
+    return result.project, 1 if report.failed else 0
+
+
+def _run_test(args: argparse.Namespace) -> int:
+    from .builder import BuildOptions
+    from .devtest import run_tests
+
+    project, status = _build_here(args.path, BuildOptions(backend=args.backend, jobs=args.jobs, arch=args.arch))
+    if status:
+        return status
+    return run_tests(project, args.pytest_args, log=lambda line: print(line, file=sys.stderr, flush=True))
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    import subprocess
+    from pathlib import Path
+
+    from .builder import BuildOptions
+    from .devtest import pytest_environment
+
+    if args.runs < 1 or args.warmup < 0:
+        print("error: --runs must be at least 1 and --warmup at least 0", file=sys.stderr)
+        return 2
+    project, status = _build_here(args.path, BuildOptions())
+    if status:
+        return status
+    argv = [sys.executable, "-m", "kernel_builder.bench", str(project.root / "build"), str(project.root),
+            "--package", project.py_name, "--runs", str(args.runs), "--warmup", str(args.warmup)]  # fmt: skip
+    if args.json:
+        argv += ["--json", str(Path(args.json).resolve())]
+    return subprocess.run(argv, cwd=project.root, env=pytest_environment(project), check=False).returncode
 
 
 def _run_upload(args: argparse.Namespace) -> int:
@@ -412,7 +552,17 @@ def _run_download(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # `kernel-builder test [PATH] -- PYTEST_ARGS`: everything after the first `--` belongs to pytest. argparse
+    # would take the first of those words for PATH.
+    passed_on: list[str] | None = None
+    if "--" in words:
+        cut = words.index("--")
+        words, passed_on = words[:cut], words[cut + 1 :]
+    args = parser.parse_args(words)
+    if passed_on is not None and getattr(args, "command", None) != "test":
+        parser.error(f"unrecognized arguments: -- {' '.join(passed_on)} (only `test` passes arguments on)")
+    args.pytest_args = passed_on or []
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

@@ -1,7 +1,7 @@
 """Dependency tables shared by the builder and the loader.
 
 The ``kernels`` loader validates Python dependency names against a fixed table; we accept exactly the
-same names (build-toml spec §2.5, loader spec §2.6). CUTLASS pins are the build-output spec §5 table.
+same names (docs/build-toml.md, docs/loading.md). The CUTLASS pins are the `depends` values of docs/build-toml.md.
 """
 
 from __future__ import annotations

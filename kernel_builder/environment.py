@@ -4,7 +4,7 @@ The loader judges variant directories against an :class:`Environment` record, an
 running environment's variant from one (``kernel_builder.variants.variant_for_environment``). Detection is kept
 apart from its uses so that tests can hand in records of machines they do not run on.
 
-:func:`detect_backend` is the only backend-detection order in the project (loader spec §2.2). The generator of
+:func:`detect_backend` is the only backend-detection order in the project (docs/loading.md). The generator of
 the noarch ``_ops.py`` embeds its source verbatim, and that file cannot import ``kernel_builder``; the function
 therefore uses nothing but its argument and builtins, keeps its annotations as strings (never evaluated, so
 valid on Python 3.9; this module has no ``from __future__ import annotations`` for that reason), and sticks to
@@ -110,7 +110,7 @@ def _current_python() -> tuple[int, int]:
 
 @dataclass(frozen=True, kw_only=True)
 class Environment:
-    """What the loader and the build tool need to know about the running environment (loader spec §2.2)."""
+    """What the loader and the build tool need to know about the running environment (docs/loading.md)."""
 
     cpu: str
     """``x86_64`` or ``aarch64`` when known (normalised), otherwise ``platform.machine()`` in lower case."""

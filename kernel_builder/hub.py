@@ -1,4 +1,4 @@
-"""The one module that talks to the Hugging Face Hub (loader spec §4).
+"""The one module that talks to the Hugging Face Hub (docs/loading.md).
 
 Everything that reaches the network goes through :class:`Hub`, which wraps ``huggingface_hub``'s ``HfApi``,
 ``hf_hub_download`` and ``snapshot_download``. ``huggingface_hub`` reads its environment once, at import; a
@@ -7,7 +7,7 @@ per operation) and passes ``endpoint``, ``cache_dir``, ``repo_type`` and the use
 call, so a changed environment takes effect at the next call.
 
 A :class:`RemoteRepo` carries a repo id and, once known, its type: the first call for a repo tries the
-``kernel`` type and, on ``RepositoryNotFoundError``, the legacy ``model`` type once (§4.1). Offline, a
+``kernel`` type and, on ``RepositoryNotFoundError``, the legacy ``model`` type once (docs/loading.md). Offline, a
 :class:`Hub` makes no HTTP request at all: the loader reads refs and snapshots from the cache through it.
 """
 
@@ -86,7 +86,7 @@ HTTP_ERRORS: tuple[type[Exception], ...] = (
 REQUEST_ERRORS: tuple[type[Exception], ...] = (*HTTP_ERRORS, OSError)
 
 
-# --- environment, read at every call (§1.5) -----------------------------------------------------------------
+# --- environment, read at every call (docs/loading.md) -----------------------------------------------------------------
 
 
 def _truthy(name: str) -> bool:
@@ -421,7 +421,7 @@ class Hub:
         prefix = "" if self._type(repo) == MODEL else f"{self._type(repo)}s/"
         return f"{self.endpoint}/{prefix}{repo.repo_id}"
 
-    # -- write calls (upload, loader spec §5); ``repo.repo_type`` is always explicit here --
+    # -- write calls (upload; docs/cli.md); ``repo.repo_type`` is always explicit here --
 
     def create_repo(self, repo: RemoteRepo, *, private: bool) -> str:
         """Create the repository (an existing one is fine); returns its URL."""
@@ -519,7 +519,7 @@ class Hub:
         return text
 
     def write_ref(self, repo: RemoteRepo, name: str, sha: str) -> None:
-        """Record ``name → sha`` as ``huggingface_hub`` does: 40 hex, no newline, replaced atomically (§4.2).
+        """Record ``name → sha`` as ``huggingface_hub`` does: 40 hex, no newline, replaced atomically (docs/loading.md).
 
         The ref file is written inside the cache only (:func:`~kernel_builder.safe_fs.write_inside`).
         """

@@ -13,6 +13,7 @@ import re
 
 __all__ = [
     "MAX_REF_LENGTH",
+    "REPO_ID_PATTERN",
     "is_commit_id",
     "is_ref_name",
     "is_repo_id",
@@ -28,6 +29,9 @@ MAX_REF_LENGTH = 255
 
 _COMMIT_RE = re.compile(r"[0-9a-f]{40}")
 _REPO_PART_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")
+#: The shape of ``<org>/<name>`` as one anchored regular expression (for JSON Schema); :func:`repo_id_problem`
+#: also limits the length and refuses ``--`` and ``..``.
+REPO_ID_PATTERN = f"^{_REPO_PART_RE.pattern}/{_REPO_PART_RE.pattern}$"
 # git check-ref-format: control characters, space and ~^:?*[\ are never part of a ref name.
 _REF_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 

@@ -1,5 +1,4 @@
-"""``kernels.lock``: the lock-file format, the ``git_lfs_concat`` variant hash, and shipping the lock (loader
-spec §6).
+"""``kernels.lock``: the lock-file format, the ``git_lfs_concat`` variant hash, and shipping the lock (docs/loading.md).
 
 A lock pins each kernel dependency of a project to a commit SHA and, per variant at that commit, to a hash of
 its files' git object ids. This module only knows the format and the hash; it makes no Hub request, so the
@@ -73,7 +72,7 @@ class LockEntry:
         return repo_id in (self.repo_id, self.redirected_from)
 
 
-# --- the variant hash (§6.2) --------------------------------------------------------------------------------
+# --- the variant hash (docs/loading.md) --------------------------------------------------------------------------------
 
 
 def is_bytecode(relpath: str) -> bool:
@@ -123,7 +122,7 @@ def group_variant_files(files: Iterable[tuple[str, str]]) -> dict[str, dict[str,
     return {name: grouped[name] for name in sorted(grouped)}
 
 
-# --- the file (§6.1) ----------------------------------------------------------------------------------------
+# --- the file (docs/loading.md) ----------------------------------------------------------------------------------------
 
 
 def render_lock(entries: Iterable[LockEntry]) -> str:
@@ -216,7 +215,7 @@ def find_entry(entries: Iterable[LockEntry], repo_id: str) -> LockEntry | None:
     return next((entry for entry in entries if entry.matches(repo_id)), None)
 
 
-# --- shipping the lock (§6.4) -------------------------------------------------------------------------------
+# --- shipping the lock (docs/loading.md) -------------------------------------------------------------------------------
 
 
 def _has_kernel_dependencies(pyproject: Path) -> bool:

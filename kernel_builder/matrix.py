@@ -1,4 +1,4 @@
-"""The variant matrix: which (Torch, compute, system) combinations are supported (build-output spec §3).
+"""The variant matrix: which (Torch, compute, system) combinations are supported (docs/layout.md).
 
 The data lives in one file, ``kernel_builder/build-matrix.json``, which the Nix flake reads too; nothing else
 may hard-code it. This module loads and validates it into frozen dataclasses.

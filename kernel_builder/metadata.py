@@ -1,8 +1,8 @@
 """``metadata.json`` of a variant directory: the parsed record, and the file digest the builder writes.
 
-One module for both sides: the builder writes ``digest`` with :func:`digest_files` (build-output spec §9.2)
-and the loader checks it with :func:`verify_digest` (loader spec §2.7), so the two can never disagree on which
-files count or how a value is spelled. :func:`read_metadata` parses the file per loader spec §3.1: kebab-case
+One module for both sides: the builder writes ``digest`` with :func:`digest_files` (docs/layout.md)
+and the loader checks it with :func:`verify_digest` (docs/loading.md), so the two can never disagree on which
+files count or how a value is spelled. :func:`read_metadata` parses the file per docs/loading.md: kebab-case
 keys, unknown keys ignored, every bad field reported with the file's path and the field's key path.
 """
 
@@ -86,7 +86,7 @@ class Provenance:
 
 @dataclass(frozen=True, kw_only=True)
 class Metadata:
-    """A parsed ``metadata.json`` (loader spec §3.1); keyword-only, in the file's key order.
+    """A parsed ``metadata.json`` (docs/loading.md); keyword-only, in the file's key order.
 
     ``id`` is ``None`` only for legacy builds that predate it; the importer then derives one
     (``_<python_name>_<hash>``) and the :class:`~kernel_builder.loader.LoadedKernel` it registers carries that
@@ -239,7 +239,7 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
         raise ValueError(f"{file}: not valid JSON: {error}") from None
     except RecursionError:
         raise ValueError(f"{file}: not valid metadata: nested too deeply") from None
-    if not isinstance(data, dict):  # a ValueError like every other invalid metadata (loader spec §1.7)
+    if not isinstance(data, dict):  # a ValueError like every other invalid metadata (docs/loading.md)
         raise ValueError(  # noqa: TRY004
             f"{file}: expected a JSON object at the top level, got {type(data).__name__}"
         )

@@ -1,4 +1,4 @@
-"""Package stage: assemble ``build/<variant>/`` (build-output spec §8, §9).
+"""Package stage: assemble ``build/<variant>/`` (docs/layout.md).
 
 The variant is assembled in a temporary directory under ``.kernel-builder/tmp/`` and swapped into ``build/``
 only when complete, so a failed or interrupted build never leaves a half-written or hidden entry in ``build/``.
@@ -41,7 +41,7 @@ class Provenance:
 def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | None:
     """HEAD of the git work tree holding the kernel, and whether any id input differs from it.
 
-    ``inputs`` are the id inputs (§4.2), relative to the kernel root. Dirty: one of them is modified, staged,
+    ``inputs`` are the id inputs (docs/layout.md), relative to the kernel root. Dirty: one of them is modified, staged,
     untracked or ignored (HEAD does not hold it), or a file HEAD has in the package that would be shipped is
     deleted (the id was computed without it).
     """

@@ -1,4 +1,4 @@
-"""Planning: which variants a build produces and what goes into each (build-output spec §2.4, §5, §6).
+"""Planning: which variants a build produces and what goes into each (docs/layout.md, docs/build-toml.md).
 
 The plan is pure data computed from the model, the build interpreter and the options, so it can be shown,
 tested and recorded before anything is compiled.

@@ -1,6 +1,6 @@
 """The files of a kernel project that matter: what is shipped from the Python package, and what the id hashes.
 
-Both the unique id (build-output §4.2) and the assembled variant (§8) use these lists, so what is hashed is
+Both the unique id (docs/layout.md) and the assembled variant (docs/layout.md) use these lists, so what is hashed is
 exactly what is shipped.
 """
 
@@ -18,7 +18,7 @@ def package_dir(project: KernelProject) -> Path:
 
 
 def is_shipped(rel: str, pyext: tuple[str, ...]) -> bool:
-    """Whether a file at ``rel`` (``/``-separated, relative to the package dir) is one a variant ships (§8)."""
+    """Whether a file at ``rel`` (``/``-separated, relative to the package dir) is one a variant ships (docs/layout.md)."""
     parts = rel.split("/")
     suffix = Path(parts[-1]).suffix
     if "__pycache__" in parts[:-1] or suffix == ".pyc" or rel == "_ops.py" or not suffix:

@@ -10,6 +10,7 @@ from .config.model import KernelProject, Torch, TorchNoarch
 if TYPE_CHECKING:
     from .builder import VariantResult
     from .candidates import Candidate
+    from .diagnostics import Diagnostic
 
 
 def describe_project(project: KernelProject) -> str:
@@ -70,6 +71,31 @@ def build_table(results: Sequence[VariantResult], total: float) -> str:
             lines.append(f"skipped {r.name}: {r.message}")
     lines.append(f"done in {total:.2f} s")
     return "\n".join(lines)
+
+
+def build_report_json(
+    results: Sequence[VariantResult], diagnostics: Sequence[Diagnostic], total: float, unique_id: str
+) -> dict[str, object]:
+    """``build --json``: what ``build_table`` shows, plus the warnings (findings), for CI and tests."""
+    return {
+        "unique_id": unique_id,
+        "seconds": round(total, 3),
+        "failed": any(r.status == "failed" for r in results),
+        "variants": [
+            {
+                "name": r.name,
+                "status": r.status,
+                "seconds": round(r.seconds, 3),
+                "size": r.size,
+                "message": r.message or None,
+            }
+            for r in results
+        ],
+        "findings": [
+            {"severity": d.severity.value, "message": d.message, "path": d.path, "line": d.line, "hint": d.hint}
+            for d in diagnostics
+        ],
+    }
 
 
 def variants_table(candidates: Sequence[Candidate]) -> str:

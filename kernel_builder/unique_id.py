@@ -1,4 +1,4 @@
-"""The deterministic content id behind every op namespace (build-output spec §4).
+"""The deterministic content id behind every op namespace (docs/layout.md).
 
 Distinct content gives distinct ids, so two versions of a kernel load side by side in one process; identical
 content gives the same id with or without git, so a rebuild is the same kernel.

@@ -1,10 +1,10 @@
 """Variant names: the ``build/<variant>/`` directory names, their parser and how they are derived.
 
-One implementation, shared by the build tool and the loader (build-output spec §2). A :class:`Variant` holds the
+One implementation, shared by the build tool and the loader (docs/layout.md). A :class:`Variant` holds the
 parts of a name; :attr:`Variant.name` renders it and :func:`parse_variant` reads it back, so that
 ``parse_variant(v.name) == v`` for every variant and ``parse_variant(s).name == s`` for every valid name.
 
-Version encoding (build-output §2.2): a framework version (Torch, stable ABI, tvm-ffi) is its major digit followed
+Version encoding (docs/layout.md): a framework version (Torch, stable ABI, tvm-ffi) is its major digit followed
 by its minor (``2.12`` → ``212``, ``2.9`` → ``29``, ``0.1`` → ``01``), so the major must be one digit; a compute
 version is its major followed by its minor digit (``12.6`` → ``cu126``, ``2025.3`` → ``xpu20253``), so the minor
 must be one digit. Parsers rely on both rules. Non-canonical digit strings (a leading zero that would not survive
@@ -111,7 +111,7 @@ def compute_name(backend: str, version: tuple[int, int] | None) -> str:
 
 @dataclass(frozen=True)
 class Variant:
-    """The parts of a variant directory name (build-output §2.1). Invalid combinations raise ``ValueError``.
+    """The parts of a variant directory name (docs/layout.md). Invalid combinations raise ``ValueError``.
 
     ``backend`` is one of :data:`BACKENDS`, or ``"universal"`` for the legacy ``torch-universal`` kind.
     ``framework_version`` is the Torch version (kind ``torch``), the stable-ABI version (``torch-stable-abi``) or

@@ -553,10 +553,14 @@ def test_git_status_shows_only_build_outputs(mutable: Built) -> None:
     outside = [
         line
         for line in status
-        if not line[3:].startswith(("build/", f"{STATE_DIR}/")) and line[3:] != "torch-ext/registration.h"
+        if not line[3:].startswith(("build/", f"{STATE_DIR}/"))
+        and line[3:] not in ("torch-ext/registration.h", "compile_commands.json")
     ]
     assert outside == []
     assert "?? torch-ext/registration.h" in status
+    # The editors' compile database, a link into the state directory.
+    assert "?? compile_commands.json" in status
+    assert os.readlink(mutable.root / "compile_commands.json") == f"{STATE_DIR}/compile_commands.json"
 
 
 def test_failed_compile_keeps_previous_variants(mutable: Built) -> None:

@@ -751,3 +751,49 @@ def test_dependency_includes_come_first(tmp_path: Path) -> None:
         tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(dependency_includes=cutlass)
     )
     assert gen.common()["INCLUDE_DIRS"] == [str(gen.dir / "include"), *map(str, cutlass)]
+
+
+# --- kernel_builder.load's namespace-where-used projects and --debug-build --------------------------------------
+
+
+def test_namespace_only_where_used(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    (root / "torch-ext" / "torch_binding.cpp").write_text("TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {}\n")
+    _, gen = generate(tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(namespace_where_used=True))
+    assert gen.common()["DEFINITIONS"] == ["CPU_KERNEL", "Py_LIMITED_API=0x03090000"]
+    [(args, _)] = [(args, rest) for name, args, rest in gen.calls if name == "set_source_files_properties"]
+    assert args == [str(root / "torch-ext/torch_binding.cpp"), "PROPERTIES", "COMPILE_DEFINITIONS",
+                    f"TORCH_EXTENSION_NAME=_gen_cpu_{UID}"]  # fmt: skip
+    # Before the extension is declared, after the components.
+    names = [c[0] for c in gen.calls]
+    assert names.index("set_source_files_properties") > max(i for i, n in enumerate(names) if n == "kb_component")
+
+
+def test_namespace_everywhere_when_a_header_uses_it(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    (root / "gen_cpu" / "gen.h").write_text("#define GEN_NS TORCH_EXTENSION_NAME\n")
+    _, gen = generate(tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(namespace_where_used=True))
+    assert gen.common()["DEFINITIONS"][0] == f"TORCH_EXTENSION_NAME=_gen_cpu_{UID}"
+    assert "set_source_files_properties" not in [c[0] for c in gen.calls]
+
+
+def test_debug_info_flags(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    _, gen = generate(tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(debug_info=True))
+    assert gen.common()["CXX_OPTIONS"][-1] == "-g"
+    assert gen.common()["CUDA_OPTIONS"][-2:] == ["-g", "-lineinfo"]
+
+
+def test_rewriting_the_project_keeps_the_mtime_of_unchanged_files(tmp_path: Path) -> None:
+    """Generated headers every compilation includes must not look new to Ninja after each configure."""
+    import os
+
+    root = make_root(tmp_path)
+    _, gen = generate(tmp_path, root, fake_interpreter("2.13.0+cpu"))
+    header, lists = gen.dir / "include" / "registration.h", gen.dir / "CMakeLists.txt"
+    for path in (header, lists):
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    # Other flags: CMakeLists.txt changes, registration.h does not.
+    generate(tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(debug_info=True))
+    assert header.stat().st_mtime_ns == 1_000_000_000
+    assert lists.stat().st_mtime_ns != 1_000_000_000

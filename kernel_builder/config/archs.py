@@ -1,7 +1,7 @@
 """Rule E20: a kernel whose capability (or arch) intersection is empty for a matrix entry it applies to.
 
 Checked for every CUDA version of the matrix entries that apply to a kernel, and against the ROCm supported
-list although ROCm is not built here (build-toml spec §4.3). The same problems feed variant planning: an
+list although ROCm is not built here (docs/build-toml.md). The same problems feed variant planning: an
 optional variant they hit is listed as not buildable, with the message as its reason.
 """
 
@@ -29,7 +29,7 @@ class ArchProblem:
 
 
 def applicable_entries(config: BuildConfig, matrix: Matrix, backend: str) -> Iterable[MatrixEntry]:
-    """Matrix entries of ``backend`` within the project's Torch and CUDA bounds (§2.7)."""
+    """Matrix entries of ``backend`` within the project's Torch and CUDA bounds (docs/build-toml.md)."""
     framework = config.framework
     cuda = config.general.cuda
     for entry in matrix.entries:

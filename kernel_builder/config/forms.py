@@ -1,4 +1,4 @@
-"""Which of the five historical forms a build.toml has (build-toml spec §3.1, §3.2).
+"""Which of the five historical forms a build.toml has (docs/migrating.md).
 
 Detection looks only at which traits are present and runs before schema validation, so errors are
 reported against the right form.

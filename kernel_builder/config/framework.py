@@ -1,4 +1,4 @@
-"""Validation of the framework table: ``[torch]``, ``[torch-noarch]`` or ``[tvm-ffi]`` (build-toml spec §2.2)."""
+"""Validation of the framework table: ``[torch]``, ``[torch-noarch]`` or ``[tvm-ffi]`` (docs/build-toml.md)."""
 
 from __future__ import annotations
 

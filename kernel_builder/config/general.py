@@ -1,4 +1,4 @@
-"""Validation of ``[general]`` and its sub-tables into the ``General`` model (build-toml spec §2.1, §2.5)."""
+"""Validation of ``[general]`` and its sub-tables into the ``General`` model (docs/build-toml.md)."""
 
 from __future__ import annotations
 

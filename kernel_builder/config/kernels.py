@@ -1,4 +1,4 @@
-"""Validation of ``[kernel.<name>]`` sections (build-toml spec §2.3, §2.4)."""
+"""Validation of ``[kernel.<name>]`` sections (docs/build-toml.md)."""
 
 from __future__ import annotations
 

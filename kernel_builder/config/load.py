@@ -1,4 +1,4 @@
-"""Reading a kernel project: parse, detect the form, migrate, validate, build the model (build-toml spec).
+"""Reading a kernel project: parse, detect the form, migrate, validate, build the model (docs/build-toml.md).
 
 ``load_project`` is the one entry point; it either returns the model with its warnings, or raises
 ``ConfigError`` carrying every problem found, ordered by line.
@@ -167,7 +167,7 @@ def _load(raw: dict[str, Any], ctx: Context, file: Path, display: str, matrix: M
     config = build_config(migrated.doc, ctx, file.parent, edition5=form.number == 5, py_name=migrated.py_name)
     if config is None:
         return None
-    _check_layout(ctx, config, file.parent)  # reported together with the other errors (§4.1)
+    _check_layout(ctx, config, file.parent)  # reported together with the other errors (docs/build-toml.md)
     if ctx.diags.errors:
         return None
     _report_unbuilt(ctx, config)

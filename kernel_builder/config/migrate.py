@@ -1,4 +1,4 @@
-"""Migration of legacy forms (v1-v4) into an edition-5 document, in memory (build-toml spec §3.3).
+"""Migration of legacy forms (v1-v4) into an edition-5 document, in memory (docs/migrating.md).
 
 The result is a plain dict that the edition-5 validator checks like any current file; ``ctx.origin``
 records where moved keys came from so that errors still point into the original file.

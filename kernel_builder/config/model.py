@@ -132,7 +132,7 @@ class BuildConfig:
     kernels: tuple[Kernel, ...] = ()
 
     def aot_backends(self) -> tuple[str, ...]:
-        """Backends with compiled variants: those of ``general.backends`` with a kernel section (§2.7)."""
+        """Backends with compiled variants: those of ``general.backends`` with a kernel section (docs/build-toml.md)."""
         if not isinstance(self.framework, Torch):
             return ()
         used = {k.backend for k in self.kernels}

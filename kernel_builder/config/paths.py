@@ -1,4 +1,4 @@
-"""Checks of the relative paths listed in ``src`` and ``include`` (build-toml spec §1, rule E12)."""
+"""Checks of the relative paths listed in ``src`` and ``include`` (docs/build-toml.md, rule E12)."""
 
 from __future__ import annotations
 

@@ -112,7 +112,7 @@ class Reader:
             return None
 
     def unique(self, key: str, items: list[tuple[int, str]]) -> list[tuple[int, str]]:
-        """Drops duplicates with a warning (build-toml §4.3 warnings)."""
+        """Drops duplicates with a warning (a warning; docs/build-toml.md)."""
         seen: set[str] = set()
         out: list[tuple[int, str]] = []
         for i, item in items:

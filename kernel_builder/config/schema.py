@@ -1,4 +1,4 @@
-"""The closed key sets of every build.toml table and the did-you-mean rules (build-toml spec §4.2).
+"""The closed key sets of every build.toml table and the did-you-mean rules (docs/build-toml.md).
 
 This module is the one place that knows which keys exist where; the validator and the reference docs
 both read it.
@@ -69,7 +69,7 @@ _TABLE_RENAMES = {
     "extension": "torch",
 }
 
-#: Where a key that is unknown in one table does belong (rule 4 of §4.2).
+#: Where a key that is unknown in one table does belong (rule 4 of the unknown-key hints).
 _BELONGS = {
     "cuda-capabilities": 'a `[kernel.<name>]` section with `backend = "cuda"`',
     "cuda-flags": 'a `[kernel.<name>]` section with `backend = "cuda"`',
@@ -113,7 +113,7 @@ def normalise(key: str) -> str:
 def suggest_key(
     key: str, allowed: frozenset[str], *, backend: str | None = None, table: str = ""
 ) -> str | None:
-    """The hint for an unknown key: the first of the five rules of §4.2 that applies."""
+    """The hint for an unknown key: the first of five rules that applies (close spelling, alias, arch alias, closest key, the table it belongs in)."""
     norm = normalise(key)
     if norm in allowed and norm != key:
         return f"did you mean `{norm}`?"

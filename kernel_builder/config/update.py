@@ -1,4 +1,4 @@
-"""``kernel-builder update-build``: rewrite a legacy build.toml in the current edition (build-toml spec §3.5).
+"""``kernel-builder update-build``: rewrite a legacy build.toml in the current edition (docs/migrating.md).
 
 The file is edited through ``tomlkit``, which keeps every comment, blank line, quote style and key order
 of the lines it does not touch; the model is never re-serialised. The result must read back as edition 5
@@ -118,7 +118,7 @@ def atomic_write(file: Path, data: bytes) -> None:
 
 
 def rewrite(text: str, raw: dict[str, Any], form: Form, license_id: str | None) -> str:
-    """The edition-5 text of a legacy file: minimal edits placed as §3.5 says."""
+    """The edition-5 text of a legacy file: minimal edits, placed next to the keys they belong with (docs/migrating.md)."""
     import tomlkit  # only this command needs the format-preserving library
 
     from .forms import computed_backends

@@ -1,4 +1,4 @@
-"""Value formats of build.toml: versions, kernel names, git URLs (build-toml spec §2.1, §2.6)."""
+"""Value formats of build.toml: versions, kernel names, git URLs (docs/build-toml.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The CMake project of one AOT variant (build-output spec §5, §7).
+"""The CMake project of one AOT variant (docs/layout.md).
 
 The generated CMakeLists.txt states what to build — components, sources, flags, architectures — as calls
 into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how.
@@ -21,7 +21,7 @@ from ..errors import BuildError
 from ..plan import VariantPlan
 from ..toolchain import CudaToolkit
 from .ops import aot_ops_py
-from .registration import registration_header
+from .registration import is_generated, registration_header
 
 _NO_HALF = {
     "-D__CUDA_NO_HALF_OPERATORS__",
@@ -44,6 +44,39 @@ class ProjectOptions:
     dependency_includes: tuple[Path, ...] = ()  # CUTLASS and other header-only dependencies
     # Linux: the host C++ compiler whose glibc the manylinux compatibility header is made for (manylinux.py).
     manylinux_compiler: Path | None = None
+    #: Define TORCH_EXTENSION_NAME only for the files whose text uses it (``kernel_builder.load``), so that a
+    #: new op namespace recompiles those files and not every file; see :func:`namespace_sources`.
+    namespace_where_used: bool = False
+    debug_info: bool = False  # -g (and -lineinfo for nvcc): `build --debug-build`
+
+
+NAMESPACE_MACRO = "TORCH_EXTENSION_NAME"
+_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
+
+
+def namespace_sources(root: Path, plan: VariantPlan) -> list[str] | None:
+    """The compiled sources that mention TORCH_EXTENSION_NAME, or ``None`` for "all of them".
+
+    Every compiled file is defined the namespace by default (``docs/layout.md``). A file that never names the
+    macro compiles to the same object without it, unless a header names it: then every file gets it, as usual.
+    Headers are all those under the project root (listed in a ``src`` or not), except build output and the
+    generated ``registration.h``; headers outside the project (torch, dependencies) do not use the macro.
+    """
+    sources = [s for c in plan.components for s in c.sources]
+
+    def mentions(path: Path) -> bool:
+        try:
+            return NAMESPACE_MACRO in path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return True
+
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in ("build", "result") or any(p.startswith(".") for p in rel.parts):
+            continue
+        if path.suffix in _HEADERS and path.is_file() and not is_generated(path) and mentions(path):
+            return None
+    return [s for s in sources if mentions(root / s)]
 
 
 def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
@@ -118,6 +151,7 @@ def write_project(
             # CMake treats `;` as a list separator in its own source and build paths (even its compiler
             # check fails there); the sources and the build directory live under the kernel root.
             raise BuildError(f"CMake cannot build in a directory whose path contains `;`: {path}; rename or move it")
+    previous = _file_stamps(project_dir)
     if project_dir.exists():
         shutil.rmtree(project_dir)
     (project_dir / "include").mkdir(parents=True)
@@ -140,7 +174,27 @@ def write_project(
     # Installed beside the extension, so the project also builds a complete package (a wheel through
     # scikit-build-core, `kernel-builder generate`); `build` assembles its variants itself and ignores it.
     (project_dir / "_ops.py").write_text(aot_ops_py(plan.ops_name), encoding="utf-8")
+    _restore_unchanged_stamps(project_dir, previous)
     return project_fingerprint(project_dir)
+
+
+def _file_stamps(directory: Path) -> dict[Path, tuple[bytes, int]]:
+    """Content and mtime of every regular file below ``directory`` (none when it does not exist)."""
+    stamps: dict[Path, tuple[bytes, int]] = {}
+    if directory.is_dir():
+        for path in directory.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                stamps[path] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return stamps
+
+
+def _restore_unchanged_stamps(directory: Path, previous: dict[Path, tuple[bytes, int]]) -> None:
+    """A rewritten file with the same bytes keeps its old mtime. Generated headers that every compilation
+    includes (registration.h, the manylinux header) would otherwise look new to Ninja at each configure and
+    recompile every source, while an edit of one file should recompile only what depends on it."""
+    for path, (content, mtime) in previous.items():
+        if path.is_file() and not path.is_symlink() and path.read_bytes() == content:
+            os.utime(path, ns=(mtime, mtime))
 
 
 def project_fingerprint(project_dir: Path) -> str:
@@ -183,9 +237,13 @@ def _cmakelists(
     cuda = plan.backend == "cuda"
     languages = "CXX CUDA" if cuda else "CXX"
     standard = cxx_standard(interpreter.torch_major_minor)
-    definitions = [f"TORCH_EXTENSION_NAME={plan.ops_name}", BACKEND_DEFINES[plan.backend], "Py_LIMITED_API=0x03090000"]
+    namespace = f"{NAMESPACE_MACRO}={plan.ops_name}"
+    where_used = namespace_sources(root, plan) if options.namespace_where_used else None
+    definitions = [BACKEND_DEFINES[plan.backend], "Py_LIMITED_API=0x03090000"]
+    if where_used is None:
+        definitions.insert(0, namespace)
     if plan.backend in USE_DEFINES:
-        definitions.insert(2, USE_DEFINES[plan.backend])
+        definitions.insert(len(definitions) - 1, USE_DEFINES[plan.backend])
     if plan.variant.kind == "torch-stable-abi" and plan.variant.framework_version is not None:
         major, minor = plan.variant.framework_version
         definitions.append(f"TORCH_TARGET_VERSION=0x{(major << 56) | (minor << 48):016X}")
@@ -198,6 +256,9 @@ def _cmakelists(
     if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
         cxx_options.append(f"-include{compat[0]}")
         cuda_options.append(f"--pre-include={compat[0]}")
+    if options.debug_info:
+        cxx_options.append("-g")
+        cuda_options += ["-g", "-lineinfo"]
     lines = [
         f"# Generated by kernel-builder {__version__} for variant {plan.name}. Do not edit: every build rewrites it.",
         "cmake_minimum_required(VERSION 3.26)",
@@ -253,5 +314,10 @@ def _cmakelists(
         )
     if compat is not None:
         lines.append(f"kb_component(_kb_manylinux{_args('SOURCES', [compat[1]])})")
+    if where_used:
+        lines.append(
+            "set_source_files_properties(" + _args("", [root / s for s in where_used]).lstrip("\n ")
+            + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(namespace)})"
+        )
     lines.append(f"kb_extension({plan.ops_name})")
     return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""``_ops.py``: how a kernel's Python code reaches its ops (build-output spec §4.3).
+"""``_ops.py``: how a kernel's Python code reaches its ops (docs/layout.md).
 
 Both forms are deterministic and Python 3.9-compatible. The noarch form cannot import kernel_builder (the
 upstream loader imports it too), so it embeds the source of the one shared backend-detection function.

@@ -1,4 +1,4 @@
-"""``registration.h``: the header every binding includes as ``"registration.h"`` (build-output §5.2).
+"""``registration.h``: the header every binding includes as ``"registration.h"`` (docs/layout.md).
 
 The header text is a package data file (``registration.h`` beside this module) so it can be read and
 compiled as C++ directly. Its first line marks copies written into a kernel tree as generated.

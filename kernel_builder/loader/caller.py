@@ -1,7 +1,7 @@
-"""Finding the lock of the code that calls a locked load (loader spec §1.4, caller detection).
+"""Finding the lock of the code that calls a locked load (docs/loading.md, caller detection).
 
 The caller is the first stack frame outside ``kernel_builder``, ``importlib`` and ``runpy``. Code of an
-installed distribution uses the ``kernels.lock`` shipped in that distribution's metadata (§6.4); ``__main__``
+installed distribution uses the ``kernels.lock`` shipped in that distribution's metadata (docs/loading.md); ``__main__``
 and code outside any distribution use the ``kernels.lock`` found from the caller's directory upwards, up to the
 first directory holding ``pyproject.toml``.
 """

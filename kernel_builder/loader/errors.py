@@ -1,4 +1,4 @@
-"""The loader's error types (loader spec §1.7).
+"""The loader's error types (docs/loading.md).
 
 Each subclasses the builtin exception upstream's ``kernels`` loader raises in the same situation, so existing
 ``except FileNotFoundError`` / ``except ValueError`` clauses keep working.

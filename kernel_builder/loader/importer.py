@@ -1,10 +1,10 @@
-"""Importing a variant directory as a Python package, and the checks that come right before (loader spec §3).
+"""Importing a variant directory as a Python package, and the checks that come right before (docs/loading.md).
 
 A kernel is imported under its unique ``metadata.id`` (never its plain name), so it cannot shadow an installed
 package, its relative imports resolve to its own files, and two builds of one kernel load side by side. Every
 load goes through :func:`load_variant` under one process-wide re-entrant lock and is recorded in a registry
-that :func:`get_loaded_kernels` copies. :func:`check_python_dependencies` (§2.6) and :func:`check_digest`
-(§2.7) are shared by local, Hub and locked loads, which call them in their own order.
+that :func:`get_loaded_kernels` copies. :func:`check_python_dependencies` (docs/loading.md) and :func:`check_digest`
+(docs/loading.md) are shared by local, Hub and locked loads, which call them in their own order.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
 
 
 def check_python_dependencies(metadata: Metadata, backend: str, where: str | os.PathLike[str]) -> None:
-    """Every ``python-depends`` entry must be known and, if it applies to ``backend``, importable (§2.6).
+    """Every ``python-depends`` entry must be known and, if it applies to ``backend``, importable (docs/loading.md).
 
     ``torch`` always passes; an entry of another backend's table is not needed here and is skipped. Raises
     ``ValueError`` for an unknown entry and ``ImportError`` (with the ``pip install`` command) for a missing
@@ -148,7 +148,7 @@ def check_digest(
     *,
     remedy: str | None = None,
 ) -> None:
-    """Verify the variant directory against its digest (§2.7) unless ``verify`` (or the env var) turns it off.
+    """Verify the variant directory against its digest (docs/loading.md) unless ``verify`` (or the env var) turns it off.
 
     ``verify=None`` follows ``KERNEL_BUILDER_VERIFY_DIGEST``. ``remedy`` says what to delete or rebuild (for a
     download, the cache folder); it defaults to rebuilding the directory. Raises :class:`KernelIntegrityError`
@@ -328,7 +328,7 @@ def load_variant(
     metadata: Metadata | None = None,
     repo_info: RepoInfo | None = None,
 ) -> ModuleType:
-    """Import a variant directory (§3) and register it; a directory already loaded gives the same module.
+    """Import a variant directory (docs/loading.md) and register it; a directory already loaded gives the same module.
 
     ``metadata`` saves re-reading ``metadata.json``. Raises ``FileNotFoundError`` / ``ValueError`` for missing
     or invalid metadata or package, ``ImportError`` when the id is taken by a different build, and re-raises

@@ -1,7 +1,7 @@
-"""Loading kernels from local directories: ``get_local_kernel`` and ``LOCAL_KERNELS`` (loader §1.2, §1.6).
+"""Loading kernels from local directories: ``get_local_kernel`` and ``LOCAL_KERNELS`` (docs/loading.md).
 
-A local load detects the environment, validates ``backend`` (§2.2), finds the variant directory among the
-three accepted shapes, then checks Python dependencies (§2.6), verifies the digest (§2.7) and imports (§3)
+A local load detects the environment, validates ``backend``, finds the variant directory among the
+three accepted shapes, then checks Python dependencies, verifies the digest and imports (docs/loading.md)
 with no ``RepoInfo``. Nothing here touches the network.
 """
 
@@ -49,7 +49,7 @@ def get_local_kernel(
 ) -> ModuleType:
     """Import a kernel from a local repo root, its ``build/`` directory or one variant directory.
 
-    Among variant directories the best compatible one is chosen (§2); a single variant directory is loaded
+    Among variant directories the best compatible one is chosen (docs/loading.md); a single variant directory is loaded
     without compatibility filtering. ``backend`` is ``None`` (the detected backend), ``"cpu"`` or the detected
     backend's name. ``verify_digest=None`` follows ``KERNEL_BUILDER_VERIFY_DIGEST`` (on by default).
 
@@ -143,7 +143,7 @@ def _locate(root: Path, env: environment.Environment, backend: str) -> Path:
     raise FileNotFoundError(f"{root} {state}: expected {_SHAPES}")
 
 
-# --- LOCAL_KERNELS (§1.6) -----------------------------------------------------------------------------------
+# --- LOCAL_KERNELS (docs/loading.md) -----------------------------------------------------------------------------------
 
 
 def _format() -> str:

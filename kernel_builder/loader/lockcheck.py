@@ -1,4 +1,4 @@
-"""Checking variant files against a lock entry (loader spec §6.3).
+"""Checking variant files against a lock entry (docs/loading.md).
 
 Three checks, each raising :class:`~kernel_builder.loader.errors.KernelIntegrityError` with everything it
 found: the hash of the Hub's tree listing against the lock (:func:`check_tree_hash`), downloaded bytes against

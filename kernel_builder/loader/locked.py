@@ -1,4 +1,4 @@
-"""Locked loads: ``load_kernel`` and ``get_locked_kernel`` (loader spec §1.4, §6.3).
+"""Locked loads: ``load_kernel`` and ``get_locked_kernel`` (docs/loading.md).
 
 Both take the commit SHA from a lock file (the caller's, found by :mod:`~kernel_builder.loader.caller`, or
 ``lockfile``) and never resolve versions; neither applies the trust gate (trust is checked when locking).
@@ -108,7 +108,7 @@ def fetch_locked_variant(
     verify_files: bool = True,
     verify_digest: bool | None = None,
 ) -> tuple[Path, Metadata]:
-    """Download one locked variant by SHA and verify it (§6.3): tree hash against the lock, then each file
+    """Download one locked variant by SHA and verify it (docs/loading.md): tree hash against the lock, then each file
     against the tree (unless ``verify_files`` is false), then the digest. ``tree`` is :func:`variant_tree`;
     ``fix`` says what to do about modified files (``To fix it, <fix>.``), ``load_anyway`` how to skip it."""
     check_tree_hash(entry, variant, {path: file.content_id for path, file in tree.items()}, lock=lock)
@@ -181,7 +181,7 @@ def load_kernel(
 ) -> ModuleType:
     """Import the locked build of ``repo_id`` from the cache, without any network access.
 
-    The lock is ``lockfile`` or the calling project's (§1.4). The locked commit's variant for this environment
+    The lock is ``lockfile`` or the calling project's (docs/loading.md). The locked commit's variant for this environment
     must have been downloaded (``kernel-builder download``); otherwise ``FileNotFoundError`` says so. The
     cached files are checked against the lock hash (where the cache holds links) and the digest, unless
     ``verify_digest=False`` / ``KERNEL_BUILDER_VERIFY_DIGEST=0``. No trust gate: trust is checked when locking.

@@ -1,5 +1,4 @@
-"""Kernels from the Hub: ``get_kernel``, ``has_kernel``, ``get_kernel_variants``, ``install_kernel`` (loader
-spec §1.1, §1.3, §4).
+"""Kernels from the Hub: ``get_kernel``, ``has_kernel``, ``get_kernel_variants``, ``install_kernel`` (docs/loading.md).
 
 Each call works on one :class:`~kernel_builder.hub.Hub` (endpoint, cache and offline mode read once) and one
 :class:`Target`: the repository actually used (after the ``kernel``→``model`` fallback and redirects) and the
@@ -110,7 +109,7 @@ def _commit_id(repo: RemoteRepo, what: str, sha: object) -> str:
     return sha
 
 
-# --- revisions (§4.2) ---------------------------------------------------------------------------------------
+# --- revisions (docs/loading.md) ---------------------------------------------------------------------------------------
 
 
 def _available(versions: list[int]) -> str:
@@ -158,7 +157,7 @@ def _not_cached(repo_id: str, revision: str, hub: Hub) -> FileNotFoundError:
 
 
 def _resolve_offline(hub: Hub, repo_id: str, version: int | None, revision: str | None) -> Target:
-    """Version and revision from the cache alone: ``refs/<name>`` or a cached snapshot (§4.5)."""
+    """Version and revision from the cache alone: ``refs/<name>`` or a cached snapshot (docs/loading.md)."""
     if version is not None:
         name = f"v{version}"
         repo = hub.find_cached(repo_id, lambda candidate: hub.read_ref(candidate, name) is not None)
@@ -187,7 +186,7 @@ def _resolve_offline(hub: Hub, repo_id: str, version: int | None, revision: str 
     return Target(repo, sha, None if name == sha else name, version)
 
 
-# --- redirects (§4.4) ---------------------------------------------------------------------------------------
+# --- redirects (docs/loading.md) ---------------------------------------------------------------------------------------
 
 
 def _status(hub: Hub, target: Target) -> Mapping[str, object] | None:
@@ -298,7 +297,7 @@ def follow_redirects_from_main(
     return _follow_redirects(hub, target, hop, gate).repo
 
 
-# --- variants (§2, §4.3) ------------------------------------------------------------------------------------
+# --- variants (docs/loading.md) ------------------------------------------------------------------------------------
 
 
 def _default_name(repo_id: str) -> str:
@@ -432,7 +431,7 @@ def get_kernel(
 ) -> ModuleType:
     """Import the kernel of a Hub repository at a major ``version`` (branch ``v<N>``) or a ``revision``.
 
-    Steps (§1.1): a ``LOCAL_KERNELS`` override wins; exactly one of ``version``/``revision``; the trust gate
+    Steps (docs/loading.md): a ``LOCAL_KERNELS`` override wins; exactly one of ``version``/``revision``; the trust gate
     (``trust_remote_code=True`` skips it); the revision resolved to a commit and redirects followed; the
     preferred compatible variant chosen; its Python dependencies checked; only that variant downloaded; its
     digest verified; imported under its unique id and registered with the repo and commit.

@@ -1,11 +1,11 @@
-"""Variant resolution: judge each variant directory against the environment and sort them (loader spec §2).
+"""Variant resolution: judge each variant directory against the environment and sort them (docs/loading.md).
 
 :func:`resolve_variants` is a pure function of the variant names, an environment record, the selected backend,
 a metadata lookup and the visible GPUs; it never detects anything itself. Every decision keeps its reason, and
 :func:`trace` renders them for :class:`~kernel_builder.loader.NoCompatibleVariantError`. Detection lives
 apart: ``kernel_builder.environment.detect_environment`` for the record and :func:`probe_gpus` for the
 devices, which callers hand in wrapped in a :class:`GpuProbe` so that Torch's CUDA state is touched only when
-§2.5 needs it.
+the GPU-architecture check needs it (docs/loading.md).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ MetadataLookup: TypeAlias = Callable[[str], Metadata | None]
 """Variant directory name → its ``metadata.json``, or ``None`` when the variant has none."""
 
 _ARCH_KINDS = ("torch-stable-abi", "torch", "tvm-ffi")
-# §2.4 (2): the preference of each kind, lower first.
+# Preference of each kind, lower first (docs/loading.md, "How a variant is chosen").
 _KIND_RANK = {"torch-stable-abi": 0, "torch": 1, "tvm-ffi": 2, "noarch": 3, "universal": 4}
 _GPU_BACKENDS = ("cuda", "rocm")
 _FREE_THREADING_OK = (3, 15)
@@ -96,7 +96,7 @@ def _version(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
 
-# --- backend selection (§2.2) -------------------------------------------------------------------------------
+# --- backend selection (docs/loading.md) -------------------------------------------------------------------------------
 
 
 def allowed_backends(environment: Environment) -> tuple[str, ...]:
@@ -137,7 +137,7 @@ def _compute_label(backend: str, version: tuple[int, int] | None) -> str:
         return f"{backend} (version unknown)" if version is None else f"{backend} {_version(version)}"
 
 
-# --- name-based checks (§2.3) -------------------------------------------------------------------------------
+# --- name-based checks (docs/loading.md) -------------------------------------------------------------------------------
 
 
 def _check_arch(variant: Variant, env: Environment, backend: str) -> str | None:
@@ -209,7 +209,7 @@ def _check_backend(variant: Variant, env: Environment, backend: str) -> str | No
 
 
 def _check_name(variant: Variant, env: Environment, backend: str) -> str | None:
-    """The first failed §2.3 name-based check, or ``None``."""
+    """The first failed name-based check (docs/loading.md), or ``None``."""
     if variant.kind in _ARCH_KINDS:
         return _check_arch(variant, env, backend)
     if variant.kind == "universal" or variant.backend == backend:
@@ -219,7 +219,7 @@ def _check_name(variant: Variant, env: Environment, backend: str) -> str | None:
 
 
 def _preference(variant: Variant) -> tuple[int, int, int, int, int, str]:
-    """§2.4 sort key among accepted variants: kind, newer stable ABI, tagless, newer backend, name."""
+    """The sort key among accepted variants (docs/loading.md): kind, newer stable ABI, tagless, newer backend, name."""
     abi = variant.framework_version if variant.kind == "torch-stable-abi" else None
     backend_version = variant.backend_version or (0, 0)
     return (
@@ -256,7 +256,7 @@ def metadata_disagreement(name: str, metadata: Metadata) -> str | None:
     return None
 
 
-# --- GPU architectures (§2.5) -------------------------------------------------------------------------------
+# --- GPU architectures (docs/loading.md) -------------------------------------------------------------------------------
 
 
 def _check_gpus(name: str, metadata: Metadata | None, backend: str, devices: Sequence[Device]) -> str | None:
@@ -297,7 +297,7 @@ def resolve_variants(
     check_gpu_arch: bool = True,
     first_only: bool = False,
 ) -> list[Decision]:
-    """Judge every variant name and return the decisions in §2.4 order (best accepted first).
+    """Judge every variant name and return the decisions in preference order (best accepted first; docs/loading.md).
 
     ``backend`` is the selected backend (:func:`select_backend`). Unparseable names are logged and appear in
     no decision. The GPU-architecture check runs, in preference order, on candidates that pass the name checks

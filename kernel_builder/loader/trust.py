@@ -1,4 +1,4 @@
-"""The trust gate: only kernels of trusted publishers load without ``trust_remote_code`` (loader spec §4.6).
+"""The trust gate: only kernels of trusted publishers load without ``trust_remote_code`` (docs/loading.md).
 
 An organization is trusted when its Hub overview reports ``trustedKernelPublisher`` as ``true``. ``false``, an
 absent key and a failed query all refuse the load (fail closed). Verdicts are cached per endpoint and

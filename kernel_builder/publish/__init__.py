@@ -1,5 +1,5 @@
-"""Publishing kernels: ``upload`` to the Hub (loader spec §5), and a project's kernel dependencies locked and
-downloaded (``lock``, ``download``, §6).
+"""Publishing kernels: ``upload`` to the Hub (docs/cli.md), and a project's kernel dependencies locked and
+downloaded (``lock``, ``download``, docs/loading.md).
 
 :mod:`~kernel_builder.publish.content` decides, from local files only, what an upload sends;
 :mod:`~kernel_builder.publish.upload` plans it against the Hub and commits it;

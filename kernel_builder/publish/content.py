@@ -1,4 +1,4 @@
-"""What an upload sends, decided from local files alone (loader spec §5, steps 1 and 3).
+"""What an upload sends, decided from local files alone (docs/cli.md).
 
 :func:`collect_content` finds the variants directory (``result/``, ``build/`` or the kernel directory itself),
 checks every variant (its name, ``metadata.json``, package and digest; ``--arch native`` builds are refused)

@@ -1,4 +1,4 @@
-"""``kernel-builder download``: fetch the locked kernels into the cache and verify them (loader spec §6.3).
+"""``kernel-builder download``: fetch the locked kernels into the cache and verify them (docs/loading.md).
 
 Per lock entry: one recursive tree listing at the locked SHA, then the variant this machine would load (or
 every locked variant), each checked against the lock hash, downloaded by SHA, compared file by file with the

@@ -1,4 +1,4 @@
-"""``kernel-builder lock``: pin a project's kernel dependencies to commits and variant hashes (loader spec §6.1).
+"""``kernel-builder lock``: pin a project's kernel dependencies to commits and variant hashes (docs/loading.md).
 
 The dependencies are ``[tool.kernels.dependencies]`` of the project's ``pyproject.toml`` (repo id → major
 version). Per repo, in order: the trust gate, redirects from ``main``, ``v<N>`` → commit SHA, one recursive

@@ -1,4 +1,4 @@
-"""``kernel-builder upload``: plan an upload against the Hub, then make it (loader spec §5).
+"""``kernel-builder upload``: plan an upload against the Hub, then make it (docs/cli.md).
 
 :func:`upload` resolves the target (repo id, branch, type), collects the content
 (:mod:`~kernel_builder.publish.content`), and builds an :class:`UploadPlan` with read calls only: whether the
@@ -128,7 +128,7 @@ class UploadResult:
         }
 
 
-# --- the target (§5 step 2) ---------------------------------------------------------------------------------
+# --- the target (repo id and branch) ---------------------------------------------------------------------------------
 
 
 def _hub_settings(kernel_dir: Path) -> tuple[str | None, str | None]:
@@ -178,7 +178,7 @@ def _branch(branch: str | None, content: Content) -> str:
     return f"v{versions[0]}"
 
 
-# --- the plan (§5 steps 4 and 5) ----------------------------------------------------------------------------
+# --- the plan (repo, branch, additions and deletions) ----------------------------------------------------------------------------
 
 
 def _unchanged(local: LocalFile, remote: RemoteFile | None) -> bool:
@@ -305,7 +305,7 @@ def describe_plan(plan: UploadPlan) -> list[str]:
     return lines
 
 
-# --- the commits (§5 step 6) --------------------------------------------------------------------------------
+# --- the commits (batched, sorted by path) --------------------------------------------------------------------------------
 
 
 def _batches(operations: Sequence[AddFile | DeleteFile]) -> list[list[AddFile | DeleteFile]]:

@@ -1,0 +1,93 @@
+"""``kernel_builder.load``: the edit → call loop on this machine's CPU (slow), and its argument checks."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from build_fixtures import CPU_VARIANT, STATE_DIR, cpu_python, run_python
+
+from kernel_builder.errors import UsageError
+from kernel_builder.scaffold import InitOptions, init_project
+
+LOOP = """
+import json, sys
+from pathlib import Path
+
+import torch
+import kernel_builder
+
+root = Path(sys.argv[1])
+log = root / ".kernel-builder" / sys.argv[2] / "build.log"
+x = torch.tensor([-2.0, 3.0])
+
+first = kernel_builder.load(root)
+first_log = log.read_text()
+source = root / "my_kernel_cpu" / "relu_cpu.cpp"
+source.write_text(source.read_text().replace("acc_t(0) : v)", "acc_t(0) : v + acc_t(1))"))
+second = kernel_builder.load(root)
+second_log = log.read_text()
+third = kernel_builder.load(root)
+print(json.dumps({
+    "first": first.relu(x).tolist(),
+    "second": second.relu(x).tolist(),
+    "first_again": first.relu(x).tolist(),
+    "namespaces": [first.ops.name, second.ops.name],
+    "modules": [first.__name__, second.__name__],
+    "third_is_second": third is second,
+    "first_log": first_log,
+    "second_log": second_log,
+    "third_log": log.read_text(),
+}))
+"""
+
+HELPER = """// A source that neither uses the op namespace nor changes: an edit elsewhere must not recompile it.
+int my_kernel_helper(int x) { return x + 1; }
+"""
+
+
+def compiled_sources(log: str) -> set[str]:
+    """The project's files compiled according to a build log (kernel-builder's own generated ``kb_*`` sources,
+    such as the manylinux compatibility source, left out)."""
+    names = {Path(m).name for m in re.findall(r"Building CXX object \S+/([^/\s]+)\.o", log)}
+    return {n for n in names if not n.startswith("kb_")}
+
+
+@pytest.mark.slow
+def test_edit_recompiles_only_what_changed_and_both_modules_work(tmp_path: Path) -> None:
+    root = tmp_path / "my-kernel"
+    init_project(root, InitOptions(name="my-kernel", backends=("cpu",)))
+    (root / "my_kernel_cpu" / "helper.cpp").write_text(HELPER)
+    toml = root / "build.toml"
+    toml.write_text(toml.read_text().replace('src = ["my_kernel_cpu/relu_cpu.cpp"]',
+                                             'src = ["my_kernel_cpu/relu_cpu.cpp", "my_kernel_cpu/helper.cpp"]'))  # fmt: skip
+
+    out = json.loads(run_python(cpu_python(), LOOP, root, CPU_VARIANT).strip().splitlines()[-1])
+
+    assert out["first"] == [0.0, 3.0]
+    assert out["second"] == [0.0, 4.0]  # the edit's behaviour
+    assert out["first_again"] == [0.0, 3.0]  # the first module still works, with its own code
+    first_ns, second_ns = out["namespaces"]
+    assert first_ns != second_ns and first_ns.startswith("_my_kernel_cpu_") and second_ns.startswith("_my_kernel_cpu_")
+    assert out["modules"] == [first_ns, second_ns]
+    assert compiled_sources(out["first_log"]) == {"relu_cpu.cpp", "helper.cpp", "torch_binding.cpp"}
+    # The edited file, and the binding, which names the new op namespace; not the untouched helper.
+    assert compiled_sources(out["second_log"]) == {"relu_cpu.cpp", "torch_binding.cpp"}
+    # Nothing changed: the same module, nothing compiled.
+    assert out["third_is_second"] is True
+    assert compiled_sources(out["third_log"]) == set()
+    # The build is the publishable layout: the variant directory holds the second build.
+    metadata = json.loads((root / "build" / CPU_VARIANT / "metadata.json").read_text())
+    assert metadata["id"] == second_ns
+    assert sorted(p.name for p in (root / STATE_DIR / "loaded").iterdir()) == sorted(
+        [f"{CPU_VARIANT}-{first_ns}", f"{CPU_VARIANT}-{second_ns}"]
+    )
+
+
+def test_arch_must_be_native_or_none(tmp_path: Path) -> None:
+    from kernel_builder.dev import load
+
+    with pytest.raises(UsageError, match="arch='sm90'"):
+        load(tmp_path, arch="sm90")
