@@ -289,9 +289,12 @@ def extension(variant_dir: Path) -> Path:
 
 
 def compile_commands(built: Built) -> dict[str, str]:
-    """The compile command of each compiled file (relative to the kernel root), from CMake's database."""
+    """The compile command of each of the kernel's compiled files (relative to the kernel root), from CMake's
+    database; the generated sources of the build's own (under ``.kernel-builder/``, e.g. the manylinux
+    compatibility source) are left out."""
     entries = json.loads((built.cmake_build / "compile_commands.json").read_text(encoding="utf-8"))
-    return {Path(e["file"]).relative_to(built.root).as_posix(): e["command"] for e in entries}
+    commands = {Path(e["file"]).relative_to(built.root).as_posix(): e["command"] for e in entries}
+    return {rel: command for rel, command in commands.items() if not rel.startswith(f"{STATE_DIR}/")}
 
 
 def cmake_cache_value(cmake_build: Path, key: str) -> str:
