@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import platform
 import re
 import subprocess
@@ -178,13 +179,40 @@ def check_compiler(compiler: Path) -> None:
 
 @functools.cache
 def _header_for(compiler: str) -> str:
+    """The header for ``compiler``'s glibc, kept in the user cache: reading glibc's symbol tables takes one to
+    two seconds, which every no-op rebuild would otherwise pay. The key is the libraries' identity (path, size,
+    mtime, inode) and this tool's version, so a glibc update or another kernel-builder computes it afresh."""
+    libraries = host_glibc_libraries(compiler)
+    cached = _header_cache_file(libraries)
+    try:
+        return cached.read_text(encoding="utf-8")
+    except OSError:
+        pass
     from .abi import manylinux_policy
     from .environment import normalize_cpu
 
     policy = manylinux_policy(normalize_cpu(platform.machine()))
     allowed = frozenset(f"GLIBC_{v}" for v in policy.symbol_versions.get("GLIBC", ())) if policy else frozenset()
-    libraries = host_glibc_libraries(compiler)
-    return compat_header(symbol_pins(libraries, allowed), _single_threaded_is_too_new(libraries, allowed))
+    text = compat_header(symbol_pins(libraries, allowed), _single_threaded_is_too_new(libraries, allowed))
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_name(f"{cached.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, cached)
+    except OSError:  # a read-only cache only costs the next build the same work again
+        pass
+    return text
+
+
+def _header_cache_file(libraries: tuple[Path, ...]) -> Path:
+    from . import __version__
+    from .envs import cache_root
+
+    key = hashlib.sha256(f"kernel-builder {__version__}\0{platform.machine()}".encode())
+    for library in libraries:
+        st = library.stat()
+        key.update(f"\0{library}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}".encode())
+    return cache_root() / "manylinux" / f"{key.hexdigest()[:32]}.h"
 
 
 def compat_fingerprint(compiler: Path) -> str:

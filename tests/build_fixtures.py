@@ -202,7 +202,8 @@ def run_python(
     env: Mapping[str, str] | None = None,
 ) -> str:
     """Run ``code`` in a fresh ``python`` (no bytecode written; this checkout importable); return stdout."""
-    full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(REPO), **(env or {})}
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": path, **(env or {})}
     result = subprocess.run(
         [str(python), "-c", textwrap.dedent(code), *[str(a) for a in args]],
         capture_output=True, text=True, env=full_env, cwd=cwd, check=False,

@@ -223,3 +223,25 @@ def test_build_with_that_compiler_fails_before_configuring(
     assert f"the C++ compiler {static_only_cxx} has only a static libstdc++" in run.output
     assert "compiling" not in run.output and "Traceback" not in run.output
     assert not (root / "build" / CPU_VARIANT).exists()
+
+
+def test_header_is_kept_in_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second computation (a fresh process: the in-memory cache cleared) reads no glibc symbol table, and
+    gives the same header; a no-op rebuild would otherwise spend seconds on it."""
+    from kernel_builder import manylinux
+
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
+    compiler = shutil.which("g++") or "g++"
+    manylinux._header_for.cache_clear()
+    first = manylinux._header_for(compiler)
+    assert list((tmp_path / "cache" / "manylinux").glob("*.h"))
+
+    def must_not_parse(library: Path) -> dict[str, list[tuple[str, bool]]]:
+        raise AssertionError(f"parsed {library} although the header is cached")
+
+    manylinux._header_for.cache_clear()
+    monkeypatch.setattr(manylinux, "glibc_definitions", must_not_parse)
+    try:
+        assert manylinux._header_for(compiler) == first
+    finally:
+        manylinux._header_for.cache_clear()
