@@ -128,7 +128,8 @@ def test_extended_lambda_kernel_builds_and_runs(tmp_path: Path) -> None:
     device code builds (Torch's --expt-extended-lambda and --expt-relaxed-constexpr) and computes i * 2 + 1."""
     import kernel_builder
 
-    native = "%d.%d" % torch.cuda.get_device_capability()
+    major, minor = torch.cuda.get_device_capability()
+    native = f"{major}.{minor}"
     root = lambda_project(tmp_path / "kb-lambda", binding=True, capabilities=(native,))
     assert main(["build", str(root), "--arch", "native"]) == 0
     kernel = kernel_builder.get_local_kernel(root)
