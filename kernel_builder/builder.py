@@ -22,6 +22,7 @@ from typing import Protocol
 
 from . import __version__, compiler_cache, processes, state, toolchain
 from . import compile as compile_stage
+from .abi import Violation
 from .buildenv import BuildInterpreter, quick_probe, torch_details
 from .candidates import Candidate, Selection, select_candidates, with_availability
 from .config.model import KernelProject
@@ -115,6 +116,11 @@ def _write_json(path: Path, data: object) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _is_finding(value: object) -> bool:
+    """A recorded ABI finding: ``[kind, detail]``."""
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(x, str) for x in value)
 
 
 def _sha256(path: Path) -> str:
@@ -424,7 +430,14 @@ class Builder:
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
             elif record is not None and record.get("extension") == _sha256(extension):
-                self._check_abi(variant, extension)  # cheap, and --werror may be new
+                # The record's findings are those of this very file (same digest, same tool version in the
+                # inputs); judging them again honours a --werror that the last build did not have.
+                findings = record.get("abi")
+                if isinstance(findings, list) and all(_is_finding(f) for f in findings):
+                    self._judge_abi(variant, [Violation(k, extension, d) for k, d in findings])
+                else:  # a record written before findings were kept
+                    findings = [[v.kind, v.detail] for v in self._check_abi(variant, extension)]
+                    _write_json(record_path, {**record, "abi": findings})
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
@@ -433,11 +446,13 @@ class Builder:
             # (of the last good build) no longer matches it, so a failure must not leave it behind.
             record_path.unlink(missing_ok=True)
             extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
-        self._check_abi(variant, extension)
+        findings = self._check_abi(variant, extension)
         self.progress.stage(variant.name, "assembling")
         assemble(self.project, variant, unique_id, self.build_root, extension, self._provenance(),
                  self._import_check(interpreter, variant))  # fmt: skip
-        _write_json(record_path, {"inputs": inputs, "extension": _sha256(extension)})
+        _write_json(record_path, {
+            "inputs": inputs, "extension": _sha256(extension), "abi": [[v.kind, v.detail] for v in findings],
+        })  # fmt: skip
         return "built"
 
     def generate(self, force: bool = False) -> Path:
@@ -515,12 +530,19 @@ class Builder:
         self._account_headers(cmake_build)
         return compile_stage.install(cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose)
 
-    def _check_abi(self, variant: VariantPlan, extension: Path) -> None:
-        """Python-ABI, stable-ABI and dependency violations fail the variant; symbol versions outside
-        manylinux_2_28 warn (fail with ``--werror``): the system toolchain decides those, not the kernel."""
-        from .abi import MANYLINUX_POLICY, check_library
+    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[Violation]:
+        """Checks ``extension``, judges the findings (:meth:`_judge_abi`) and returns them for the record."""
+        from .abi import check_library
 
         violations = check_library(extension, stable_abi=variant.variant.kind == "torch-stable-abi")
+        self._judge_abi(variant, violations)
+        return violations
+
+    def _judge_abi(self, variant: VariantPlan, violations: list[Violation]) -> None:
+        """Python-ABI, stable-ABI and dependency violations fail the variant; symbol versions outside
+        manylinux_2_28 warn (fail with ``--werror``): the system toolchain decides those, not the kernel."""
+        from .abi import MANYLINUX_POLICY
+
         errors = [v for v in violations if v.kind != "symbol-version" or self.options.werror]
         for violation in violations:
             if violation not in errors:
