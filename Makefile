@@ -45,7 +45,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"
 
 lint: $(STAMP)
-	$(BIN)/ruff check kernel_builder tests
+	$(BIN)/ruff check kernel_builder tests benchmarks examples
+	$(BIN)/ruff format --check kernel_builder tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

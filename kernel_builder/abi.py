@@ -204,12 +204,16 @@ def check_library(path: Path, *, stable_abi: bool = False) -> list[Violation]:
     violations: list[Violation] = []
     policy = manylinux_policy(facts.machine)
     if policy is None:
-        violations.append(Violation("symbol-version", path, f"no {MANYLINUX_POLICY} policy for {facts.machine}"))
+        violations.append(
+            Violation("symbol-version", path, f"no {MANYLINUX_POLICY} policy for {facts.machine}")
+        )
     else:
         for symbol, version in sorted(facts.undefined, key=lambda s: (s[1] or "", s[0])):
             if version is not None and not version_allowed(policy, version):
                 violations.append(
-                    Violation("symbol-version", path, f"{symbol}@{version} is not allowed by {MANYLINUX_POLICY}")
+                    Violation(
+                        "symbol-version", path, f"{symbol}@{version} is not allowed by {MANYLINUX_POLICY}"
+                    )
                 )
     for symbol, _ in sorted(facts.undefined):
         problem = python_abi_problem(symbol)
@@ -231,10 +235,16 @@ def check_library(path: Path, *, stable_abi: bool = False) -> list[Violation]:
     for library in facts.needed:
         if library not in allowed_system and not _TORCH_NEEDED.match(library):
             violations.append(
-                Violation("needed", path, f"DT_NEEDED {library} is not Torch's, CUDA's (Torch's wheels) or the C/C++ runtime's")
+                Violation(
+                    "needed",
+                    path,
+                    f"DT_NEEDED {library} is not Torch's, CUDA's (Torch's wheels) or the C/C++ runtime's",
+                )
             )
     for entry in facts.runpath:
-        violations.append(Violation("runpath", path, f"RUNPATH/RPATH {entry!r} must be empty (torch loads the libraries)"))
+        violations.append(
+            Violation("runpath", path, f"RUNPATH/RPATH {entry!r} must be empty (torch loads the libraries)")
+        )
     if "libstdc++.so.6" not in facts.needed and any(m in facts.defined for m in _STATIC_LIBSTDCXX_MARKERS):
         violations.append(
             Violation(
@@ -276,7 +286,11 @@ def variant_dirs(path: Path) -> list[Path]:
     if (path / "metadata.json").is_file():
         return [path]
     for candidate in (path / "build", path):
-        found = sorted(d for d in candidate.iterdir() if d.is_dir() and (d / "metadata.json").is_file()) if candidate.is_dir() else []
+        found = (
+            sorted(d for d in candidate.iterdir() if d.is_dir() and (d / "metadata.json").is_file())
+            if candidate.is_dir()
+            else []
+        )
         if found:
             return found
     return []
@@ -309,7 +323,9 @@ def check_variants(path: str | Path) -> AbiReport:
 
     root = Path(path)
     if not root.exists():
-        raise UsageError(f"{root} does not exist; pass a kernel root, its build/ directory or a variant directory")
+        raise UsageError(
+            f"{root} does not exist; pass a kernel root, its build/ directory or a variant directory"
+        )
     variants = variant_dirs(root)
     if not variants:
         raise UsageError(f"no build variants (directories with metadata.json) under {root}")

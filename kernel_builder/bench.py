@@ -148,7 +148,9 @@ def _project_cases(directory: Path, kernel: ModuleType, device: str) -> Iterator
         for attr in sorted(a for a in vars(module) if a.startswith("bench_")):
             case = getattr(module, attr)(kernel, device)
             if not isinstance(case, Case):
-                raise TypeError(f"{path.name}:{attr} returned {type(case).__name__}, not kernel_builder.bench.Case")
+                raise TypeError(
+                    f"{path.name}:{attr} returned {type(case).__name__}, not kernel_builder.bench.Case"
+                )
             case.name = case.name or attr[len("bench_") :]
             yield case
 
@@ -242,7 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.package}: {where}, {args.runs} runs after {args.warmup} warm-up")
     print(render_table(results, torch.cuda.get_device_name() if device == "cuda" else "cpu"))
     if args.json_path:
-        report = {"device": device, "torch": torch.__version__, "source": where, "results": [r.to_json() for r in results]}
+        report = {
+            "device": device,
+            "torch": torch.__version__,
+            "source": where,
+            "results": [r.to_json() for r in results],
+        }
         Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 1 if any(r.error for r in results) or any(r.matches is False for r in results) else 0
 

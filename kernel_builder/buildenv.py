@@ -66,7 +66,9 @@ class BuildInterpreter:
 
     def backend(self) -> tuple[str, tuple[int, int] | None]:
         """The compute backend of this Torch, through the one shared detection function."""
-        fake = types.SimpleNamespace(version=types.SimpleNamespace(cuda=self.cuda, hip=self.hip, xpu=self.xpu))
+        fake = types.SimpleNamespace(
+            version=types.SimpleNamespace(cuda=self.cuda, hip=self.hip, xpu=self.xpu)
+        )
         return detect_backend(fake)
 
     def variant(self, stable_abi: tuple[int, int] | None = None) -> Variant:
@@ -146,7 +148,9 @@ def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
     cache = _details_cache(interpreter)
     try:
         data = json.loads(cache.read_text(encoding="utf-8"))
-        return TorchDetails(data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"])
+        return TorchDetails(
+            data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"]
+        )
     except (OSError, ValueError, KeyError, TypeError):
         pass
     result = processes.run(
@@ -155,7 +159,9 @@ def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
     if result.returncode != 0:
         raise BuildError(f"cannot import torch with {interpreter.python}:\n{result.stderr.strip()}")
     data = json.loads(result.stdout.strip().splitlines()[-1])
-    details = TorchDetails(data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"])
+    details = TorchDetails(
+        data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"]
+    )
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         staging = cache.with_name(f".{cache.name}.{os.getpid()}")

@@ -62,7 +62,9 @@ class BuildOptions:
     parallel: int | None = None  # variants built at once; default from the cores
     werror: bool = False  # ABI symbol-version findings fail the variant
     offline: bool = False  # never create an isolated environment or pip-install anything (Nix, air-gapped)
-    provenance: Provenance | None = None  # recorded instead of the kernel's git state (e.g. a flake's revision)
+    provenance: Provenance | None = (
+        None  # recorded instead of the kernel's git state (e.g. a flake's revision)
+    )
     debug_build: bool = False  # -g, and -lineinfo for nvcc
     namespace_where_used: bool = False  # kernel_builder.load: see generate.cmake.namespace_sources
     compile_log: bool = False  # compiler output to .kernel-builder/<variant>/build.log, not the terminal
@@ -152,7 +154,9 @@ def _wants_pypi_toolkit(candidate: Candidate) -> tuple[int, int] | None:
     return None if system == wanted else wanted
 
 
-def _offline_mismatch(candidate: Candidate, interpreter: BuildInterpreter | None, abi: tuple[int, int] | None) -> str:
+def _offline_mismatch(
+    candidate: Candidate, interpreter: BuildInterpreter | None, abi: tuple[int, int] | None
+) -> str:
     """Why ``--offline`` cannot build ``candidate``: the running environment's torch gives another variant."""
     entry = candidate.entry
     assert entry is not None
@@ -254,15 +258,21 @@ class Builder:
                 report.results.append(VariantResult(name, "failed", message=reason))
             jobs.extend(selected.chosen)
         else:
-            targets = native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
-            plan = plan_build(self.project, interpreter, unique_id, backend=options.backend, native_targets=targets)
+            targets = (
+                native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
+            )
+            plan = plan_build(
+                self.project, interpreter, unique_id, backend=options.backend, native_targets=targets
+            )
             report = BuildReport(plan, diagnostics=list(plan.diagnostics))
             for name, reason in plan.skipped:
                 report.results.append(VariantResult(name, "skipped", message=reason))
             jobs.extend((variant, interpreter) for variant in plan.variants)
         self.warnings = report.diagnostics
         if user_ops_file(self.project) is not None:
-            self.warn(f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant")
+            self.warn(
+                f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant"
+            )
         try:
             self._write_registration_copy()
             sync_card(self.project, self.build_root)
@@ -299,7 +309,9 @@ class Builder:
         except OSError as exc:  # the state directory or the toolchain: name what failed, no traceback
             self.progress.stage(name, "failed")
             what = f"{exc.filename}: " if exc.filename else ""
-            return VariantResult(name, "failed", time.monotonic() - start, message=f"{what}{exc.strerror or exc}")
+            return VariantResult(
+                name, "failed", time.monotonic() - start, message=f"{what}{exc.strerror or exc}"
+            )
         self.progress.stage(name, status)
         return VariantResult(name, status, time.monotonic() - start, _dir_size(self.build_root / name))
 
@@ -368,7 +380,9 @@ class Builder:
             )
             return
         if target.exists() and not is_generated(target):
-            self.warn("torch-ext/registration.h is the project's own: it shadows the generated registration.h")
+            self.warn(
+                "torch-ext/registration.h is the project's own: it shadows the generated registration.h"
+            )
             return
         header = registration_header()
         if not target.exists() or target.read_text(encoding="utf-8") != header:
@@ -398,13 +412,17 @@ class Builder:
                 inputs["nvcc"] = toolchain.fingerprint(_toolkit_for(interpreter))
         return inputs
 
-    def _build_variant(self, variant: VariantPlan, unique_id: str, interpreter: BuildInterpreter | None) -> str:
+    def _build_variant(
+        self, variant: VariantPlan, unique_id: str, interpreter: BuildInterpreter | None
+    ) -> str:
         variant_state = self.root / STATE_DIR / variant.name
         record_path = _record_path(self.root, variant.name)
         inputs = self._inputs(variant, interpreter)
         record = _read_record(record_path)
         output = self.build_root / variant.name
-        up_to_date = record is not None and record.get("inputs") == inputs and (output / "metadata.json").is_file()
+        up_to_date = (
+            record is not None and record.get("inputs") == inputs and (output / "metadata.json").is_file()
+        )
         if not variant.aot:
             if up_to_date:
                 return "up to date"
@@ -426,7 +444,9 @@ class Builder:
         extension: Path | None = None
         if up_to_date and (cmake_build / "CMakeCache.txt").is_file():
             self._compile(variant, cmake_build, jobs)
-            extension = compile_stage.install(cmake_build, variant_state / "stage", verbose=self.options.verbose)
+            extension = compile_stage.install(
+                cmake_build, variant_state / "stage", verbose=self.options.verbose
+            )
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
             elif record is not None and record.get("extension") == _sha256(extension):
@@ -480,7 +500,9 @@ class Builder:
         self._write_registration_copy()
         project_dir = self.root / STATE_DIR / variant.name / "project"
         self._write_project(variant, interpreter, project_dir)
-        text = pyproject_text(self.project, PurePosixPath(project_dir.relative_to(self.root).as_posix()), variant.name)
+        text = pyproject_text(
+            self.project, PurePosixPath(project_dir.relative_to(self.root).as_posix()), variant.name
+        )
         assert text.startswith(MARKER)
         write_inside(self.root, target.name, text.encode("utf-8"))  # replaces a link, never writes through it
         return target
@@ -489,7 +511,9 @@ class Builder:
         """Checks torch and the toolchain, then writes the project; True for a CUDA project."""
         details = torch_details(interpreter)
         if sys.platform == "linux" and not details.cxx11_abi:
-            raise BuildError(f"torch {details.version} was not built with the C++11 ABI; kernel-builder needs one that is")
+            raise BuildError(
+                f"torch {details.version} was not built with the C++11 ABI; kernel-builder needs one that is"
+            )
         toolkit = None
         if variant.backend == "cuda":
             toolkit = _toolkit_for(interpreter)
@@ -512,9 +536,17 @@ class Builder:
         return toolkit is not None
 
     def _configure_and_compile(
-        self, variant: VariantPlan, interpreter: BuildInterpreter, project_dir: Path, cmake_build: Path, jobs: int
+        self,
+        variant: VariantPlan,
+        interpreter: BuildInterpreter,
+        project_dir: Path,
+        cmake_build: Path,
+        jobs: int,
     ) -> Path:
-        self.progress.stage(variant.name, "configuring" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""))
+        self.progress.stage(
+            variant.name,
+            "configuring" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""),
+        )
         cuda = self._write_project(variant, interpreter, project_dir)
         cache = compiler_cache.find()
         self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
@@ -548,9 +580,7 @@ class Builder:
             if violation not in errors:
                 self.warn(f"{variant.name}: {violation.detail} (not {MANYLINUX_POLICY}-compliant)")
         if errors:
-            raise BuildError(
-                "ABI check failed:\n" + "\n".join(f"  {v.kind}: {v.detail}" for v in errors)
-            )
+            raise BuildError("ABI check failed:\n" + "\n".join(f"  {v.kind}: {v.detail}" for v in errors))
 
     def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> None:
         """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
@@ -616,7 +646,9 @@ class Builder:
             if missing is None:
                 return
             strict = self.options.strict_import
-            message = describe_missing(missing, checked, self._provided_by(missing.module, variant), strict=strict)
+            message = describe_missing(
+                missing, checked, self._provided_by(missing.module, variant), strict=strict
+            )
             if strict:
                 raise BuildError(message)
             self.warn(f"{variant.name}: {message}")
@@ -632,7 +664,9 @@ class Builder:
         for name in general.python_depends_for(variant.backend):
             dependency = PYTHON_DEPENDENCIES.get(name)
             if dependency is not None and dependency.import_name == top:
-                return f"the kernel declares it (python-depends: {name}), so users install {dependency.pip_name}"
+                return (
+                    f"the kernel declares it (python-depends: {name}), so users install {dependency.pip_name}"
+                )
         if top == "triton" and variant.backend in _TRITON_BACKENDS:
             return f"Torch's {variant.backend} builds install it"
         return None

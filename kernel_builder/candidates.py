@@ -53,7 +53,11 @@ def aot_candidates(project: KernelProject, matrix: Matrix | None = None) -> list
     out: list[Candidate] = []
     for backend in config.aot_backends():
         abi = framework.stable_abi_for(backend)
-        pairs = [(entry, system) for entry in applicable_entries(config, matrix, backend) for system in entry.systems]
+        pairs = [
+            (entry, system)
+            for entry in applicable_entries(config, matrix, backend)
+            for system in entry.systems
+        ]
         chosen = _newest_per_compute(pairs) if abi is not None else [(e, s, e.required) for e, s in pairs]
         for entry, system, required in chosen:
             variant = variant_for_entry(entry, system, abi.major_minor if abi is not None else None)
@@ -83,7 +87,9 @@ def _newest_per_compute(pairs: list[tuple[MatrixEntry, str]]) -> list[tuple[Matr
             newest[key] = entry
         required[key] = required.get(key, False) or entry.required
     return [
-        (e, s, required[(e.backend, e.version, s)]) for e, s in pairs if newest[(e.backend, e.version, s)] is e
+        (e, s, required[(e.backend, e.version, s)])
+        for e, s in pairs
+        if newest[(e.backend, e.version, s)] is e
     ]
 
 
@@ -122,7 +128,9 @@ def noarch_candidates(project: KernelProject) -> list[Candidate]:
     from .config.model import TorchNoarch
 
     config = project.config
-    backends = config.general.backends if isinstance(config.framework, TorchNoarch) else config.noarch_backends()
+    backends = (
+        config.general.backends if isinstance(config.framework, TorchNoarch) else config.noarch_backends()
+    )
     return [Candidate(noarch_variant(b), b, None, None, True) for b in backends]
 
 

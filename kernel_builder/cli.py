@@ -61,12 +61,20 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     init = commands.add_parser("init", help="create a new kernel project that builds and tests as it is")
-    init.add_argument("path", nargs="?", default=None, metavar="PATH", help="directory to create (default: ./NAME)")
+    init.add_argument(
+        "path", nargs="?", default=None, metavar="PATH", help="directory to create (default: ./NAME)"
+    )
     init.add_argument("--name", required=True, help="kernel name: lowercase letters, digits and `-`")
     init.add_argument("--org", help="Hub organisation or user; the repo id becomes ORG/NAME")
-    init.add_argument("--backends", metavar="LIST", help="comma-separated: cuda,cpu (default: from the template)")
-    init.add_argument("--template", choices=["cuda", "cpu", "triton"], help="cuda (also builds cpu), cpu, or triton")
-    init.add_argument("--license", metavar="ID", default="Apache-2.0", help="SPDX license identifier (default: Apache-2.0)")
+    init.add_argument(
+        "--backends", metavar="LIST", help="comma-separated: cuda,cpu (default: from the template)"
+    )
+    init.add_argument(
+        "--template", choices=["cuda", "cpu", "triton"], help="cuda (also builds cpu), cpu, or triton"
+    )
+    init.add_argument(
+        "--license", metavar="ID", default="Apache-2.0", help="SPDX license identifier (default: Apache-2.0)"
+    )
     init.add_argument("--force", action="store_true", help="overwrite files that already exist")
     _add_common(init)
     init.set_defaults(handler=_run_init)
@@ -79,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     update = commands.add_parser("update-build", help="rewrite a legacy build.toml in the current edition")
     _add_path(update)
-    update.add_argument("--license", metavar="ID", help="SPDX license identifier to add when the file has none")
+    update.add_argument(
+        "--license", metavar="ID", help="SPDX license identifier to add when the file has none"
+    )
     mode = update.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     mode.add_argument("--check", action="store_true", help="exit 1 if the file needs an update")
@@ -126,39 +136,82 @@ def build_parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
     _add_path(build)
     which = build.add_mutually_exclusive_group()
-    which.add_argument("--variant", action="append", default=[], metavar="NAME",
-                       help="build this candidate variant in its own environment (repeatable)")
+    which.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="build this candidate variant in its own environment (repeatable)",
+    )
     which.add_argument("--required", action="store_true", help="build every required variant buildable here")
     which.add_argument("--all-variants", action="store_true", help="build every variant buildable here")
-    build.add_argument("--refresh-envs", action="store_true", help="re-create the isolated build environments")
-    build.add_argument("--parallel", type=int, metavar="N", help="variants built at once (default: cores / 4)")
+    build.add_argument(
+        "--refresh-envs", action="store_true", help="re-create the isolated build environments"
+    )
+    build.add_argument(
+        "--parallel", type=int, metavar="N", help="variants built at once (default: cores / 4)"
+    )
     build.add_argument("--werror", action="store_true", help="treat ABI symbol-version warnings as errors")
     build.add_argument("--backend", help="build only this backend's variants")
-    build.add_argument("--arch", choices=["native"], help="native: only the visible GPU's capability (not publishable)")
+    build.add_argument(
+        "--arch", choices=["native"], help="native: only the visible GPU's capability (not publishable)"
+    )
     build.add_argument("--unique-id", metavar="ID", help="override the content-derived op namespace id")
-    build.add_argument("--offline", action="store_true",
-                       help="no network, no pip: build only what this environment's torch serves (Nix, air-gapped)")
-    build.add_argument("--provenance-commit", metavar="REV",
-                       help="record this commit in metadata.json instead of asking git (e.g. a flake's revision)")
-    build.add_argument("--provenance-dirty", action="store_true",
-                       help="with --provenance-commit: record that the sources differ from that commit")
-    build.add_argument("--build-type", default="Release", choices=["Release", "Debug", "RelWithDebInfo"],
-                       help="CMake build type (default: Release)")
-    build.add_argument("--debug-build", action="store_true",
-                       help="compile with debug information: -g, and -lineinfo for nvcc (keeps the optimisation level)")
-    build.add_argument("--json", metavar="FILE", help="write the build report (variants, status, times, sizes, findings) to FILE")
-    build.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: from MAX_JOBS or cores)")
-    build.add_argument("--nvcc-threads", type=int, metavar="N", help="nvcc --threads (default: from the arch count)")
-    build.add_argument("--python", metavar="PATH", help="build interpreter with the variant's torch (default: this one)")
-    build.add_argument("--no-import-check", action="store_true", help="skip loading each variant after assembly")
-    build.add_argument("--strict-import", action="store_true",
-                       help="fail the import check also when a third-party module is missing from the build interpreter")
+    build.add_argument(
+        "--offline",
+        action="store_true",
+        help="no network, no pip: build only what this environment's torch serves (Nix, air-gapped)",
+    )
+    build.add_argument(
+        "--provenance-commit",
+        metavar="REV",
+        help="record this commit in metadata.json instead of asking git (e.g. a flake's revision)",
+    )
+    build.add_argument(
+        "--provenance-dirty",
+        action="store_true",
+        help="with --provenance-commit: record that the sources differ from that commit",
+    )
+    build.add_argument(
+        "--build-type",
+        default="Release",
+        choices=["Release", "Debug", "RelWithDebInfo"],
+        help="CMake build type (default: Release)",
+    )
+    build.add_argument(
+        "--debug-build",
+        action="store_true",
+        help="compile with debug information: -g, and -lineinfo for nvcc (keeps the optimisation level)",
+    )
+    build.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the build report (variants, status, times, sizes, findings) to FILE",
+    )
+    build.add_argument(
+        "-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: from MAX_JOBS or cores)"
+    )
+    build.add_argument(
+        "--nvcc-threads", type=int, metavar="N", help="nvcc --threads (default: from the arch count)"
+    )
+    build.add_argument(
+        "--python", metavar="PATH", help="build interpreter with the variant's torch (default: this one)"
+    )
+    build.add_argument(
+        "--no-import-check", action="store_true", help="skip loading each variant after assembly"
+    )
+    build.add_argument(
+        "--strict-import",
+        action="store_true",
+        help="fail the import check also when a third-party module is missing from the build interpreter",
+    )
     build.add_argument("-v", "--verbose", action="store_true", help="echo every command")
     _add_common(build)
     build.set_defaults(handler=_run_build)
 
     test = commands.add_parser(
-        "test", usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch {native}] [--debug] [PATH] [-- PYTEST_ARGS ...]",
+        "test",
+        usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch {native}] [--debug] [PATH] [-- PYTEST_ARGS ...]",
         help="build this environment's variant, then run the project's tests against it",
         description="Build the variant for this environment, then run pytest on tests/ with the kernel importable "
         "under its package name and get_kernel(<repo-id>) resolving to this project (LOCAL_KERNELS). Arguments "
@@ -167,18 +220,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_path(test)
     test.add_argument("--backend", help="build only this backend's variants")
     test.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs")
-    test.add_argument("--arch", choices=["native"], help="native: compile CUDA code only for the visible GPU (faster)")
+    test.add_argument(
+        "--arch", choices=["native"], help="native: compile CUDA code only for the visible GPU (faster)"
+    )
     _add_common(test)
     test.set_defaults(handler=_run_test)
 
     bench = commands.add_parser(
-        "bench", help="build, then time the kernel's ops against a reference (benchmarks/ or torch)",
+        "bench",
+        help="build, then time the kernel's ops against a reference (benchmarks/ or torch)",
         description="Build the variant for this environment, then run benchmarks/*.py (functions bench_*(kernel, "
         "device) returning kernel_builder.bench.Case) or, without them, each public function against its torch "
         "namesake. CUDA events on a GPU, wall clock on the CPU; median, spread and GB/s.",
     )
     _add_path(bench)
-    bench.add_argument("--runs", type=int, default=100, metavar="N", help="timed runs per case (default: 100)")
+    bench.add_argument(
+        "--runs", type=int, default=100, metavar="N", help="timed runs per case (default: 100)"
+    )
     bench.add_argument("--warmup", type=int, default=10, metavar="N", help="untimed runs first (default: 10)")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     _add_common(bench)
@@ -186,8 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     upload = commands.add_parser("upload", help="upload the built variants to a kernel repo on the Hub")
     _add_path(upload, "KERNEL_DIR", "kernel directory")
-    upload.add_argument("--repo-id", metavar="ID", help="<org>/<name> (default: [general.hub] repo-id of build.toml)")
-    upload.add_argument("--branch", metavar="B", help="target branch (default: [general.hub] branch, else v<version>)")
+    upload.add_argument(
+        "--repo-id", metavar="ID", help="<org>/<name> (default: [general.hub] repo-id of build.toml)"
+    )
+    upload.add_argument(
+        "--branch", metavar="B", help="target branch (default: [general.hub] branch, else v<version>)"
+    )
     upload.add_argument("--private", action="store_true", help="create the repository as private")
     upload.add_argument("--repo-type", choices=["kernel", "model"], default="kernel", help="repository type")
     upload.add_argument("--create-pr", action="store_true", help="open pull requests instead of committing")
@@ -201,7 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(upload)
     upload.set_defaults(handler=_run_upload)
 
-    lock = commands.add_parser("lock", help="pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock")
+    lock = commands.add_parser(
+        "lock", help="pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock"
+    )
     _add_path(lock, "PROJECT_DIR", "project directory")
     lock.add_argument("--trust-remote-code", action="store_true", help="skip the trusted-publisher check")
     _add_common(lock)
@@ -209,7 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     download = commands.add_parser("download", help="download and verify the kernels pinned in kernels.lock")
     _add_path(download, "PROJECT_DIR", "project directory")
-    download.add_argument("--all-variants", action="store_true", help="every locked variant, not only this machine's")
+    download.add_argument(
+        "--all-variants", action="store_true", help="every locked variant, not only this machine's"
+    )
     _add_common(download)
     download.set_defaults(handler=_run_download)
     return parser
@@ -331,7 +397,9 @@ def _run_generate(args: argparse.Namespace) -> int:
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
-    builder = Builder(result.project, BuildOptions(python=args.python), log=lambda line: print(line, file=sys.stderr))
+    builder = Builder(
+        result.project, BuildOptions(python=args.python), log=lambda line: print(line, file=sys.stderr)
+    )
     target = builder.generate(force=args.force)
     print(f"wrote {target}; build a wheel with: pip wheel --no-build-isolation {target.parent}")
     return 0
@@ -391,7 +459,9 @@ def _run_build(args: argparse.Namespace) -> int:
 
         from .summary import build_report_json
 
-        data = build_report_json(report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id)
+        data = build_report_json(
+            report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id
+        )
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return 1 if report.failed else 0
 
@@ -404,7 +474,9 @@ def _provenance_option(commit: str | None, dirty: bool) -> Provenance | None:
 
     if commit is None:
         if dirty:
-            raise UsageError("--provenance-dirty needs --provenance-commit (the commit the sources differ from)")
+            raise UsageError(
+                "--provenance-dirty needs --provenance-commit (the commit the sources differ from)"
+            )
         return None
     if not re.fullmatch(r"[0-9a-f]{7,64}", commit):
         raise UsageError(
@@ -437,7 +509,9 @@ def _run_test(args: argparse.Namespace) -> int:
     from .builder import BuildOptions
     from .devtest import run_tests
 
-    project, status = _build_here(args.path, BuildOptions(backend=args.backend, jobs=args.jobs, arch=args.arch))
+    project, status = _build_here(
+        args.path, BuildOptions(backend=args.backend, jobs=args.jobs, arch=args.arch)
+    )
     if status:
         return status
     return run_tests(project, args.pytest_args, log=lambda line: print(line, file=sys.stderr, flush=True))
@@ -471,6 +545,7 @@ def _run_upload(args: argparse.Namespace) -> int:
 
     if args.output_json:
         check_output_json(Path(args.output_json))
+
     def log(line: str) -> None:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
@@ -485,7 +560,9 @@ def _run_upload(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         allow_abi_violations=args.allow_abi_violations,
     )
-    result = upload(options, log=log, warn=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True))
+    result = upload(
+        options, log=log, warn=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True)
+    )
     if args.dry_run:
         print("\n".join(["dry run: nothing was changed", *describe_plan(result.plan)]))
     elif not args.quiet:
@@ -521,7 +598,9 @@ def _run_lock(args: argparse.Namespace) -> int:
     for repo_id, message in report.failures:
         print(f"error: {repo_id}: {message}", file=sys.stderr)
     if report.failures:
-        print(f"error: {report.path} was not written ({len(report.failures)} repo(s) failed)", file=sys.stderr)
+        print(
+            f"error: {report.path} was not written ({len(report.failures)} repo(s) failed)", file=sys.stderr
+        )
         return 1
     print(f"wrote {report.path} ({len(report.entries)} kernel(s))")
     return 0

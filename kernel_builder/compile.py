@@ -90,7 +90,13 @@ def build(
 ) -> None:
     """Run Ninja through CMake. With ``log_file``, output goes there (and ``[n/m]`` steps to ``on_step``);
     a failure then carries the log's end."""
-    argv: list[str | os.PathLike[str]] = [toolchain.cmake().path, "--build", build_dir, "--parallel", str(jobs)]
+    argv: list[str | os.PathLike[str]] = [
+        toolchain.cmake().path,
+        "--build",
+        build_dir,
+        "--parallel",
+        str(jobs),
+    ]
     if verbose:
         argv.append("--verbose")
     if log_file is None:
@@ -115,14 +121,21 @@ def build(
             processes.finish(process, interrupted=interrupted)
     if status != 0:
         tail = "".join(log_file.read_text(encoding="utf-8").splitlines(keepends=True)[-60:])
-        raise BuildError(f"compilation failed (exit status {status}); the end of {log_file}:\n{tail.rstrip()}")
+        raise BuildError(
+            f"compilation failed (exit status {status}); the end of {log_file}:\n{tail.rstrip()}"
+        )
 
 
 def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
     """Install into ``stage_dir`` and return the extension (a changed id renames it, so start clean)."""
     for stale in stage_dir.glob("*.abi3.so"):
         stale.unlink()
-    run([toolchain.cmake().path, "--install", build_dir, "--prefix", stage_dir], verbose=verbose, capture=True, what="install")
+    run(
+        [toolchain.cmake().path, "--install", build_dir, "--prefix", stage_dir],
+        verbose=verbose,
+        capture=True,
+        what="install",
+    )
     libraries = sorted(stage_dir.glob("*.abi3.so"))
     if len(libraries) != 1:
         raise BuildError(f"expected one .abi3.so in {stage_dir}, found {len(libraries)}")
@@ -140,7 +153,9 @@ def included_files(build_dir: Path) -> dict[str, list[Path]]:
     Ninja writes paths as the compiler and linker gave them, relative ones relative to the build directory; they
     are returned absolute, resolved against ``build_dir`` whatever the current directory is.
     """
-    out = run([toolchain.ninja().path, "-C", build_dir, "-t", "deps"], capture=True, what="reading Ninja's deps")
+    out = run(
+        [toolchain.ninja().path, "-C", build_dir, "-t", "deps"], capture=True, what="reading Ninja's deps"
+    )
     base = build_dir.absolute()
     deps: dict[str, list[Path]] = {}
     current: list[Path] | None = None

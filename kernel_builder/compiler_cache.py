@@ -122,7 +122,9 @@ def _locate(name: str) -> Path | None:
 def _describe(path: Path) -> CompilerCache | None:
     """Name and version of the tool at ``path``, or None when it does not run."""
     try:
-        result = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10, check=False)
+        result = subprocess.run(
+            [str(path), "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     first = result.stdout.strip().splitlines()[0] if result.returncode == 0 and result.stdout.strip() else ""

@@ -71,10 +71,14 @@ def cutlass_includes(
     if src_dir:
         root = Path(src_dir).expanduser().absolute()  # the include dirs are used from the generated project
         if not (root / "include" / "cutlass" / "cutlass.h").is_file():
-            raise BuildError(f"CUTLASS_SRC_DIR={src_dir} is not a CUTLASS checkout (no include/cutlass/cutlass.h)")
+            raise BuildError(
+                f"CUTLASS_SRC_DIR={src_dir} is not a CUTLASS checkout (no include/cutlass/cutlass.h)"
+            )
         found = checkout_version(root)
         if found != spec.version:
-            log(f"warning: CUTLASS_SRC_DIR holds CUTLASS {found or 'of unknown version'}, but {pin} pins {spec.version}")
+            log(
+                f"warning: CUTLASS_SRC_DIR holds CUTLASS {found or 'of unknown version'}, but {pin} pins {spec.version}"
+            )
         return _includes(root)
     if not spec.pypi:
         raise BuildError(
@@ -105,7 +109,18 @@ def _download(spec: CutlassPin, interpreter: BuildInterpreter, into: Path) -> Pa
     requirement = f"nvidia-cutlass=={spec.version}"
     detail = ""
     for python in dict.fromkeys([str(interpreter.python), sys.executable]):
-        argv = [python, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "-d", str(into), requirement]
+        argv = [
+            python,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "-d",
+            str(into),
+            requirement,
+        ]
         try:
             result = processes.run(argv, capture=True)
         except OSError as exc:
@@ -143,7 +158,9 @@ def _unpack_headers(wheel: Path, spec: CutlassPin, cached: Path) -> None:
                     shutil.copyfileobj(source, out)
         found = checkout_version(staging)
         if found != spec.version:
-            raise BuildError(f"{wheel.name} holds CUTLASS {found or 'of unknown version'}, not {spec.version}")
+            raise BuildError(
+                f"{wheel.name} holds CUTLASS {found or 'of unknown version'}, not {spec.version}"
+            )
         try:
             os.rename(staging, cached)
         except OSError:

@@ -30,7 +30,9 @@ SNAPSHOTS = "loaded"
 def _arch(arch: str | None) -> str | None:
     """``native`` when a GPU is visible (the CPU and the CUDA-less machine build the usual variant)."""
     if arch not in ("native", None):
-        raise UsageError(f"arch={arch!r}: use 'native' (the visible GPU's capability) or None (the default list)")
+        raise UsageError(
+            f"arch={arch!r}: use 'native' (the visible GPU's capability) or None (the default list)"
+        )
     if arch is None:
         return None
     import torch
@@ -78,7 +80,9 @@ def _snapshot(variant_dir: Path, state: Path) -> Path:
     return target
 
 
-def load(path: str | os.PathLike[str] = ".", *, arch: str | None = "native", verbose: bool = False) -> ModuleType:
+def load(
+    path: str | os.PathLike[str] = ".", *, arch: str | None = "native", verbose: bool = False
+) -> ModuleType:
     """Build the kernel project at ``path`` for this environment if anything changed, and import it.
 
     ``arch="native"`` compiles CUDA code for the visible GPU only (fast; not for publishing); on a machine
@@ -89,7 +93,11 @@ def load(path: str | os.PathLike[str] = ".", *, arch: str | None = "native", ver
     selected_arch = _arch(arch)
     project = load_project(path).project
     options = BuildOptions(
-        arch=selected_arch, verbose=verbose, import_check=False, namespace_where_used=True, compile_log=not verbose
+        arch=selected_arch,
+        verbose=verbose,
+        import_check=False,
+        namespace_where_used=True,
+        compile_log=not verbose,
     )
 
     def log(line: str) -> None:

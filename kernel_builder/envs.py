@@ -23,7 +23,16 @@ from .errors import BuildError
 from .matrix import MatrixEntry
 from .provision import toolkit_requirements
 
-__all__ = ["MARKER", "EnvSpec", "cache_root", "ensure_env", "env_dir", "env_ready", "python_of", "toolkit_requirements"]
+__all__ = [
+    "MARKER",
+    "EnvSpec",
+    "cache_root",
+    "ensure_env",
+    "env_dir",
+    "env_ready",
+    "python_of",
+    "toolkit_requirements",
+]
 
 MARKER = "kernel-builder-env.json"
 
@@ -45,7 +54,9 @@ class EnvSpec:
     @classmethod
     def for_entry(cls, entry: MatrixEntry) -> EnvSpec:
         if entry.torch_pin is None:
-            raise BuildError(f"matrix entry torch {entry.torch_str} {entry.compute} has no torch-pin to install")
+            raise BuildError(
+                f"matrix entry torch {entry.torch_str} {entry.compute} has no torch-pin to install"
+            )
         return cls(entry.torch_pin, entry.compute, entry.index_url)
 
     @property
@@ -119,7 +130,9 @@ def ensure_env(
             shutil.rmtree(tmp, ignore_errors=True)
             where = spec.index_url or "PyPI"
             detail = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
-            raise BuildError(f"torch {spec.torch_pin} not available from {where}" + (f" ({detail})" if detail else ""))
+            raise BuildError(
+                f"torch {spec.torch_pin} not available from {where}" + (f" ({detail})" if detail else "")
+            )
         if toolkit:
             log(f"installing the CUDA toolkit from PyPI ({', '.join(toolkit)})")
             result = subprocess.run(
@@ -132,6 +145,7 @@ def ensure_env(
         # Only bin/python is used, and a venv's interpreter works after the directory is renamed.
         os.rename(tmp, env)
         marker.write_text(
-            json.dumps({"torch": spec.torch_pin, "compute": spec.compute, "toolkit": toolkit}, indent=2) + "\n"
+            json.dumps({"torch": spec.torch_pin, "compute": spec.compute, "toolkit": toolkit}, indent=2)
+            + "\n"
         )
         return python_of(env)

@@ -377,7 +377,9 @@ class Hub:
         snapshot = Path(self.call(repo, download) if not self.offline else download(self._type(repo)))
         # The Hub may answer for another commit than the one asked: only the asked one's snapshot is used.
         if os.path.abspath(snapshot) != os.path.abspath(self.snapshot(repo, sha)):
-            raise ValueError(f"{repo.repo_id}@{sha}: the download landed in {snapshot}, not in the snapshot of {sha}")
+            raise ValueError(
+                f"{repo.repo_id}@{sha}: the download landed in {snapshot}, not in the snapshot of {sha}"
+            )
         target = snapshot / folder
         if not target.is_dir():
             raise FileNotFoundError(f"{repo.repo_id}@{sha}: {folder} is missing from the download ({target})")
@@ -485,7 +487,9 @@ class Hub:
     def snapshot(self, repo: RemoteRepo, sha: str) -> Path:
         """``<repo folder>/snapshots/<sha>``; ``sha`` must be a 40-hex commit id (it becomes a path)."""
         if not is_commit_id(sha):
-            raise ValueError(f"{repo.repo_id}: {sha!r} is not a 40-hex commit id; refusing to use it as a path")
+            raise ValueError(
+                f"{repo.repo_id}: {sha!r} is not a 40-hex commit id; refusing to use it as a path"
+            )
         return self.repo_folder(repo) / "snapshots" / sha
 
     def _ref_path(self, repo: RemoteRepo, name: str) -> Path:

@@ -85,14 +85,18 @@ def check_import(interpreter: BuildInterpreter, variant_dir: Path) -> MissingMod
     """Load ``variant_dir`` in a fresh ``interpreter``; a kernel error raises :class:`BuildError`, a missing
     third-party module is returned."""
     script = _SCRIPT % {"mark": _MARK}
-    result = processes.run([interpreter.python, "-c", script, variant_dir], capture=True, env=with_this_package())
+    result = processes.run(
+        [interpreter.python, "-c", script, variant_dir], capture=True, env=with_this_package()
+    )
     if result.returncode == 3:
         for line in result.stdout.splitlines():
             if line.startswith(_MARK):
                 data = json.loads(line[len(_MARK) :])
                 return MissingModule(str(data["module"]), data.get("where"), str(data["loader"]))
     if result.returncode != 0:
-        raise BuildError(f"import check failed: the assembled variant does not load:\n{result.stderr.strip()}")
+        raise BuildError(
+            f"import check failed: the assembled variant does not load:\n{result.stderr.strip()}"
+        )
     return None
 
 

@@ -83,11 +83,17 @@ def select_variant(project: KernelProject, python: str | os.PathLike[str] | None
     """The variant of ``build/`` that the loader picks in ``python``'s environment (default: this one)."""
     build = project.root / "build"
     if not build.is_dir():
-        raise UsageError(f"{build} does not exist: build the kernel first (kernel-builder build {project.root})")
-    result = processes.run([python or sys.executable, "-c", _SELECT, build], capture=True, env=with_this_package())
+        raise UsageError(
+            f"{build} does not exist: build the kernel first (kernel-builder build {project.root})"
+        )
+    result = processes.run(
+        [python or sys.executable, "-c", _SELECT, build], capture=True, env=with_this_package()
+    )
     if result.returncode != 0:
         lines = result.stderr.strip().splitlines()
-        raise BuildError(f"no variant in {build} suits {python or sys.executable}: {lines[-1] if lines else ''}")
+        raise BuildError(
+            f"no variant in {build} suits {python or sys.executable}: {lines[-1] if lines else ''}"
+        )
     return Path(result.stdout.strip().splitlines()[-1])
 
 

@@ -136,7 +136,9 @@ def compat_header(pins: dict[str, str], rename_single_threaded: bool) -> str:
             "#endif",
         ]
     if pins:
-        lines.append("/* Functions whose default version on the build host is newer than manylinux_2_28 allows. */")
+        lines.append(
+            "/* Functions whose default version on the build host is newer than manylinux_2_28 allows. */"
+        )
         lines += [f'__asm__(".symver {name},{name}@{version}");' for name, version in pins.items()]
     lines.append("#endif")
     return "\n".join(lines) + "\n"
@@ -144,7 +146,9 @@ def compat_header(pins: dict[str, str], rename_single_threaded: bool) -> str:
 
 def _print_file_name(compiler: str, name: str) -> str:
     try:
-        result = subprocess.run([compiler, f"-print-file-name={name}"], capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            [compiler, f"-print-file-name={name}"], capture_output=True, text=True, check=False
+        )
     except OSError:
         return name
     return result.stdout.strip() if result.returncode == 0 else name
@@ -192,7 +196,9 @@ def _header_for(compiler: str) -> str:
     from .environment import normalize_cpu
 
     policy = manylinux_policy(normalize_cpu(platform.machine()))
-    allowed = frozenset(f"GLIBC_{v}" for v in policy.symbol_versions.get("GLIBC", ())) if policy else frozenset()
+    allowed = (
+        frozenset(f"GLIBC_{v}" for v in policy.symbol_versions.get("GLIBC", ())) if policy else frozenset()
+    )
     text = compat_header(symbol_pins(libraries, allowed), _single_threaded_is_too_new(libraries, allowed))
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)

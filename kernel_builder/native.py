@@ -80,7 +80,9 @@ def _nvidia_smi() -> bytes | None:
         return None
     query = "--query-gpu=driver_version,uuid,pci.bus_id,name"
     try:
-        result = subprocess.run([tool, query, "--format=csv,noheader"], capture_output=True, timeout=20, check=False)
+        result = subprocess.run(
+            [tool, query, "--format=csv,noheader"], capture_output=True, timeout=20, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout if result.returncode == 0 and result.stdout.strip() else None

@@ -45,6 +45,7 @@ def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | No
     untracked or ignored (HEAD does not hold it), or a file HEAD has in the package that would be shipped is
     deleted (the id was computed without it).
     """
+
     def git(*args: str) -> subprocess.CompletedProcess[str]:
         argv = ["git", "--literal-pathspecs", "-C", str(project.root), *args]  # input names are not globs
         return subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -57,7 +58,9 @@ def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | No
         return None
     prefix = git("rev-parse", "--show-prefix").stdout.strip()  # the kernel root within the work tree
     package = package_dir(project).relative_to(project.root).as_posix()
-    status = git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored", "--", *inputs, package)
+    status = git(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored", "--", *inputs, package
+    )
     wanted = set(inputs)
     pyext = project.config.framework.pyext
     entries = iter(status.stdout.split("\0"))
@@ -69,7 +72,9 @@ def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | No
         if code[0] in "RC":
             next(entries, None)  # the rename's source path
         rel = path.removeprefix(prefix)
-        deleted_shipped = "D" in code and rel.startswith(package + "/") and is_shipped(rel[len(package) + 1 :], pyext)
+        deleted_shipped = (
+            "D" in code and rel.startswith(package + "/") and is_shipped(rel[len(package) + 1 :], pyext)
+        )
         dirty = dirty or rel in wanted or deleted_shipped
     return Provenance(head.stdout.strip(), dirty)
 
@@ -78,14 +83,22 @@ def metadata_dict(
     project: KernelProject, plan: VariantPlan, digest: dict[str, str], provenance: Provenance | None
 ) -> dict[str, Any]:
     general = project.config.general
-    data: dict[str, Any] = {"name": general.name, "id": plan.ops_name, "version": general.version, "license": general.license}
+    data: dict[str, Any] = {
+        "name": general.name,
+        "id": plan.ops_name,
+        "version": general.version,
+        "license": general.license,
+    }
     if general.upstream:
         data["upstream"] = general.upstream
     if general.source:
         data["source"] = general.source
     data["python-depends"] = list(general.python_depends_for(plan.backend))
     data["kernel-depends"] = [
-        {"repo-id": d.repo_id, **({"version": d.version} if d.version is not None else {"revision": d.revision})}
+        {
+            "repo-id": d.repo_id,
+            **({"version": d.version} if d.version is not None else {"revision": d.revision}),
+        }
         for d in general.kernel_depends_for(plan.backend)
     ]
     backend: dict[str, Any] = {"type": plan.backend}
@@ -118,12 +131,18 @@ def check_op_namespaces(package: Path, files: list[str]) -> list[str]:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             for deco in node.decorator_list:
-                if not isinstance(deco, ast.Call) or not _callee_name(deco.func).endswith(_REGISTERING_DECORATORS):
+                if not isinstance(deco, ast.Call) or not _callee_name(deco.func).endswith(
+                    _REGISTERING_DECORATORS
+                ):
                     continue
                 first = deco.args[0] if deco.args else None
-                if not (isinstance(first, ast.Call) and _callee_name(first.func) == "add_op_namespace_prefix"):
-                    problems.append(f"{rel}:{deco.lineno}: `{_callee_name(deco.func)}` registers an op without "
-                                    "add_op_namespace_prefix(...)")
+                if not (
+                    isinstance(first, ast.Call) and _callee_name(first.func) == "add_op_namespace_prefix"
+                ):
+                    problems.append(
+                        f"{rel}:{deco.lineno}: `{_callee_name(deco.func)}` registers an op without "
+                        "add_op_namespace_prefix(...)"
+                    )
     return problems
 
 
@@ -175,8 +194,10 @@ def _write_error(exc: OSError, final: Path) -> BuildError:
     """A file-system error while writing a variant, as an error naming the path and what to do."""
     path = exc.filename2 if exc.filename2 is not None else exc.filename
     kept = f"{final} is unchanged" if final.exists() else f"{final} was not written"
-    return BuildError(f"cannot write {path or final}: {exc.strerror or exc}; {kept}. Free some space or fix the "
-                      "permissions, then build again")
+    return BuildError(
+        f"cannot write {path or final}: {exc.strerror or exc}; {kept}. Free some space or fix the "
+        "permissions, then build again"
+    )
 
 
 def _fill(

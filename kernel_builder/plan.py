@@ -100,7 +100,9 @@ def noarch_plans(project: KernelProject, unique_id: str) -> list[VariantPlan]:
             if backend == "rocm" and framework.rocm_archs:
                 archs = framework.rocm_archs
         plans.append(
-            VariantPlan(noarch_variant(backend), backend, ops_name(project.py_name, backend, unique_id), archs=archs)
+            VariantPlan(
+                noarch_variant(backend), backend, ops_name(project.py_name, backend, unique_id), archs=archs
+            )
         )
     return plans
 
@@ -118,7 +120,9 @@ def plan_build(
     config = project.config
     diags = DiagnosticList(project.display_path)
     if isinstance(config.framework, TvmFfi):
-        raise BuildError("framework tvm-ffi is validated but cannot be built by this version of kernel-builder")
+        raise BuildError(
+            "framework tvm-ffi is validated but cannot be built by this version of kernel-builder"
+        )
     if backend is not None and backend not in config.general.backends:
         raise BuildError(f"backend '{backend}' is not in `backends` of {project.display_path}")
     skipped: list[tuple[str, str]] = []
@@ -145,7 +149,9 @@ def plan_build(
             skipped.append((b, reason))
             diags.note(reason)
     if interpreter is not None and env_backend in aot_backends and _buildable_here(env_backend):
-        plan = _aot_plan(project, interpreter, env_backend, unique_id, native_targets, matrix or load_matrix(), diags)
+        plan = _aot_plan(
+            project, interpreter, env_backend, unique_id, native_targets, matrix or load_matrix(), diags
+        )
         if plan is not None:
             plans.append(plan)
     for noarch in noarch_plans(project, unique_id):
@@ -172,7 +178,9 @@ def _aot_plan(
     torch_version = interpreter.torch_major_minor
     cuda_version = interpreter.backend()[1] if backend == "cuda" else None
     if not within_bounds(torch_version, framework.minver, framework.maxver):
-        diags.note(f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is outside [torch] minver/maxver")
+        diags.note(
+            f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is outside [torch] minver/maxver"
+        )
         return None
     if abi is not None and torch_version < abi.major_minor:
         diags.note(
@@ -183,9 +191,15 @@ def _aot_plan(
     try:
         variant = interpreter.variant(abi.major_minor if abi is not None else None)
     except UnsupportedEnvironmentError as exc:
-        raise BuildError(f"cannot name the {backend} variant of the build interpreter {interpreter.python}: {exc}") from None
-    if cuda_version is not None and not within_bounds(cuda_version, config.general.cuda.minver, config.general.cuda.maxver):
-        diags.note(f"no cuda variant is built: CUDA {cuda_version[0]}.{cuda_version[1]} is outside [general.cuda] minver/maxver")
+        raise BuildError(
+            f"cannot name the {backend} variant of the build interpreter {interpreter.python}: {exc}"
+        ) from None
+    if cuda_version is not None and not within_bounds(
+        cuda_version, config.general.cuda.minver, config.general.cuda.maxver
+    ):
+        diags.note(
+            f"no cuda variant is built: CUDA {cuda_version[0]}.{cuda_version[1]} is outside [general.cuda] minver/maxver"
+        )
         return None
     # A stable-ABI variant is named by the ABI version: every applicable Torch of its compute gives that name.
     entries = [
@@ -206,7 +220,9 @@ def _aot_plan(
         archs: tuple[str, ...] = ()
         if backend == "cuda":
             assert cuda_version is not None
-            selection = capabilities.select_capabilities(kernel.cuda_capabilities, cuda_version, native_targets)
+            selection = capabilities.select_capabilities(
+                kernel.cuda_capabilities, cuda_version, native_targets
+            )
             for dropped in selection.dropped:
                 diags.warning(
                     f"[kernel.{kernel.name}]: capability {dropped} dropped: CUDA {cuda_version[0]}.{cuda_version[1]} "
@@ -214,7 +230,11 @@ def _aot_plan(
                     kernel.line,
                 )
             if not selection.archs:
-                requested = ", ".join(kernel.cuda_capabilities or native_targets or capabilities.default_capabilities(cuda_version))
+                requested = ", ".join(
+                    kernel.cuda_capabilities
+                    or native_targets
+                    or capabilities.default_capabilities(cuda_version)
+                )
                 targets = native_targets or capabilities.default_targets(cuda_version)
                 diags.error(
                     f"[kernel.{kernel.name}]: none of the requested capabilities ({requested}) can be built with "
@@ -225,7 +245,15 @@ def _aot_plan(
             archs = selection.archs
         compiled = tuple(s for s in kernel.src if PurePosixPath(s).suffix in (*CPP_SUFFIXES, ".cu"))
         components.append(
-            Component(kernel.name, compiled, kernel.include, kernel.cxx_flags, kernel.cuda_flags, archs, kernel.depends)
+            Component(
+                kernel.name,
+                compiled,
+                kernel.include,
+                kernel.cxx_flags,
+                kernel.cuda_flags,
+                archs,
+                kernel.depends,
+            )
         )
     union = capabilities.union_archs(c.archs for c in components if c.archs)
     binding_sources = []
@@ -237,12 +265,16 @@ def _aot_plan(
             if backend == "cuda":
                 binding_sources.append(src)
             else:
-                diags.warning(f"[torch] src `{src}` is a CUDA file and is not compiled into the {backend} variant")
+                diags.warning(
+                    f"[torch] src `{src}` is a CUDA file and is not compiled into the {backend} variant"
+                )
     binding_archs: tuple[str, ...] = ()
     if backend == "cuda" and any(s.endswith(".cu") for s in binding_sources):
         assert cuda_version is not None
         binding_archs = union or capabilities.select_capabilities(None, cuda_version, native_targets).archs
-    binding = Component("_torch_binding", tuple(binding_sources), framework.include, framework.cxx_flags, (), binding_archs)
+    binding = Component(
+        "_torch_binding", tuple(binding_sources), framework.include, framework.cxx_flags, (), binding_archs
+    )
     if binding_archs:
         union = capabilities.union_archs([union, binding_archs])
     return VariantPlan(

@@ -60,7 +60,10 @@ class RichProgress:
     def stage(self, variant: str, stage: str) -> None:
         task = self._task(variant)
         self.bar.update(task, stage=stage)
-        if stage in ("built", "up to date"):  # a full bar, also when Ninja had nothing (or nothing shown) to do
+        if stage in (
+            "built",
+            "up to date",
+        ):  # a full bar, also when Ninja had nothing (or nothing shown) to do
             total = next(t.total for t in self.bar.tasks if t.id == task) or 1
             self.bar.update(task, total=total, completed=total)
         if stage in ("built", "up to date", "failed"):

@@ -87,7 +87,9 @@ def _pip_resolve(requirement: str, index_url: str | None) -> tuple[dict[str, obj
                 "--report", str(report), requirement]  # fmt: skip
         if index_url:
             argv += ["--extra-index-url", index_url]
-        result = subprocess.run([*argv, "--use-feature=fast-deps"], capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            [*argv, "--use-feature=fast-deps"], capture_output=True, text=True, check=False
+        )
         if result.returncode == 2 and "fast-deps" in result.stderr:  # a pip without the feature
             result = subprocess.run(argv, capture_output=True, text=True, check=False)
         errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]

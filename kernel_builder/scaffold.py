@@ -83,7 +83,9 @@ def resolve(options: InitOptions) -> tuple[str, tuple[str, ...]]:
     if template == "cuda" and "cuda" not in backends:
         raise UsageError("--template cuda needs the cuda backend: add it with --backends cuda,cpu")
     if template == "cpu" and backends != ("cpu",):
-        raise UsageError("--template cpu builds only the cpu backend: pass --backends cpu (or --template cuda)")
+        raise UsageError(
+            "--template cpu builds only the cpu backend: pass --backends cpu (or --template cuda)"
+        )
     return template, backends
 
 
@@ -118,7 +120,11 @@ def build_toml(options: InitOptions, template: str, backends: tuple[str, ...]) -
         lines += ["# Where `kernel-builder upload` publishes the kernel:", "# [general.hub]",
                   f'# repo-id = "<your-org>/{name}"', ""]  # fmt: skip
     if template == "triton":
-        lines += ["# Pure Python (Triton): nothing is compiled; one variant per backend.", "[torch-noarch]", ""]
+        lines += [
+            "# Pure Python (Triton): nothing is compiled; one variant per backend.",
+            "[torch-noarch]",
+            "",
+        ]
         return "\n".join(lines)
     lines += [
         "# The op bindings, compiled into every variant (registration.h is generated).",
@@ -136,12 +142,20 @@ def build_toml(options: InitOptions, template: str, backends: tuple[str, ...]) -
             "",
         ]
     if "cpu" in backends:
-        lines += [f"[kernel.{py}_cpu]", 'backend = "cpu"', 'depends = ["torch"]', f'src = ["{py}_cpu/relu_cpu.cpp"]', ""]
+        lines += [
+            f"[kernel.{py}_cpu]",
+            'backend = "cpu"',
+            'depends = ["torch"]',
+            f'src = ["{py}_cpu/relu_cpu.cpp"]',
+            "",
+        ]
     return "\n".join(lines)
 
 
 def _render(template_file: str, values: dict[str, str]) -> str:
-    text = resources.files("kernel_builder").joinpath(f"templates/{template_file}").read_text(encoding="utf-8")
+    text = (
+        resources.files("kernel_builder").joinpath(f"templates/{template_file}").read_text(encoding="utf-8")
+    )
     return string.Template(text).substitute(values)
 
 
@@ -178,7 +192,9 @@ def init_project(path: str | Path, options: InitOptions) -> list[Path]:
     if existing and not options.force:
         shown = ", ".join(existing[:5]) + (f" and {len(existing) - 5} more" if len(existing) > 5 else "")
         verb = "exists" if len(existing) == 1 else "exist"
-        raise UsageError(f"{root}: {shown} already {verb}; pass --force to overwrite (or choose another PATH)")
+        raise UsageError(
+            f"{root}: {shown} already {verb}; pass --force to overwrite (or choose another PATH)"
+        )
     written = []
     for rel, text in files.items():
         target = root / rel

@@ -55,7 +55,9 @@ def project_lock(root: Path, log: Callable[[str], None]) -> Iterator[None]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BuildError(f"cannot create {path.parent}: {exc.strerror}; the kernel directory must be writable") from None
+        raise BuildError(
+            f"cannot create {path.parent}: {exc.strerror}; the kernel directory must be writable"
+        ) from None
     lock = FileLock(str(path))
     try:
         lock.acquire(timeout=0)

@@ -37,7 +37,11 @@ def describe_project(project: KernelProject) -> str:
             detail = ""
             if kernel.backend == "cuda":
                 caps = kernel.cuda_capabilities
-                detail = f"capabilities: {', '.join(caps)}" if caps else "capabilities: default list of each CUDA version"
+                detail = (
+                    f"capabilities: {', '.join(caps)}"
+                    if caps
+                    else "capabilities: default list of each CUDA version"
+                )
                 if kernel.cuda_minver:
                     detail += f"; CUDA >= {kernel.cuda_minver}"
             elif kernel.backend == "rocm":
@@ -92,7 +96,13 @@ def build_report_json(
             for r in results
         ],
         "findings": [
-            {"severity": d.severity.value, "message": d.message, "path": d.path, "line": d.line, "hint": d.hint}
+            {
+                "severity": d.severity.value,
+                "message": d.message,
+                "path": d.path,
+                "line": d.line,
+                "hint": d.hint,
+            }
             for d in diagnostics
         ],
     }
@@ -102,7 +112,9 @@ def variants_table(candidates: Sequence[Candidate]) -> str:
     """``list-variants``: every candidate, required or optional, and buildable here or why not."""
     rows = [("variant", "required", "buildable here")]
     for c in candidates:
-        rows.append((c.name, "required" if c.required else "optional", "yes" if c.buildable else f"no: {c.reason}"))
+        rows.append(
+            (c.name, "required" if c.required else "optional", "yes" if c.buildable else f"no: {c.reason}")
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     return "\n".join(f"{a.ljust(widths[0])}  {b.ljust(widths[1])}  {c}" for a, b, c in rows)
 

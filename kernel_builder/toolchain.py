@@ -174,7 +174,9 @@ def cuda_toolkit(purelib: Path | None = None, wanted: tuple[int, int] | None = N
     for nvcc in _nvcc_candidates(purelib):
         if nvcc.is_file():
             try:
-                out = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False).stdout
+                out = subprocess.run(
+                    [str(nvcc), "--version"], capture_output=True, text=True, check=False
+                ).stdout
             except OSError:  # not executable, or a broken interpreter line: try the next candidate
                 continue
             match = _NVCC_RELEASE.search(out)
@@ -187,7 +189,11 @@ def cuda_toolkit(purelib: Path | None = None, wanted: tuple[int, int] | None = N
                 found.append(toolkit)
     if found:
         return found[0]
-    where = "CUDA_HOME, PATH" + (", NVIDIA's PyPI packages" if purelib is not None else "") + f" or {DEFAULT_CUDA_HOME}"
+    where = (
+        "CUDA_HOME, PATH"
+        + (", NVIDIA's PyPI packages" if purelib is not None else "")
+        + f" or {DEFAULT_CUDA_HOME}"
+    )
     raise BuildError(f"no CUDA compiler: nvcc not found in {where} (set CUDA_HOME)")
 
 
@@ -204,5 +210,8 @@ def check_cuda_match(toolkit: CudaToolkit, torch_cuda: str | None) -> None:
 
 
 def fingerprint(*tools: Tool | CudaToolkit) -> str:
-    text = "\n".join(f"{t.nvcc if isinstance(t, CudaToolkit) else t.path}={getattr(t, 'description', None) or getattr(t, 'version', '')}" for t in tools)
+    text = "\n".join(
+        f"{t.nvcc if isinstance(t, CudaToolkit) else t.path}={getattr(t, 'description', None) or getattr(t, 'version', '')}"
+        for t in tools
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -180,7 +180,10 @@ def run_cli(
 
 
 def build(
-    root: Path, *extra: str | os.PathLike[str], python: Path | None = None, env: Mapping[str, str] | None = None
+    root: Path,
+    *extra: str | os.PathLike[str],
+    python: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> CliRun:
     """``kernel-builder build ROOT`` (with ``--python`` for a CUDA build); must succeed."""
     args: list[str | os.PathLike[str]] = ["build", root, *extra]
@@ -878,7 +881,7 @@ def lambda_project(root: Path, *, binding: bool = False, capabilities: Sequence[
         + textwrap.dedent(
             f"""
             [torch]
-            {'src = ["torch-ext/torch_binding.cpp"]' if binding else ''}
+            {'src = ["torch-ext/torch_binding.cpp"]' if binding else ""}
 
             [kernel.lambda]
             backend = "cuda"
@@ -1000,7 +1003,9 @@ def assert_one_ops_name(built: Built, name: str) -> None:
     assert built.ops_name == name
     assert [p.name for p in built.variant_dir.glob("*.so")] == [f"{name}.abi3.so"]
     init_symbols = [
-        line.split()[-1] for line in dynamic_symbols(extension(built.variant_dir)).splitlines() if "PyInit_" in line
+        line.split()[-1]
+        for line in dynamic_symbols(extension(built.variant_dir)).splitlines()
+        if "PyInit_" in line
     ]
     assert init_symbols == [f"PyInit_{name}"]
     ops_py = (built.variant_dir / "_ops.py").read_text(encoding="utf-8")

@@ -118,7 +118,9 @@ def commit_variants(
     """Write each variant (``write_variant`` with ``options``) into ``directory/<name>`` and commit them as
     ``build/<name>`` (plus ``extra``) on ``branch``; returns the commit SHA."""
     for name, options in variants.items():
-        write_variant(directory / name, **{"kernel_id": kernel_id(name), "backend": variant_backend(name), **options})
+        write_variant(
+            directory / name, **{"kernel_id": kernel_id(name), "backend": variant_backend(name), **options}
+        )
     files = files_from_directory(directory, "build") if variants else {}
     return hub.commit(repo_id, {**files, **(extra or {})}, branch=branch, repo_type=repo_type)
 

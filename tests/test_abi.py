@@ -83,7 +83,9 @@ def variant_dir(root: Path, library: Path, name: str = "torch213-cxx11-cpu-x86_6
     variant.mkdir(parents=True)
     shutil.copy(library, variant / library.name)
     (variant / "metadata.json").write_text(
-        json.dumps({"name": "fixture", "id": "_fixture_cpu_0", "python-depends": [], "backend": {"type": "cpu"}})
+        json.dumps(
+            {"name": "fixture", "id": "_fixture_cpu_0", "python-depends": [], "backend": {"type": "cpu"}}
+        )
     )
     return variant
 
@@ -220,7 +222,9 @@ def test_python_symbols_follow_the_stable_abi_manifest() -> None:
     assert python_abi_problem("PyLong_FromLong") is None
     assert python_abi_problem("PyModule_Create2") is None
     assert python_abi_problem("PyUnicode_AsUTF8") == "PyUnicode_AsUTF8 is not in the stable ABI (abi3)"
-    assert python_abi_problem("_PyObject_GetDictPtr") == "_PyObject_GetDictPtr is not in the stable ABI (abi3)"
+    assert (
+        python_abi_problem("_PyObject_GetDictPtr") == "_PyObject_GetDictPtr is not in the stable ABI (abi3)"
+    )
     assert python_abi_problem("PyType_GetModuleByDef") == (
         "PyType_GetModuleByDef joined the stable ABI in Python 3.13, after 3.9 (abi3 target)"
     )

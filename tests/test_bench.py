@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernel_builder.bench import (
+from kernel_builder.bench import (  # noqa: E402  (after the skip: bench needs torch)
     Case,
     Result,
     Timing,
@@ -79,7 +79,9 @@ def test_a_benchmark_must_return_a_case(tmp_path: Path) -> None:
 
 def test_result_json_has_rates() -> None:
     result = Result("x", kernel=Timing(10.0, 9.0, 11.0, 3), bytes=10_000)
-    assert result.to_json()["kernel_gbps"] == pytest.approx(1.0) and result.to_json()["reference_gbps"] is None
+    assert (
+        result.to_json()["kernel_gbps"] == pytest.approx(1.0) and result.to_json()["reference_gbps"] is None
+    )
     assert isinstance(Case(run=lambda: None).check, bool)
 
 

@@ -85,7 +85,9 @@ def relu(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
     return Built(root, run, CUDA_VARIANT)
 
 
-def _tiny(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory, name: str, env: dict[str, str] | None = None) -> Built:
+def _tiny(
+    cuda_py: Path, tmp_path_factory: pytest.TempPathFactory, name: str, env: dict[str, str] | None = None
+) -> Built:
     root = tiny_cuda_project(tmp_path_factory.mktemp(name) / "kb-tiny")
     return Built(root, build(root, python=cuda_py, env=env), CUDA_VARIANT)
 
@@ -355,8 +357,12 @@ def test_extended_lambda_and_relaxed_constexpr_compile(cuda_py: Path, tmp_path: 
     run.check()
     command = compile_commands(Built(root, run, CUDA_VARIANT))["lambda/lambda.cu"]
     assert "--expt-extended-lambda" in command and "--expt-relaxed-constexpr" in command
-    gencode = [arg for arg in command.split() if arg.startswith(("-gencode", "--generate-code", "-arch", "-code"))]
-    assert gencode == ["-gencode=arch=compute_80,code=sm_80"]  # Torch's own list (from TORCH_CUDA_ARCH_LIST) is gone
+    gencode = [
+        arg for arg in command.split() if arg.startswith(("-gencode", "--generate-code", "-arch", "-code"))
+    ]
+    assert gencode == [
+        "-gencode=arch=compute_80,code=sm_80"
+    ]  # Torch's own list (from TORCH_CUDA_ARCH_LIST) is gone
     assert "__CUDA_NO_HALF" not in command and "-DENABLE_FP8" in command
 
 
@@ -374,7 +380,9 @@ def test_cutlass_headers_from_pypi(cuda_py: Path, tmp_path: Path) -> None:
     )
     root = tiny_cuda_project(tmp_path / "kb-cutlass", name="kb-cutlass", depends=["cutlass_3_6"], body=body)
     cache = tmp_path / "user-cache"
-    run = run_cli(["build", root, "--python", cuda_py], env={"CUTLASS_SRC_DIR": "", "KERNEL_BUILDER_CACHE": str(cache)})
+    run = run_cli(
+        ["build", root, "--python", cuda_py], env={"CUTLASS_SRC_DIR": "", "KERNEL_BUILDER_CACHE": str(cache)}
+    )
     printed("cutlass build", run.seconds)
     run.check()
     built = Built(root, run, CUDA_VARIANT)

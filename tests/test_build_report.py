@@ -23,7 +23,9 @@ def test_report_debug_info_and_editor_database(tmp_path: Path) -> None:
     assert report["failed"] is False and report["unique_id"]
     (variant,) = report["variants"]
     assert variant["name"] == CPU_VARIANT and variant["status"] == "built" and variant["seconds"] > 0
-    assert variant["size"] == sum(p.stat().st_size for p in (root / "build" / CPU_VARIANT).rglob("*") if p.is_file())
+    assert variant["size"] == sum(
+        p.stat().st_size for p in (root / "build" / CPU_VARIANT).rglob("*") if p.is_file()
+    )
     assert all({"severity", "message", "path", "line", "hint"} == set(f) for f in report["findings"])
 
     link = root / "compile_commands.json"

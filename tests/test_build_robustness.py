@@ -98,8 +98,10 @@ def test_copied_or_moved_project_builds(quick: Path, tmp_path: Path, how: str) -
     run.check()
     notes = [line for line in run.stderr.splitlines() if "re-creating the CMake build tree" in line]
     assert notes == [
-        (f"{CPU_VARIANT}: re-creating the CMake build tree (it was made in "
-        f"{quick / STATE_DIR / CPU_VARIANT / 'cmake-build'})")
+        (
+            f"{CPU_VARIANT}: re-creating the CMake build tree (it was made in "
+            f"{quick / STATE_DIR / CPU_VARIANT / 'cmake-build'})"
+        )
     ]
     assert complete_variants(elsewhere / "build") == VARIANTS
     link = elsewhere / STATE_DIR / "compile_commands.json"
@@ -116,7 +118,9 @@ def test_build_tree_of_another_version_is_recreated(quick: Path) -> None:
     stamp.write_text(json.dumps({**data, "tool": "0.0.1"}))
     shutil.rmtree(quick / "build" / CPU_VARIANT)
     run = run_cli(["build", quick]).check()
-    assert f"{CPU_VARIANT}: re-creating the CMake build tree (it was made by kernel-builder 0.0.1)" in run.stderr
+    assert (
+        f"{CPU_VARIANT}: re-creating the CMake build tree (it was made by kernel-builder 0.0.1)" in run.stderr
+    )
     assert complete_variants(quick / "build") == VARIANTS
 
 
@@ -143,7 +147,9 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
         quick_project(quick, marker=f"iteration {index}")
         sig = signal.SIGINT if index % 2 == 0 else signal.SIGKILL
         delay = rng.uniform(0.5, duration)
-        parallel = ["--parallel", "2"] if index % 4 >= 2 else []  # variants in threads, each with its commands
+        parallel = (
+            ["--parallel", "2"] if index % 4 >= 2 else []
+        )  # variants in threads, each with its commands
         process = start_build(quick, tag, *parallel)
         try:
             process.wait(timeout=delay)
@@ -152,7 +158,9 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
             finished_first = False
             process.send_signal(sig)
         stdout, stderr = process.communicate(timeout=60)
-        outcomes.append(f"{sig.name} at {delay:.1f} s{' (parallel)' if parallel else ''}: exit {process.returncode}")
+        outcomes.append(
+            f"{sig.name} at {delay:.1f} s{' (parallel)' if parallel else ''}: exit {process.returncode}"
+        )
         context = f"seed {seed}, iteration {index}, {sig.name} at {delay:.2f} s:\n{stdout}\n{stderr}"
         left = wait_for_no_processes(tag)
         assert left == [], f"processes still running after the build ended ({context}):\n" + "\n".join(left)

@@ -160,9 +160,7 @@ def test_relu_candidates_are_every_applicable_entry() -> None:
     """Every (entry, system) of the packaged matrix for relu's backends, in matrix order per backend."""
     matrix = load_matrix()
     candidates = all_candidates(load(RELU))
-    expected = [
-        (entry, system) for backend in ("cpu", "cuda") for entry, system in matrix.pairs(backend)
-    ]
+    expected = [(entry, system) for backend in ("cpu", "cuda") for entry, system in matrix.pairs(backend)]
     assert [(c.entry, c.system) for c in candidates] == expected
     assert len({c.name for c in candidates}) == len(candidates)
     for candidate in candidates:
@@ -191,10 +189,12 @@ def test_list_variants_of_relu(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows["torch211-cxx11-cu128-x86_64-linux"].split()[1:] == ["optional", "yes"]
     assert rows["torch214-cxx11-cu132-x86_64-linux"].split()[1:] == ["optional", "yes"]
     assert rows["torch213-cxx11-cu130-aarch64-linux"].split(None, 2)[1:] == [
-        "required", "no: " + cannot_build_system("cuda", "aarch64-linux")
+        "required",
+        "no: " + cannot_build_system("cuda", "aarch64-linux"),
     ]
     assert rows["torch212-cpu-aarch64-darwin"].split(None, 2)[1:] == [
-        "required", "no: " + cannot_build_system("cpu", "aarch64-darwin")
+        "required",
+        "no: " + cannot_build_system("cpu", "aarch64-darwin"),
     ]
     assert not any("metal" in name or "rocm" in name or "xpu" in name for name in rows)
     assert err == ""
@@ -220,7 +220,8 @@ def test_list_variants_json_of_a_noarch_project(tmp_path: Path, capsys: pytest.C
     project(tmp_path, GENERAL.format(backends='["cpu", "cuda"]') + "\n[torch-noarch]\n")
     assert cli.main(["list-variants", "kernel", "--json"]) == 0
     assert [(v["variant"], v["system"]) for v in json.loads(capsys.readouterr().out)] == [
-        ("torch-cpu", None), ("torch-cuda", None)
+        ("torch-cpu", None),
+        ("torch-cuda", None),
     ]
 
 
@@ -246,10 +247,24 @@ def test_torch_maxver_keeps_only_2_12(tmp_path: Path) -> None:
     assert {c.name[:8] for c in candidates if c.required} == {"torch212"}
     assert all(c.entry is not None and c.entry.torch <= (2, 12) for c in candidates)
     # Against a matrix starting at 2.12 (the spec table's required set), only 2.12 is left.
-    matrix = parse_matrix({"format": 1, "entries": [e for e in TEST_MATRIX["entries"]] + [  # type: ignore[attr-defined]
-        {"torch": "2.12", "torch-pin": "2.12.0", "backend": "cpu", "systems": ["x86_64-linux"], "required": True},
-    ]})
-    assert [c.name for c in all_candidates(load(Path("kernel")), matrix)] == ["torch212-cxx11-cpu-x86_64-linux"]
+    matrix = parse_matrix(
+        {
+            "format": 1,
+            "entries": [e for e in TEST_MATRIX["entries"]]
+            + [  # type: ignore[attr-defined]
+                {
+                    "torch": "2.12",
+                    "torch-pin": "2.12.0",
+                    "backend": "cpu",
+                    "systems": ["x86_64-linux"],
+                    "required": True,
+                },
+            ],
+        }
+    )
+    assert [c.name for c in all_candidates(load(Path("kernel")), matrix)] == [
+        "torch212-cxx11-cpu-x86_64-linux"
+    ]
 
 
 def test_torch_minver(tmp_path: Path) -> None:
@@ -263,7 +278,9 @@ def test_cuda_maxver_drops_cu132(tmp_path: Path) -> None:
     assert not any("cu132" in n for n in names)
     assert any("cu130" in n for n in names) and any("cu126" in n for n in names)
     # CPU candidates are not affected by CUDA bounds.
-    assert sum("-cpu-" in n for n in names) == sum(len(e.systems) for e in load_matrix().entries if e.backend == "cpu")
+    assert sum("-cpu-" in n for n in names) == sum(
+        len(e.systems) for e in load_matrix().entries if e.backend == "cpu"
+    )
 
 
 def test_cuda_minver_drops_older_cuda(tmp_path: Path) -> None:
@@ -406,7 +423,9 @@ def test_a_non_candidate_is_a_usage_error_listing_the_candidates(tmp_path: Path,
     with pytest.raises(UsageError) as caught:
         select_candidates(loaded(tmp_path), Selection(("torch212-cxx11-cpu-x86_64-linux", CPU_213)))
     message = str(caught.value)
-    assert message.startswith("torch212-cxx11-cpu-x86_64-linux is not a candidate of kernel/build.toml; the candidates are:")
+    assert message.startswith(
+        "torch212-cxx11-cpu-x86_64-linux is not a candidate of kernel/build.toml; the candidates are:"
+    )
     for name in (CPU_213, CPU_213_ARM, CPU_214, CU130_214, CU126_213):
         assert f"\n  {name}" in message
 
@@ -423,13 +442,17 @@ def test_naming_an_unbuildable_candidate_fails_it(tmp_path: Path, use_matrix: Ma
 
 
 # E20 for a CUDA version that only optional entries have (build-toml case 20): 10.0a cannot be built by 12.6.
-E20_PROJECT = CPU_CUDA.replace('src = ["pick_cuda/pick.cu"]', 'src = ["pick_cuda/pick.cu"]\ncuda-capabilities = ["10.0a"]')
+E20_PROJECT = CPU_CUDA.replace(
+    'src = ["pick_cuda/pick.cu"]', 'src = ["pick_cuda/pick.cu"]\ncuda-capabilities = ["10.0a"]'
+)
 E20_MESSAGE = (
     "[kernel.pick_cuda]: none of the requested capabilities (10.0a) can be built with CUDA 12.6 (supported: "
 )
 
 
-def test_e20_for_an_optional_version_is_a_warning_and_not_buildable(tmp_path: Path, use_matrix: Matrix) -> None:
+def test_e20_for_an_optional_version_is_a_warning_and_not_buildable(
+    tmp_path: Path, use_matrix: Matrix
+) -> None:
     project(tmp_path, E20_PROJECT)
     from kernel_builder.config import load_project
 
@@ -473,7 +496,9 @@ def built_variants(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     monkeypatch.setattr(builder_module, "with_availability", lambda found, served=(): found)
     lock = threading.Lock()
 
-    def plan_candidate(self: Builder, candidate: Candidate, unique_id: str, default: object) -> tuple[SimpleNamespace, None]:
+    def plan_candidate(
+        self: Builder, candidate: Candidate, unique_id: str, default: object
+    ) -> tuple[SimpleNamespace, None]:
         with lock:
             recorder.calls.append(candidate.name)
         if candidate.name in recorder.fail:
@@ -515,7 +540,10 @@ def test_cli_non_candidate_exits_2(
     project(tmp_path)
     assert cli.main(["build", "kernel", "--variant", "torch299-cxx11-cpu-x86_64-linux"]) == 2
     err = capsys.readouterr().err
-    assert "error: torch299-cxx11-cpu-x86_64-linux is not a candidate of kernel/build.toml; the candidates are:" in err
+    assert (
+        "error: torch299-cxx11-cpu-x86_64-linux is not a candidate of kernel/build.toml; the candidates are:"
+        in err
+    )
     assert f"\n  {CU126_213}" in err
     assert built_variants == []
     assert not (tmp_path / "kernel" / "build").exists()
@@ -529,7 +557,9 @@ def test_cli_aarch64_variant_fails_without_building(
     out, err = capsys.readouterr()
     assert built_variants == []
     assert f"error: {CPU_213_ARM}: {cannot_build_system('cpu', 'aarch64-linux')}" in err
-    assert [line.split()[:2] for line in out.splitlines() if line.startswith(CPU_213_ARM)] == [[CPU_213_ARM, "failed"]]
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith(CPU_213_ARM)] == [
+        [CPU_213_ARM, "failed"]
+    ]
     assert not (root / "build" / CPU_213_ARM).exists()
     assert not (root / ".kernel-builder" / CPU_213_ARM).exists()
 
@@ -578,13 +608,27 @@ def test_cli_one_failing_variant_does_not_stop_the_others(
     assert cli.main(["build", "kernel", "--all-variants", "--parallel", parallel]) == 1
     out, err = capsys.readouterr()
     assert sorted(built_variants.calls) == sorted([CPU_213, CPU_214, CU130_214, CU126_213])
-    results = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:] if not line.startswith(("skipped ", "done"))}
-    assert results == {CPU_213_ARM: "skipped", CPU_213: "failed", CPU_214: "built", CU130_214: "built", CU126_213: "built"}
+    results = {
+        line.split()[0]: line.split()[1]
+        for line in out.splitlines()[1:]
+        if not line.startswith(("skipped ", "done"))
+    }
+    assert results == {
+        CPU_213_ARM: "skipped",
+        CPU_213: "failed",
+        CPU_214: "built",
+        CU130_214: "built",
+        CU126_213: "built",
+    }
     assert f"error: {CPU_213}: {CPU_213} broke on purpose" in err
-    assert sorted(p.name for p in (root / "build").iterdir() if p.is_dir()) == sorted([CPU_214, CU130_214, CU126_213])
+    assert sorted(p.name for p in (root / "build").iterdir() if p.is_dir()) == sorted(
+        [CPU_214, CU130_214, CU126_213]
+    )
 
 
-def test_builder_run_reports_every_variant(tmp_path: Path, use_matrix: Matrix, built_variants: Recorder) -> None:
+def test_builder_run_reports_every_variant(
+    tmp_path: Path, use_matrix: Matrix, built_variants: Recorder
+) -> None:
     options = BuildOptions(selection=Selection(required=True), parallel=2)
     report = Builder(loaded(tmp_path), options, log=lambda _: None).run()
     assert [(r.name, r.status) for r in report.results] == [
@@ -605,7 +649,9 @@ def test_default_parallel() -> None:
 
 def test_github_matrix_of_relu(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """The DONE WHEN check: the JSON loads, and every buildable variant of list-variants is there exactly once."""
-    shutil.copytree(RELU, tmp_path / "examples" / "relu", ignore=shutil.ignore_patterns("build", ".kernel-builder"))
+    shutil.copytree(
+        RELU, tmp_path / "examples" / "relu", ignore=shutil.ignore_patterns("build", ".kernel-builder")
+    )
     assert cli.main(["matrix", "examples/relu", "--format", "github"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
@@ -661,7 +707,13 @@ def test_build_table() -> None:
         VariantResult(CU126_213, "up to date", 0.06, 3 * 1024 * 1024),
     ]
     lines = build_table(results, 3.14159).splitlines()
-    assert [line.split("  ")[0].strip() for line in lines[:5]] == ["variant", CPU_213, CPU_213_ARM, CU130_214, CU126_213]
+    assert [line.split("  ")[0].strip() for line in lines[:5]] == [
+        "variant",
+        CPU_213,
+        CPU_213_ARM,
+        CU130_214,
+        CU126_213,
+    ]
     assert [re.split(r"\s{2,}", line) for line in lines[:5]] == [
         ["variant", "result", "time", "size"],
         [CPU_213, "built", "12.3 s", "68.4 KiB"],

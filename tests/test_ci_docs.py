@@ -78,7 +78,8 @@ def test_matrix_runner_labels_are_standard_github_hosted_ones(
     include = json.loads(capsys.readouterr().out)["include"]
     labels = sorted({entry["runner"] for entry in include})
     jobs = "".join(
-        f"  job{i}:\n    runs-on: {label}\n    steps:\n      - run: echo ok\n" for i, label in enumerate(labels)
+        f"  job{i}:\n    runs-on: {label}\n    steps:\n      - run: echo ok\n"
+        for i, label in enumerate(labels)
     )
     result = lint(tmp_path, f"name: labels\non: push\njobs:\n{jobs}")
     assert result.returncode == 0, result.stdout
@@ -90,10 +91,19 @@ def test_matrix_says_what_each_job_installs(capsys: pytest.CaptureFixture[str]) 
     include = {e["variant"]: e for e in json.loads(capsys.readouterr().out)["include"]}
     assert all(e["required"] for e in include.values())
     assert "torch214-cxx11-cu130-x86_64-linux" not in include  # optional
-    assert (include["torch213-cxx11-cpu-x86_64-linux"]["cuda"], include["torch213-cxx11-cpu-x86_64-linux"]["toolkit"]) == ("", "")
-    assert (include["torch213-cxx11-cu130-x86_64-linux"]["cuda"], include["torch213-cxx11-cu130-x86_64-linux"]["toolkit"]) == ("13.0", "pypi")
+    assert (
+        include["torch213-cxx11-cpu-x86_64-linux"]["cuda"],
+        include["torch213-cxx11-cpu-x86_64-linux"]["toolkit"],
+    ) == ("", "")
+    assert (
+        include["torch213-cxx11-cu130-x86_64-linux"]["cuda"],
+        include["torch213-cxx11-cu130-x86_64-linux"]["toolkit"],
+    ) == ("13.0", "pypi")
     assert (include["torch213-cxx11-cu132-x86_64-linux"]["toolkit"]) == "pypi"
-    assert (include["torch213-cxx11-cu126-x86_64-linux"]["cuda"], include["torch213-cxx11-cu126-x86_64-linux"]["toolkit"]) == ("12.6", "system")
+    assert (
+        include["torch213-cxx11-cu126-x86_64-linux"]["cuda"],
+        include["torch213-cxx11-cu126-x86_64-linux"]["toolkit"],
+    ) == ("12.6", "system")
     assert sorted(include) == sorted(
         f"torch{t}-cxx11-{c}-x86_64-linux" for t in ("212", "213") for c in ("cpu", "cu126", "cu130", "cu132")
     )

@@ -93,7 +93,9 @@ def test_ccache_launcher_maps_the_project_root() -> None:
         "ignore_options=-ffile-prefix-map=/work/relu=. -Xcompiler=-ffile-prefix-map=/work/relu=.",
     ]  # fmt: skip
     assert cache.launcher(Path("/work/my relu")) == ["/opt/ccache"]
-    assert compiler_cache.CompilerCache("sccache", Path("/x/sccache"), "0.16.0").launcher(Path("/w")) == ["/x/sccache"]
+    assert compiler_cache.CompilerCache("sccache", Path("/x/sccache"), "0.16.0").launcher(Path("/w")) == [
+        "/x/sccache"
+    ]
 
 
 def _stats(cache_dir: Path) -> dict[str, int]:
@@ -129,4 +131,7 @@ def test_off_builds_without_a_launcher(tmp_path: Path, monkeypatch: pytest.Monke
     run = build(root)
     assert f"compiler cache: off ({compiler_cache.ENV}=off)" in run.stderr
     cmake_cache = next((root / ".kernel-builder").glob("*/cmake-build/CMakeCache.txt")).read_text()
-    assert "CMAKE_CXX_COMPILER_LAUNCHER:UNINITIALIZED=\n" in cmake_cache or "CMAKE_CXX_COMPILER_LAUNCHER:STRING=\n" in cmake_cache
+    assert (
+        "CMAKE_CXX_COMPILER_LAUNCHER:UNINITIALIZED=\n" in cmake_cache
+        or "CMAKE_CXX_COMPILER_LAUNCHER:STRING=\n" in cmake_cache
+    )

@@ -26,7 +26,9 @@ def _cache_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _project(root: Path, *, name: str = "_relu_cuda_0123", nvcc: Path, variant: str = "v") -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "CMakeLists.txt").write_text(PRELUDE.format(name=name, nvcc=nvcc, variant=variant), encoding="utf-8")
+    (root / "CMakeLists.txt").write_text(
+        PRELUDE.format(name=name, nvcc=nvcc, variant=variant), encoding="utf-8"
+    )
     return root
 
 
@@ -40,7 +42,9 @@ def test_key_ignores_the_project_name_and_comments(tmp_path: Path) -> None:
     nvcc, cxx, cmake = _tool(tmp_path / "nvcc"), _tool(tmp_path / "g++"), _tool(tmp_path / "cmake")
     a = _project(tmp_path / "a", name="_relu_cuda_0123", nvcc=nvcc, variant="x")
     b = _project(tmp_path / "b", name="_other_cuda_4567", nvcc=nvcc, variant="y")
-    assert configure_cache.key(a, {"CXX": cxx}, cmake, "4.1") == configure_cache.key(b, {"CXX": cxx}, cmake, "4.1")
+    assert configure_cache.key(a, {"CXX": cxx}, cmake, "4.1") == configure_cache.key(
+        b, {"CXX": cxx}, cmake, "4.1"
+    )
 
 
 def test_key_follows_compilers_cmake_and_prelude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -101,7 +101,9 @@ def interpreter_with_pip(tmp_path: Path):  # type: ignore[no-untyped-def]
     return fake_interpreter(purelib=tmp_path / "site-packages", python=Path(sys.executable))
 
 
-def test_checkout_gives_its_include_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pip: None) -> None:
+def test_checkout_gives_its_include_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pip: None
+) -> None:
     root = checkout(tmp_path / "cutlass")
     monkeypatch.setenv("CUTLASS_SRC_DIR", str(root))
     log = Log()
@@ -145,7 +147,10 @@ def test_not_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("CUTLASS_SRC_DIR", str(tmp_path))
     with pytest.raises(BuildError) as info:
         cutlass_includes("cutlass_3_6", fake_interpreter(), Log())
-    assert str(info.value) == f"CUTLASS_SRC_DIR={tmp_path} is not a CUTLASS checkout (no include/cutlass/cutlass.h)"
+    assert (
+        str(info.value)
+        == f"CUTLASS_SRC_DIR={tmp_path} is not a CUTLASS checkout (no include/cutlass/cutlass.h)"
+    )
 
 
 @pytest.mark.parametrize("pin", [p.value for p in CUTLASS_PINS.values() if not p.pypi])
@@ -238,7 +243,9 @@ def test_offline_uses_the_cache_and_never_fetches(tmp_path: Path, offline_pip: P
 
 def test_wheel_with_other_headers_is_refused(tmp_path: Path, offline_pip: Path) -> None:
     cutlass_wheel(offline_pip, "3.6.0", headers_version="3.5.1")
-    with pytest.raises(BuildError, match=r"nvidia_cutlass-3.6.0.0-py3-none-any.whl holds CUTLASS 3.5.1, not 3.6.0"):
+    with pytest.raises(
+        BuildError, match=r"nvidia_cutlass-3.6.0.0-py3-none-any.whl holds CUTLASS 3.5.1, not 3.6.0"
+    ):
         cutlass_includes("cutlass_3_6", interpreter_with_pip(tmp_path), Log())
     assert not cached_headers("3.6.0").exists()
     assert list(cached_headers("3.6.0").parent.iterdir()) == []

@@ -70,7 +70,11 @@ def test_edit_recompiles_only_what_changed_and_both_modules_work(tmp_path: Path)
     assert out["second"] == [0.0, 4.0]  # the edit's behaviour
     assert out["first_again"] == [0.0, 3.0]  # the first module still works, with its own code
     first_ns, second_ns = out["namespaces"]
-    assert first_ns != second_ns and first_ns.startswith("_my_kernel_cpu_") and second_ns.startswith("_my_kernel_cpu_")
+    assert (
+        first_ns != second_ns
+        and first_ns.startswith("_my_kernel_cpu_")
+        and second_ns.startswith("_my_kernel_cpu_")
+    )
     assert out["modules"] == [first_ns, second_ns]
     assert compiled_sources(out["first_log"]) == {"relu_cpu.cpp", "helper.cpp", "torch_binding.cpp"}
     # The edited file, and the binding, which names the new op namespace; not the untouched helper.

@@ -19,27 +19,35 @@ from kernel_builder.scaffold import InitOptions, init_project
 @pytest.mark.parametrize(("backends", "org"), [("cpu", None), ("cuda,cpu", "acme")])
 def test_init_then_test_passes(tmp_path: Path, backends: str, org: str | None) -> None:
     root = tmp_path / "my-kernel"
-    run_cli(["init", root, "--name", "my-kernel", "--backends", backends, *(["--org", org] if org else [])]).check()
+    run_cli(
+        ["init", root, "--name", "my-kernel", "--backends", backends, *(["--org", org] if org else [])]
+    ).check()
     run = run_cli(["test", root, "--", "-q", "-p", "no:cacheprovider"], cwd=tmp_path).check()
     assert (root / "build" / CPU_VARIANT / "metadata.json").is_file()
     assert "22 passed" in run.stdout, run.output
     assert "skipped" not in run.stdout.splitlines()[-1]
     # The get_kernel test ran against this project (LOCAL_KERNELS), not the Hub:
-    assert "test_loads_through_get_kernel PASSED" in run_cli(
-        ["test", root, "--", "-v", "-p", "no:cacheprovider", "-k", "get_kernel"], cwd=tmp_path
-    ).check().stdout
+    assert (
+        "test_loads_through_get_kernel PASSED"
+        in run_cli(["test", root, "--", "-v", "-p", "no:cacheprovider", "-k", "get_kernel"], cwd=tmp_path)
+        .check()
+        .stdout
+    )
 
     # A failing test: pytest's exit status is the command's; nothing is rebuilt for a change of tests/.
     test_file = root / "tests" / "test_my_kernel.py"
     test_file.write_text(
-        test_file.read_text() + "\n\ndef test_fails():\n    assert my_kernel.relu(torch.ones(1)).item() == 2\n"
+        test_file.read_text()
+        + "\n\ndef test_fails():\n    assert my_kernel.relu(torch.ones(1)).item() == 2\n"
     )
     failed = run_cli(["test", root, "--", "-q", "-p", "no:cacheprovider"], cwd=tmp_path)
     assert failed.returncode == 1, failed.output
     assert "1 failed, 22 passed" in failed.stdout
     assert "up to date" in failed.stderr
     # Test paths given after `--` replace tests/.
-    only = run_cli(["test", root, "--", "-q", "-p", "no:cacheprovider", "tests/test_my_kernel.py::test_relu_keeps_nan"])
+    only = run_cli(
+        ["test", root, "--", "-q", "-p", "no:cacheprovider", "tests/test_my_kernel.py::test_relu_keeps_nan"]
+    )
     assert only.check().stdout.count("passed") == 1 and "1 passed" in only.stdout
 
 
@@ -62,7 +70,10 @@ def test_pytest_command_runs_tests_unless_paths_are_given(tmp_path: Path) -> Non
     command = pytest_command(project, ["-k", "relu"])
     assert command[1:5] == ["-m", "pytest", "-p", "kernel_builder.pytest_plugin"]
     assert command[5:] == [str(project.root / "tests"), "-k", "relu"]
-    assert pytest_command(project, ["tests/test_abc.py::test_x", "-q"])[5:] == ["tests/test_abc.py::test_x", "-q"]
+    assert pytest_command(project, ["tests/test_abc.py::test_x", "-q"])[5:] == [
+        "tests/test_abc.py::test_x",
+        "-q",
+    ]
     # Relative to the caller's directory: made absolute (pytest runs in the project root).
     absolute = str(project.root / "tests" / "test_abc.py")
     assert pytest_command(project, [os.path.relpath(absolute)])[5:] == [absolute]

@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-USER_FACING = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "kernel_builder").rglob("*.py"))]
+USER_FACING = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    *sorted((REPO / "kernel_builder").rglob("*.py")),
+]
 
 
 @pytest.mark.parametrize("path", USER_FACING, ids=lambda p: p.relative_to(REPO).as_posix())
@@ -20,13 +24,17 @@ def test_no_reference_outside_the_repository(path: Path) -> None:
 
 def test_docs_pages_cited_in_code_exist() -> None:
     cited = {
-        m for path in (REPO / "kernel_builder").rglob("*.py") for m in re.findall(r"docs/([\w-]+\.md)", path.read_text())
+        m
+        for path in (REPO / "kernel_builder").rglob("*.py")
+        for m in re.findall(r"docs/([\w-]+\.md)", path.read_text())
     }
     assert cited  # the code does cite them
     assert sorted(c for c in cited if not (REPO / "docs" / c).is_file()) == []
 
 
-@pytest.mark.parametrize("page", sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "page", sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"], ids=lambda p: p.name
+)
 def test_relative_links_resolve(page: Path) -> None:
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
         assert (page.parent / target).exists(), f"{page.name} links to missing {target}"

@@ -45,7 +45,9 @@ def test_tutorial_commands_run(hub: HubServer, tmp_path: Path) -> None:
     script, _ = tutorial_script(DOC.read_text(encoding="utf-8"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
-    result = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
 

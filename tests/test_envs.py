@@ -115,7 +115,9 @@ def test_toolkit_requirements_before_cuda_13_name_cuda_home(cuda: tuple[int, int
     with pytest.raises(BuildError) as caught:
         toolkit_requirements(cuda)
     message = str(caught.value)
-    assert message.startswith(f"no CUDA {version} compiler here: no nvcc {version} in CUDA_HOME, PATH or /usr/local/cuda")
+    assert message.startswith(
+        f"no CUDA {version} compiler here: no nvcc {version} in CUDA_HOME, PATH or /usr/local/cuda"
+    )
     assert "carry ptxas and libnvvm but no nvcc" in message  # why PyPI cannot provide it
     assert message.endswith(f"install CUDA {version} and set CUDA_HOME to it")
 
@@ -221,7 +223,9 @@ def test_a_leftover_temporary_directory_is_replaced(tools: FakeTools) -> None:
 
 
 def test_pin_not_available(tools: FakeTools) -> None:
-    tools.fail[1] = "ERROR: Could not find a version\nERROR: No matching distribution found for torch==2.13.0\n"
+    tools.fail[1] = (
+        "ERROR: Could not find a version\nERROR: No matching distribution found for torch==2.13.0\n"
+    )
     with pytest.raises(BuildError) as caught:
         ensure_env(CPU)
     assert str(caught.value) == (

@@ -26,7 +26,9 @@ from kernel_builder.cli import main
 torch = pytest.importorskip("torch")
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a visible CUDA GPU (run on the GPU machine)"),
+    pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs a visible CUDA GPU (run on the GPU machine)"
+    ),
 ]
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "relu"
@@ -45,7 +47,9 @@ def built_relu(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if given:
         return Path(given)
     root = tmp_path_factory.mktemp("gpu") / "relu"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".kernel-builder", "registration.h"))
+    shutil.copytree(
+        EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".kernel-builder", "registration.h")
+    )
     assert main(["build", str(root), "--backend", "cuda", "--arch", "native"]) == 0
     return root
 
@@ -80,8 +84,12 @@ def test_relu_uploaded_to_hub_double_loads_with_get_kernel_and_runs(
 def _native_build(root: Path, capabilities: str | None) -> dict[str, object]:
     text = (EXAMPLE / "build.toml").read_text()
     if capabilities is not None:
-        text = text.replace('src = ["relu_cuda/relu.cu"]', f'src = ["relu_cuda/relu.cu"]\ncuda-capabilities = {capabilities}')
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".kernel-builder", "registration.h"))
+        text = text.replace(
+            'src = ["relu_cuda/relu.cu"]', f'src = ["relu_cuda/relu.cu"]\ncuda-capabilities = {capabilities}'
+        )
+    shutil.copytree(
+        EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".kernel-builder", "registration.h")
+    )
     (root / "build.toml").write_text(text)
     assert main(["build", str(root), "--backend", "cuda", "--arch", "native", "--no-import-check"]) == 0
     data: dict[str, object] = json.loads((_cuda_variant(root) / "metadata.json").read_text())
@@ -110,9 +118,23 @@ def test_noop_arch_native_rebuild_takes_under_a_second(tmp_path: Path) -> None:
     GPU probe (which imports Torch) is cached per GPU and driver, and the up-to-date check needs nothing else slow.
     """
     root = tmp_path / "relu"
-    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".kernel-builder", "registration.h"))
-    argv = [sys.executable, "-m", "kernel_builder", "build", str(root), "--backend", "cuda", "--arch", "native"]
-    built = subprocess.run(argv, capture_output=True, text=True, check=False)  # probes the GPU, caches the answer
+    shutil.copytree(
+        EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".kernel-builder", "registration.h")
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "kernel_builder",
+        "build",
+        str(root),
+        "--backend",
+        "cuda",
+        "--arch",
+        "native",
+    ]
+    built = subprocess.run(
+        argv, capture_output=True, text=True, check=False
+    )  # probes the GPU, caches the answer
     assert built.returncode == 0, built.stdout + built.stderr
     start = time.monotonic()
     result = subprocess.run(argv, capture_output=True, text=True, check=False)

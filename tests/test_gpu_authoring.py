@@ -16,7 +16,9 @@ torch = pytest.importorskip("torch")
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.slow,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a visible CUDA GPU (run on the GPU machine)"),
+    pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs a visible CUDA GPU (run on the GPU machine)"
+    ),
 ]
 
 
@@ -68,5 +70,10 @@ def test_load_native_arch_around_an_edit_of_the_cuda_source(tmp_path: Path) -> N
     root = tmp_path / "my-kernel"
     run_cli(["init", root, "--name", "my-kernel", "--template", "cuda"]).check()
     out = json.loads(run_python(Path(sys.executable), LOOP, root).strip().splitlines()[-1])
-    assert out == {"first": [0.0, 3.0], "second": [0.0, 4.0], "first_again": [0.0, 3.0], "selection": "native"}
+    assert out == {
+        "first": [0.0, 3.0],
+        "second": [0.0, 4.0],
+        "first_again": [0.0, 3.0],
+        "selection": "native",
+    }
     shutil.rmtree(root)

@@ -84,7 +84,12 @@ def test_only_unlisted_headers_are_reported_from_any_directory(
 def test_products_and_sources_are_never_headers(tmp_path: Path) -> None:
     root = tmp_path / "kernel"
     records = {
-        "x.o": [root / "CMakeFiles/t.dir/a.cpp.o", root / "lib/libfoo.a", root / "k.abi3.so", root / "kernel/a.cu"],
+        "x.o": [
+            root / "CMakeFiles/t.dir/a.cpp.o",
+            root / "lib/libfoo.a",
+            root / "k.abi3.so",
+            root / "kernel/a.cu",
+        ],
         "y.o": [root / "kernel/a.cuh", root / "torch-ext/registration.h", tmp_path / "outside.h"],
     }
     assert unlisted_headers(root, records, []) == {"kernel/a.cuh": "y.o"}

@@ -31,14 +31,20 @@ def test_missing_third_party_module_is_a_note(quick: Path) -> None:
     (quick / INIT).write_text("import triton\n\nfrom ._ops import ops\n", encoding="utf-8")
     run = run_cli(["build", quick]).check()
     assert complete_variants(quick / "build") == sorted(["CARD.md", CPU_VARIANT, "torch-cuda"])
-    notes = sorted(line.split(": warning: ", 1)[1] for line in run.stderr.splitlines() if "import check" in line)
+    notes = sorted(
+        line.split(": warning: ", 1)[1] for line in run.stderr.splitlines() if "import check" in line
+    )
     assert notes == [
-        (f"torch-cuda: import check incomplete: the kernel imports `triton` (__init__.py:1), which the build "
-        f"interpreter {sys.executable} does not have; Torch's cuda builds install it. Install it there to check "
-        "the whole variant, or pass --strict-import to make this an error"),
-        (f"{CPU_VARIANT}: import check incomplete: the kernel imports `triton` (__init__.py:1), which the build "
-        f"interpreter {sys.executable} does not have; it must be installed wherever the kernel runs. Install it "
-        "there to check the whole variant, or pass --strict-import to make this an error"),
+        (
+            f"torch-cuda: import check incomplete: the kernel imports `triton` (__init__.py:1), which the build "
+            f"interpreter {sys.executable} does not have; Torch's cuda builds install it. Install it there to check "
+            "the whole variant, or pass --strict-import to make this an error"
+        ),
+        (
+            f"{CPU_VARIANT}: import check incomplete: the kernel imports `triton` (__init__.py:1), which the build "
+            f"interpreter {sys.executable} does not have; it must be installed wherever the kernel runs. Install it "
+            "there to check the whole variant, or pass --strict-import to make this an error"
+        ),
     ], run.stderr
 
 
@@ -59,7 +65,10 @@ def test_strict_import_fails_on_a_missing_module(quick: Path) -> None:
     ("code", "shown"),
     [
         ("from . import helpers_that_do_not_exist\n", "cannot import name 'helpers_that_do_not_exist'"),
-        ("import kb_quick_helpers\n", "No module named 'kb_quick_helpers'"),  # a file of its own, imported absolutely
+        (
+            "import kb_quick_helpers\n",
+            "No module named 'kb_quick_helpers'",
+        ),  # a file of its own, imported absolutely
         ("raise RuntimeError('kernel bug')\n", "RuntimeError: kernel bug"),
     ],
     ids=["relative-import", "absolute-import-of-own-file", "exception"],

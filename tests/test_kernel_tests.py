@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 REPO_ID = "kernel-builder-tests/kb-quick"
 
-AUTHOR_TESTS = '''
+AUTHOR_TESTS = """
 import os
 
 import kernel_builder
@@ -34,7 +34,7 @@ def test_get_kernel_gives_the_same_variant():
     module = kernel_builder.get_kernel("{repo_id}", version=1)
     assert module.__name__ == os.environ["EXPECTED_ID"]
     assert module.ops is kb_quick.ops
-'''
+"""
 
 
 @pytest.fixture(scope="module")

@@ -97,7 +97,9 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = ["g++", "-std=c++20", "-O2", "-shared", "-fPIC"]
     plain, clean = tmp / "plain.so", tmp / "clean.so"
     subprocess.run([*base, str(tmp / "fixture.cpp"), "-o", str(plain)], check=True)
-    subprocess.run([*base, f"-include{header}", str(tmp / "fixture.cpp"), str(source), "-o", str(clean)], check=True)
+    subprocess.run(
+        [*base, f"-include{header}", str(tmp / "fixture.cpp"), str(source), "-o", str(clean)], check=True
+    )
     return {"plain": plain, "clean": clean, "header": header}
 
 
@@ -148,7 +150,9 @@ def test_the_compat_source_throws_bad_array_new_length(tmp_path: Path, builds: d
     outputs = []
     for extra in ([], [f"-include{builds['header']}", str(builds["header"].parent / "kb_manylinux.cpp")]):
         out = tmp_path / f"array{len(extra)}.so"
-        subprocess.run(["g++", "-O2", "-shared", "-fPIC", *extra[:1], str(probe), *extra[1:], "-o", str(out)], check=True)
+        subprocess.run(
+            ["g++", "-O2", "-shared", "-fPIC", *extra[:1], str(probe), *extra[1:], "-o", str(out)], check=True
+        )
         library = ctypes.CDLL(str(out))
         library.array_new.argtypes = [ctypes.c_size_t]
         outputs.append((library.array_new(1 << 62), library.array_new(4)))

@@ -289,13 +289,22 @@ def test_verify_digest_unsupported_algorithm_and_no_digest(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("entry", "problem"),
     [
-        ({"repo-id": "../x", "version": 1}, "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end"),
+        (
+            {"repo-id": "../x", "version": 1},
+            "each half of <org>/<name> uses letters, digits, '_', '-' and '.', not at its start or end",
+        ),
         ({"repo-id": "org/x", "revision": "../../main"}, "it contains '..' or '@{', or is '@'"),
     ],
 )
 def test_kernel_depends_names_are_validated(tmp_path: Path, entry: dict[str, object], problem: str) -> None:
     path = tmp_path / "metadata.json"
-    data = {"name": "relu", "id": "_relu_cpu_x", "python-depends": [], "backend": {"type": "cpu"}, "kernel-depends": [entry]}
+    data = {
+        "name": "relu",
+        "id": "_relu_cpu_x",
+        "python-depends": [],
+        "backend": {"type": "cpu"},
+        "kernel-depends": [entry],
+    }
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError) as caught:
         read_metadata(path)

@@ -15,8 +15,12 @@ from kernel_builder.errors import BuildError
 from kernel_builder.native import gpu_key, native_targets
 
 VERSION = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Wed Feb 26 00:00:00 UTC 2025\n"
-H100 = "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ: \t\t 42\nGPU UUID: \t GPU-11111111-2222-3333-4444-555555555555\n"
-A100 = "Model: \t\t NVIDIA A100-SXM4-80GB\nIRQ: \t\t 43\nGPU UUID: \t GPU-66666666-7777-8888-9999-000000000000\n"
+H100 = (
+    "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ: \t\t 42\nGPU UUID: \t GPU-11111111-2222-3333-4444-555555555555\n"
+)
+A100 = (
+    "Model: \t\t NVIDIA A100-SXM4-80GB\nIRQ: \t\t 43\nGPU UUID: \t GPU-66666666-7777-8888-9999-000000000000\n"
+)
 
 
 def driver(root: Path, version: str = VERSION, gpus: dict[str, str] | None = None) -> Path:
@@ -108,7 +112,9 @@ def test_unreadable_cache_is_probed_again(tmp_path: Path) -> None:
 def test_nvidia_smi_stands_in_for_the_driver_files(tmp_path: Path) -> None:
     """A container without /proc/driver/nvidia: nvidia-smi's GPU list keys the cache instead."""
     probe = Probe()
-    listed = b"570.124.06, GPU-11111111-2222-3333-4444-555555555555, 00000000:18:00.0, NVIDIA H100 80GB HBM3\n"
+    listed = (
+        b"570.124.06, GPU-11111111-2222-3333-4444-555555555555, 00000000:18:00.0, NVIDIA H100 80GB HBM3\n"
+    )
     assert targets(tmp_path, probe, smi=listed) == ("9.0",)
     assert targets(tmp_path, probe, smi=listed) == ("9.0",)
     assert probe.calls == 1

@@ -29,7 +29,9 @@ from kernel_builder.matrix import load_matrix
 REPO = Path(__file__).resolve().parent.parent
 STUB_PKGS = REPO / "tests" / "nix" / "stub-pkgs.nix"
 STUB_NIXPKGS = REPO / "tests" / "nix" / "stub-nixpkgs"
-KERNELS = [REPO / "examples" / name for name in ("relu", "activation", "relu-triton")] + [REPO / "templates" / "kernel"]
+KERNELS = [REPO / "examples" / name for name in ("relu", "activation", "relu-triton")] + [
+    REPO / "templates" / "kernel"
+]
 REV = "0123456789abcdef0123456789abcdef01234567"
 SYSTEMS = list(dict.fromkeys(system for entry in load_matrix().entries for system in entry.systems))
 
@@ -45,7 +47,12 @@ def nix(*args: str, expect_failure: bool = False) -> subprocess.CompletedProcess
     assert NIX_INSTANTIATE is not None
     env = {**os.environ, "NIX_PATH": ""}
     result = subprocess.run(
-        [NIX_INSTANTIATE, "--store", "dummy://", *args], capture_output=True, text=True, cwd=REPO, env=env, check=False
+        [NIX_INSTANTIATE, "--store", "dummy://", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        check=False,
     )
     if expect_failure:
         assert result.returncode != 0, result.stdout
@@ -116,7 +123,9 @@ def test_a_syntax_error_is_caught() -> None:
 
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda path: path.name)
-def test_variant_names_equal_list_variants(kernel: Path, system: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_variant_names_equal_list_variants(
+    kernel: Path, system: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The done-when check, for examples/relu and every other kernel in the repository, on every system."""
     expected = listed_for(system, listed(kernel, capsys))
     names = nix_eval(
@@ -134,7 +143,7 @@ def test_variant_names_equal_list_variants(kernel: Path, system: str, capsys: py
 def test_relu_names_on_x86_64_linux(capsys: pytest.CaptureFixture[str]) -> None:
     """Spot checks, independent of both implementations."""
     names = nix_eval(
-        "{ path }: (import ./lib { }).variantNames { path = /. + path; system = \"x86_64-linux\"; }",
+        '{ path }: (import ./lib { }).variantNames { path = /. + path; system = "x86_64-linux"; }',
         path=str(REPO / "examples" / "relu"),
     )
     assert "torch213-cxx11-cpu-x86_64-linux" in names
@@ -159,7 +168,9 @@ src = ["k_{backend}/k.{suffix}"]
 SUFFIX = {"cpu": "cpp", "cuda": "cu", "rocm": "hip", "xpu": "cpp", "metal": "mm"}
 
 
-def torch_project(backends: list[str], torch: str = "", general: str = "", kernels: list[str] | None = None) -> str:
+def torch_project(
+    backends: list[str], torch: str = "", general: str = "", kernels: list[str] | None = None
+) -> str:
     text = HEAD.format(backends=json.dumps(backends)) + general
     text += '\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n' + torch
     for backend in backends if kernels is None else kernels:
@@ -171,7 +182,9 @@ CONFIGS = {
     "torch-maxver": torch_project(["cpu", "cuda"], torch='maxver = "2.12"\n'),
     "torch-minver": torch_project(["cpu", "cuda"], torch='minver = "2.13"\n'),
     "torch-patch-bound": torch_project(["cpu"], torch='minver = "2.12.0"\nmaxver = "2.13.9"\n'),
-    "cuda-bounds": torch_project(["cpu", "cuda"], general='\n[general.cuda]\nminver = "12.8"\nmaxver = "13"\n'),
+    "cuda-bounds": torch_project(
+        ["cpu", "cuda"], general='\n[general.cuda]\nminver = "12.8"\nmaxver = "13"\n'
+    ),
     "stable-abi": torch_project(["cpu", "cuda"], torch='stable-abi = "2.12"\n'),
     "stable-abi-cuda-only": torch_project(["cpu", "cuda"], torch='stable-abi = { cuda = "2.13" }\n'),
     "every-matrix-backend": torch_project(["cpu", "cuda", "rocm", "xpu", "metal"]),
@@ -190,7 +203,9 @@ def test_variant_names_of_config_variations(
     assert candidates
     fields = ("variant", "backend", "system", "required")
     for system in SYSTEMS:
-        assert nix_candidates(root, system) == [{k: c[k] for k in fields} for c in listed_for(system, candidates)]
+        assert nix_candidates(root, system) == [
+            {k: c[k] for k in fields} for c in listed_for(system, candidates)
+        ]
 
 
 def test_a_legacy_build_toml_is_refused_with_the_fix(tmp_path: Path) -> None:
@@ -305,7 +320,9 @@ def test_gen_kernel_flake_outputs_details() -> None:
 
 def test_dirty_flakes_and_unique_ids_reach_the_build_line() -> None:
     phase = gen(
-        "out.packages.x86_64-linux.torch213-cxx11-cpu-x86_64-linux.buildPhase", dirtyRev=f"{REV}-dirty", uniqueId="nix1"
+        "out.packages.x86_64-linux.torch213-cxx11-cpu-x86_64-linux.buildPhase",
+        dirtyRev=f"{REV}-dirty",
+        uniqueId="nix1",
     )
     argv = build_line(phase)
     assert argv[-5:] == ["--unique-id", "nix1", "--provenance-commit", REV, "--provenance-dirty"]
@@ -390,8 +407,15 @@ def test_flake_outputs() -> None:
     assert out["package"]["dependencies"] == [
         f"/stub/python-{name}"
         for name in (
-            "tomlkit", "packaging", "huggingface-hub", "scikit-build-core", "pyelftools", "auditwheel", "abi3info",
-            "rich", "filelock",
+            "tomlkit",
+            "packaging",
+            "huggingface-hub",
+            "scikit-build-core",
+            "pyelftools",
+            "auditwheel",
+            "abi3info",
+            "rich",
+            "filelock",
         )
     ]
     assert out["default"] == "kernel-builder"
@@ -401,7 +425,9 @@ def test_flake_outputs() -> None:
         "meta": {"description": "kernel-builder's command line"},
     }
     assert out["shell"] == ["/stub/python", "/stub/cmake", "/stub/ninja"]
-    assert {"/stub/python-pytest", "/stub/python-mypy", "/stub/python-ruff", "/stub/torch"} <= set(out["shellPython"])
+    assert {"/stub/python-pytest", "/stub/python-mypy", "/stub/python-ruff", "/stub/torch"} <= set(
+        out["shellPython"]
+    )
     assert out["lib"] is True
     assert out["matrix"] == len(load_matrix().entries)
     assert out["template"] == str(REPO / "templates" / "kernel")
@@ -416,7 +442,9 @@ def test_template_flake_builds_its_variants(capsys: pytest.CaptureFixture[str]) 
           kernel-builder = self;
         }).packages.x86_64-linux"""
     )
-    expected = [c["variant"] for c in listed_for("x86_64-linux", listed(REPO / "templates" / "kernel", capsys))]
+    expected = [
+        c["variant"] for c in listed_for("x86_64-linux", listed(REPO / "templates" / "kernel", capsys))
+    ]
     assert sorted(names) == sorted([*expected, "bundle", "default"])
 
 
@@ -436,9 +464,10 @@ def run_phases(phases: list[str], workdir: Path, out: Path, env: dict[str, str],
 
 
 def network_namespaces() -> bool:
-    return shutil.which("unshare") is not None and subprocess.run(
-        ["unshare", "--net", "true"], capture_output=True, check=False
-    ).returncode == 0
+    return (
+        shutil.which("unshare") is not None
+        and subprocess.run(["unshare", "--net", "true"], capture_output=True, check=False).returncode == 0
+    )
 
 
 @pytest.mark.slow
@@ -469,16 +498,23 @@ def test_template_variant_derivation_builds_offline_and_its_check_passes(tmp_pat
     offline = network_namespaces()
 
     source = tmp_path / "build-src"
-    shutil.copytree(template, source, ignore=shutil.ignore_patterns("build", ".kernel-builder", "__pycache__"))
+    shutil.copytree(
+        template, source, ignore=shutil.ignore_patterns("build", ".kernel-builder", "__pycache__")
+    )
     run_phases(drv["build"], source, Path(drv["out"]), env, offline)
     built = Path(drv["out"]) / variant
     data = metadata(built)
-    assert data["provenance"] == {"kernel-builder": {"version": __version__}, "kernel": {"commit": REV, "dirty": False}}
+    assert data["provenance"] == {
+        "kernel-builder": {"version": __version__},
+        "kernel": {"commit": REV, "dirty": False},
+    }
     assert str(data["id"]).startswith("_my_kernel_cpu_")
     assert not (cache / "envs").exists(), "--offline created a build environment"
 
     checked = tmp_path / "check-src"
-    shutil.copytree(template, checked, ignore=shutil.ignore_patterns("build", ".kernel-builder", "__pycache__"))
+    shutil.copytree(
+        template, checked, ignore=shutil.ignore_patterns("build", ".kernel-builder", "__pycache__")
+    )
     report = run_phases(drv["check"], checked, Path(drv["checkOut"]), env, offline)
     assert re.search(r"\b14 passed\b", report) and "skipped" not in report, report
     assert Path(drv["checkOut"]).is_file()

@@ -129,7 +129,9 @@ def noarch_project(tmp_path: Path) -> KernelProject:
     return load(write_files(tmp_path / "kernel", {"build.toml": NOARCH_TOML, **PACKAGE_FILES}))
 
 
-def variant_plan(project: KernelProject, backend: str, *, native: tuple[str, ...] | None = None) -> VariantPlan:
+def variant_plan(
+    project: KernelProject, backend: str, *, native: tuple[str, ...] | None = None
+) -> VariantPlan:
     interpreter = CU130_213 if backend == "cuda" else CPU_213
     build = plan_build(project, interpreter, UID, native_targets=native)
     [variant] = [v for v in build.variants if v.backend == backend]
@@ -188,7 +190,9 @@ def test_aot_layout(tmp_path: Path) -> None:
     assert stat.S_IMODE((out / f"_pack_cpu_{UID}.abi3.so").stat().st_mode) == 0o755
     assert stat.S_IMODE(out.stat().st_mode) == 0o755
     assert (out / "_ops.py").read_text(encoding="utf-8") == aot_ops_py(plan.ops_name)
-    assert (out / "layers/_ops.py").read_text(encoding="utf-8") == PACKAGE_FILES["torch-ext/pack/layers/_ops.py"]
+    assert (out / "layers/_ops.py").read_text(encoding="utf-8") == PACKAGE_FILES[
+        "torch-ext/pack/layers/_ops.py"
+    ]
     assert sorted(p.name for p in (project.root / "build").iterdir()) == ["torch213-cxx11-cpu-x86_64-linux"]
 
 
@@ -223,7 +227,9 @@ def test_assembling_again_replaces_the_variant(tmp_path: Path) -> None:
 def test_other_variants_are_untouched(tmp_path: Path) -> None:
     project, _, cpu = build_aot(tmp_path)
     before = {rel: (cpu / rel).read_bytes() for rel in files_of(cpu)}
-    cuda = assemble(project, variant_plan(project, "cuda"), UID, project.root / "build", extension(tmp_path), None, None)
+    cuda = assemble(
+        project, variant_plan(project, "cuda"), UID, project.root / "build", extension(tmp_path), None, None
+    )
     assert cuda.name == "torch213-cxx11-cu130-x86_64-linux"
     assert {rel: (cpu / rel).read_bytes() for rel in files_of(cpu)} == before
 
@@ -256,7 +262,10 @@ def test_metadata_of_a_cpu_variant(tmp_path: Path) -> None:
     assert data["upstream"] == "https://github.com/org/upstream.git"
     assert data["source"] == "https://github.com/org/kernels.git"
     assert data["python-depends"] == ["einops"]
-    assert data["kernel-depends"] == [{"repo-id": "org/a", "version": 2}, {"repo-id": "org/b", "revision": "main"}]
+    assert data["kernel-depends"] == [
+        {"repo-id": "org/a", "version": 2},
+        {"repo-id": "org/b", "revision": "main"},
+    ]
     assert data["backend"] == {"type": "cpu"}  # no archs for cpu
     assert data["provenance"] == {"kernel-builder": {"version": kernel_builder.__version__}}
 
@@ -333,7 +342,9 @@ def test_metadata_dict_omits_empty_archs(tmp_path: Path) -> None:
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
-    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -363,7 +374,9 @@ def repo(tmp_path: Path) -> KernelProject:
 def test_provenance_of_a_clean_tree(repo: KernelProject, tmp_path: Path) -> None:
     assert provenance(repo) == Provenance(git(tmp_path, "rev-parse", "HEAD"), False)
     # Changes to files that are not id inputs keep it clean.
-    write_files(repo.root, {"torch-ext/pack/notes.txt": "edited\n", "README.md": "new\n", "pack_cpu/unlisted.h": ""})
+    write_files(
+        repo.root, {"torch-ext/pack/notes.txt": "edited\n", "README.md": "new\n", "pack_cpu/unlisted.h": ""}
+    )
     write_files(tmp_path, {"other/readme.md": "edited\n"})
     assert provenance(repo) == Provenance(git(tmp_path, "rev-parse", "HEAD"), False)
 
@@ -381,7 +394,9 @@ def test_provenance_of_a_clean_tree(repo: KernelProject, tmp_path: Path) -> None
     ],
 )
 @needs_git
-def test_provenance_is_dirty_when_an_id_input_changes(repo: KernelProject, tmp_path: Path, change: str) -> None:
+def test_provenance_is_dirty_when_an_id_input_changes(
+    repo: KernelProject, tmp_path: Path, change: str
+) -> None:
     root = repo.root
     if change == "modified source":
         write_files(root, {"pack_cuda/pack.cu": "// changed\n"})
@@ -519,8 +534,10 @@ def test_unwritable_staging_names_the_path(tmp_path: Path, monkeypatch: pytest.M
         assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
     message = str(info.value)
     assert message.startswith(f"cannot write {project.root / '.kernel-builder' / 'tmp'}/")
-    assert message.endswith(f".abi3.so: No space left on device; {out} is unchanged. Free some space or fix the "
-                            "permissions, then build again")
+    assert message.endswith(
+        f".abi3.so: No space left on device; {out} is unchanged. Free some space or fix the "
+        "permissions, then build again"
+    )
     assert snapshot(out) == before
     assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []
 
@@ -557,11 +574,13 @@ def test_prefixed_namespace_passes(tmp_path: Path) -> None:
     project = aot_project(tmp_path)
     fixed = LITERAL.replace('"myns::op"', 'add_op_namespace_prefix("op")')
     write_files(project.root, {"torch-ext/pack/layers/ops.py": fixed})
-    out = assemble(project, variant_plan(project, "cpu"), UID, project.root / "build", extension(tmp_path), None, None)
+    out = assemble(
+        project, variant_plan(project, "cpu"), UID, project.root / "build", extension(tmp_path), None, None
+    )
     assert (out / "layers/ops.py").read_text(encoding="utf-8") == fixed
 
 
-CHECKED = '''\
+CHECKED = """\
 import torch
 from torch.library import custom_op, register_fake, triton_op
 
@@ -604,7 +623,7 @@ async def bad_vmap(x): ...
 def outer():
     @custom_op("nested::ok", mutates_args=())  # not top level: not checked
     def inner(x): ...
-'''
+"""
 
 
 def test_check_op_namespaces_cases(tmp_path: Path) -> None:

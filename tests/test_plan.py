@@ -75,7 +75,9 @@ def project(tmp_path: Path, text: str, files: tuple[str, ...] = ()) -> Path:
         *files,
     ]
     package = "tvm-ffi-ext/plan_me/__init__.py" if "[tvm-ffi]" in text else "torch-ext/plan_me/__init__.py"
-    return write_files(tmp_path / "kernel", {"build.toml": text, package: "", **dict.fromkeys(listed, "// x\n")})
+    return write_files(
+        tmp_path / "kernel", {"build.toml": text, package: "", **dict.fromkeys(listed, "// x\n")}
+    )
 
 
 def plan(
@@ -101,11 +103,14 @@ def messages(build: BuildPlan, severity: Severity) -> list[str]:
 # --- noarch -----------------------------------------------------------------------------------------------
 
 ALL_BACKENDS = '["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"]'
-NOARCH = GENERAL.format(backends=ALL_BACKENDS) + """
+NOARCH = (
+    GENERAL.format(backends=ALL_BACKENDS)
+    + """
 [torch-noarch]
 cuda-capabilities = ["9.0a", "8.0"]
 rocm-archs = ["gfx942"]
 """
+)
 
 
 @pytest.mark.parametrize("interpreter", [None, CPU_213, CU130_213], ids=["no-torch", "cpu", "cu130"])
@@ -121,7 +126,16 @@ def test_each_noarch_backend_gives_one_variant(tmp_path: Path, interpreter: Buil
         "torch-tpu",
         "torch-xpu",
     ]
-    assert [v.backend for v in build.variants] == ["cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu"]
+    assert [v.backend for v in build.variants] == [
+        "cann",
+        "cpu",
+        "cuda",
+        "metal",
+        "neuron",
+        "rocm",
+        "tpu",
+        "xpu",
+    ]
     assert [v.ops_name for v in build.variants][:2] == [f"_plan_me_cann_{UID}", f"_plan_me_cpu_{UID}"]
     assert not any(v.aot for v in build.variants)
     assert build.skipped == ()
@@ -272,7 +286,10 @@ def test_tvm_ffi_is_not_built(tmp_path: Path) -> None:
     text = GENERAL.format(backends='["cpu"]') + '\n[tvm-ffi]\nsrc = ["tvm-ffi-ext/binding.cpp"]\n'
     with pytest.raises(BuildError) as info:
         plan(tmp_path, text)
-    assert str(info.value) == "framework tvm-ffi is validated but cannot be built by this version of kernel-builder"
+    assert (
+        str(info.value)
+        == "framework tvm-ffi is validated but cannot be built by this version of kernel-builder"
+    )
 
 
 # --- what goes into a CUDA variant ------------------------------------------------------------------------
@@ -325,7 +342,12 @@ def test_e20_at_plan_time_with_native_targets(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("capabilities", "archs"),
-    [(None, ("9.0",)), ('["8.0", "9.0a"]', ("9.0a",)), ('["8.0", "9.0"]', ("9.0",)), ('["8.0+PTX"]', ("8.0+PTX",))],
+    [
+        (None, ("9.0",)),
+        ('["8.0", "9.0a"]', ("9.0a",)),
+        ('["8.0", "9.0"]', ("9.0",)),
+        ('["8.0+PTX"]', ("8.0+PTX",)),
+    ],
 )
 def test_native_targets(tmp_path: Path, capabilities: str | None, archs: tuple[str, ...]) -> None:
     [variant] = plan(tmp_path, cuda_project(capabilities), CU130_213, native=("9.0",)).variants
@@ -348,7 +370,9 @@ def test_dropped_capability_warns(tmp_path: Path) -> None:
 
 
 def test_torch_cu_source_is_skipped_on_cpu(tmp_path: Path) -> None:
-    text = GENERAL.format(backends='["cpu"]') + TORCH.replace('.h"]', '.h", "torch-ext/extra.cu"]') + CPU_KERNEL
+    text = (
+        GENERAL.format(backends='["cpu"]') + TORCH.replace('.h"]', '.h", "torch-ext/extra.cu"]') + CPU_KERNEL
+    )
     build = plan(tmp_path, text, CPU_213)
     assert build.variants[0].components[0].sources == ("torch-ext/torch_binding.cpp",)
     assert messages(build, Severity.WARNING) == [
@@ -375,7 +399,9 @@ def test_torch_cu_source_is_compiled_on_cuda(tmp_path: Path) -> None:
         (fake_interpreter("2.13.0+cu131", cuda="13.1"), "torch213-cxx11-cu131-x86_64-linux"),
     ],
 )
-def test_not_in_matrix_is_fine_for_development(tmp_path: Path, interpreter: BuildInterpreter, name: str) -> None:
+def test_not_in_matrix_is_fine_for_development(
+    tmp_path: Path, interpreter: BuildInterpreter, name: str
+) -> None:
     text = GENERAL.format(backends='["cpu", "cuda"]') + TORCH + CPU_KERNEL + CUDA_KERNEL
     build = plan(tmp_path, text, interpreter)
     assert names(build) == [name]
@@ -388,7 +414,9 @@ def test_torch_bounds_exclude_the_running_variant(tmp_path: Path) -> None:
     text = GENERAL.format(backends='["cpu"]') + TORCH + 'maxver = "2.12"\n' + CPU_KERNEL
     build = plan(tmp_path, text, CPU_213)
     assert names(build) == []
-    assert messages(build, Severity.NOTE) == ["no cpu variant is built: torch 2.13 is outside [torch] minver/maxver"]
+    assert messages(build, Severity.NOTE) == [
+        "no cpu variant is built: torch 2.13 is outside [torch] minver/maxver"
+    ]
 
 
 def test_cuda_bounds_exclude_the_running_variant(tmp_path: Path) -> None:
@@ -410,7 +438,13 @@ def test_cuda_bounds_exclude_the_running_variant(tmp_path: Path) -> None:
     ],
 )
 def test_stable_abi_variant(tmp_path: Path, interpreter: BuildInterpreter, name: str) -> None:
-    text = GENERAL.format(backends='["cpu", "cuda"]') + TORCH + 'stable-abi = "2.12"\n' + CPU_KERNEL + CUDA_KERNEL
+    text = (
+        GENERAL.format(backends='["cpu", "cuda"]')
+        + TORCH
+        + 'stable-abi = "2.12"\n'
+        + CPU_KERNEL
+        + CUDA_KERNEL
+    )
     build = plan(tmp_path, text, interpreter)
     assert [v.name for v in build.variants if v.aot] == [name]
     assert messages(build, Severity.WARNING) == []

@@ -99,10 +99,15 @@ def test_a_terminal_ctrl_c_reaches_only_kernel_builder(player: tuple[subprocess.
 
 
 def test_run_returns_output_and_status() -> None:
-    result = processes.run([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
-                           capture=True)
+    result = processes.run(
+        [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+        capture=True,
+    )
     assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
-    merged = processes.run([sys.executable, "-c", "import sys; print('a', flush=True); print('b', file=sys.stderr)"],
-                           capture=True, merge_stderr=True)
+    merged = processes.run(
+        [sys.executable, "-c", "import sys; print('a', flush=True); print('b', file=sys.stderr)"],
+        capture=True,
+        merge_stderr=True,
+    )
     assert merged.stdout == "a\nb\n"
     assert processes.GROUPS._running == set()

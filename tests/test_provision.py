@@ -78,7 +78,9 @@ def test_wheel_flavour() -> None:
     assert wheel_flavour("2.12.0", [CU126_RUNTIME]) == "cu126"
     assert wheel_flavour("2.13.0", ["nvidia-cuda-runtime==13.2.*"]) == "cu132"
     assert wheel_flavour("2.13.0", ["filelock", "sympy>=1.13"]) == "cpu"
-    assert wheel_flavour("2.13.0", ['nvidia-cuda-runtime-cu12==12.6.77; platform_system == "Windows"']) == "cpu"
+    assert (
+        wheel_flavour("2.13.0", ['nvidia-cuda-runtime-cu12==12.6.77; platform_system == "Windows"']) == "cpu"
+    )
 
 
 def test_the_tagged_flavour_is_taken(wheels: Path) -> None:
@@ -104,7 +106,9 @@ def test_a_flavour_nowhere_to_be_found_is_unavailable(wheels: Path, tmp_path: Pa
         "torch 2.13.0 for cu126 cannot be installed here: pip finds only 2.13.0+cpu (cpu build), 2.13.0 (cu130 "
         f"build) (tried {missing} and the configured indexes); the cu126 index {missing}: it does not exist"
     )
-    with pytest.raises(Unavailable, match=r"^torch 2\.99\.0 for cpu cannot be installed here: pip finds none \("):
+    with pytest.raises(
+        Unavailable, match=r"^torch 2\.99\.0 for cpu cannot be installed here: pip finds none \("
+    ):
         resolve_torch("2.99.0", "cpu", None)
 
 
@@ -132,7 +136,9 @@ def test_toolkit_problem_of_a_cuda_12_version(monkeypatch: pytest.MonkeyPatch, t
         toolkit_problem.cache_clear()
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="no nvcc")
+@pytest.mark.skipif(
+    shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="no nvcc"
+)
 def test_the_systems_cuda_needs_nothing() -> None:
     from kernel_builder.toolchain import cuda_toolkit
 
@@ -144,17 +150,25 @@ def test_the_systems_cuda_needs_nothing() -> None:
 RELU = Path(__file__).resolve().parent.parent / "examples" / "relu"
 
 
-def test_with_availability_gives_the_reasons(wheels: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_with_availability_gives_the_reasons(
+    wheels: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
     candidates = [c for c in all_candidates(load_project(RELU).project) if c.name.endswith("x86_64-linux")]
-    wanted = {"torch213-cxx11-cpu-x86_64-linux", "torch212-cxx11-cpu-x86_64-linux", "torch212-cxx11-cu126-x86_64-linux"}
+    wanted = {
+        "torch213-cxx11-cpu-x86_64-linux",
+        "torch212-cxx11-cpu-x86_64-linux",
+        "torch212-cxx11-cu126-x86_64-linux",
+    }
     checked = {c.name: c for c in with_availability([c for c in candidates if c.name in wanted])}
     assert checked["torch213-cxx11-cpu-x86_64-linux"].reason is None
     assert str(checked["torch212-cxx11-cpu-x86_64-linux"].reason).startswith(
         "torch 2.12.0 for cpu cannot be installed here: pip finds none ("
     )
     reason = str(checked["torch212-cxx11-cu126-x86_64-linux"].reason)
-    assert reason.startswith(("no CUDA 12.6 compiler here", "torch 2.12.0 for cu126 cannot be installed here"))
+    assert reason.startswith(
+        ("no CUDA 12.6 compiler here", "torch 2.12.0 for cu126 cannot be installed here")
+    )
 
 
 def test_build_of_an_unobtainable_variant_fails_in_seconds(

@@ -497,7 +497,10 @@ def test_missing_repo_id_is_a_usage_error(
         f"[general.hub] table of {kernel / 'build.toml'}\n"
     )
     run = run_cli(capsys, "upload", str(kernel), "--repo-id", "not-a-repo")
-    assert (run.code, run.err) == (2, "error: invalid repo id 'not-a-repo': expected <org>/<name> (exactly one '/')\n")
+    assert (run.code, run.err) == (
+        2,
+        "error: invalid repo id 'not-a-repo': expected <org>/<name> (exactly one '/')\n",
+    )
     assert hub.requests == []
 
 
@@ -566,7 +569,9 @@ def non_manylinux_so(tmp_path_factory: pytest.TempPathFactory) -> bytes:
         pytest.skip("needs g++ to build the fixture extension")
     tmp = tmp_path_factory.mktemp("so")
     (tmp / "keep.cpp").write_text(NOT_MANYLINUX)
-    subprocess.run(["g++", "-shared", "-fPIC", "-O1", str(tmp / "keep.cpp"), "-o", str(tmp / "keep.so")], check=True)
+    subprocess.run(
+        ["g++", "-shared", "-fPIC", "-O1", str(tmp / "keep.cpp"), "-o", str(tmp / "keep.so")], check=True
+    )
     data = (tmp / "keep.so").read_bytes()
     if b"__libc_single_threaded" not in data:
         pytest.skip("this toolchain does not reference __libc_single_threaded (glibc < 2.32 or GCC < 11)")

@@ -35,7 +35,12 @@ def files_under(root: Path) -> set[str]:
     [
         (["--backends", "cpu"], COMMON | COMPILED, ("cpu",), "torch"),
         (["--template", "cpu"], COMMON | COMPILED, ("cpu",), "torch"),
-        (["--backends", "cuda,cpu"], COMMON | COMPILED | {"my_kernel_cuda/relu.cu"}, ("cuda", "cpu"), "torch"),
+        (
+            ["--backends", "cuda,cpu"],
+            COMMON | COMPILED | {"my_kernel_cuda/relu.cu"},
+            ("cuda", "cpu"),
+            "torch",
+        ),
         ([], COMMON | COMPILED | {"my_kernel_cuda/relu.cu"}, ("cuda", "cpu"), "torch"),
         (["--template", "triton"], COMMON, ("cuda", "cpu"), "torch-noarch"),
     ],

@@ -34,8 +34,10 @@ def test_second_holder_says_it_waits_and_gets_the_lock_after(tmp_path: Path) -> 
     thread.join(10)
     assert order == ["first done", "second"]
     assert said == [
-        (f"waiting for another kernel-builder build of {tmp_path} to finish "
-        f"(it holds {tmp_path / '.kernel-builder' / 'build.lock'})")
+        (
+            f"waiting for another kernel-builder build of {tmp_path} to finish "
+            f"(it holds {tmp_path / '.kernel-builder' / 'build.lock'})"
+        )
     ]
 
 

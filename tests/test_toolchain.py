@@ -18,7 +18,13 @@ from kernel_builder import toolchain
 from kernel_builder.errors import BuildError
 from kernel_builder.toolchain import CudaToolkit, Tool, check_cuda_match, cuda_toolkit
 
-CACHED = (toolchain.cuda_toolkit, toolchain.host_compiler, toolchain._accepts, toolchain.cmake, toolchain.ninja)
+CACHED = (
+    toolchain.cuda_toolkit,
+    toolchain.host_compiler,
+    toolchain._accepts,
+    toolchain.cmake,
+    toolchain.ninja,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -58,14 +64,18 @@ def fake_nvcc(cuda_root: Path, release: str, *, here: Path | None = None, dryrun
     )
 
 
-def test_nvcc_from_cuda_home_reporting_12_8_against_torch_cu130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nvcc_from_cuda_home_reporting_12_8_against_torch_cu130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cuda_home = tmp_path / "cuda-12.8"
     nvcc = fake_nvcc(cuda_home, "12.8")
     fake_nvcc(tmp_path / "cuda-13.0", "13.0")
     monkeypatch.setenv("CUDA_HOME", str(cuda_home))
     monkeypatch.setenv("PATH", str(tmp_path / "cuda-13.0" / "bin"))  # CUDA_HOME comes first
     toolkit = cuda_toolkit()
-    assert toolkit == CudaToolkit(nvcc.resolve(), (12, 8), cuda_home.resolve(), "Build cuda_12.8.r12.8/compiler.0")
+    assert toolkit == CudaToolkit(
+        nvcc.resolve(), (12, 8), cuda_home.resolve(), "Build cuda_12.8.r12.8/compiler.0"
+    )
     assert toolkit.include == cuda_home.resolve() / "include"
     with pytest.raises(BuildError) as info:
         check_cuda_match(toolkit, "13.0")
@@ -93,7 +103,11 @@ def test_nvcc_from_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     nvcc = fake_nvcc(tmp_path / "cuda", "13.0")
     monkeypatch.setenv("PATH", str(nvcc.parent))
     toolkit = cuda_toolkit()
-    assert (toolkit.nvcc, toolkit.version, toolkit.root) == (nvcc.resolve(), (13, 0), (tmp_path / "cuda").resolve())
+    assert (toolkit.nvcc, toolkit.version, toolkit.root) == (
+        nvcc.resolve(),
+        (13, 0),
+        (tmp_path / "cuda").resolve(),
+    )
 
 
 def test_nvcc_from_cuda_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,7 +158,9 @@ def test_no_nvcc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("layout", ["nvidia/cu13", "nvidia/cuda_nvcc"])
-def test_nvcc_from_nvidias_pypi_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+def test_nvcc_from_nvidias_pypi_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str
+) -> None:
     purelib = tmp_path / "site-packages"
     nvcc = fake_nvcc(purelib / layout, "13.0")
     monkeypatch.setattr(toolchain, "DEFAULT_CUDA_HOME", tmp_path / "no-system-cuda")
@@ -229,7 +245,9 @@ def test_fingerprint(tmp_path: Path) -> None:
     b = CudaToolkit(tmp_path / "nvcc", (13, 0), tmp_path, "Build cuda_13.0")
     assert toolchain.fingerprint(a, b) == toolchain.fingerprint(a, b)
     assert toolchain.fingerprint(a, b) != toolchain.fingerprint(Tool(a.path, "3.31.1"), b)
-    assert toolchain.fingerprint(a, b) != toolchain.fingerprint(a, CudaToolkit(b.nvcc, (13, 0), tmp_path, "other"))
+    assert toolchain.fingerprint(a, b) != toolchain.fingerprint(
+        a, CudaToolkit(b.nvcc, (13, 0), tmp_path, "other")
+    )
 
 
 # --- CMake and Ninja -------------------------------------------------------------------------------------------
@@ -248,7 +266,9 @@ def test_cmake_is_found_without_importing_its_package() -> None:
     """The ``cmake`` package's ``__init__`` lists every file of its distribution: a third of a second of every
     no-op rebuild on a slow file system."""
     code = "import sys; from kernel_builder import toolchain; print(toolchain.cmake().path); print('cmake' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     import cmake as cmake_pkg
 
     assert out == [str(Path(cmake_pkg.CMAKE_BIN_DIR) / "cmake"), "False"]
@@ -265,17 +285,23 @@ def test_without_the_packages_cmake_and_ninja_come_from_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pypi_tools: None
 ) -> None:
     tools = tmp_path / "bin"
-    cmake = script(tools / "cmake", "echo 'cmake version 3.31.7'; echo; echo 'CMake suite maintained by Kitware'\n")
+    cmake = script(
+        tools / "cmake", "echo 'cmake version 3.31.7'; echo; echo 'CMake suite maintained by Kitware'\n"
+    )
     ninja = script(tools / "ninja", "echo '1.12.1'\n")
     monkeypatch.setenv("PATH", str(tools))
     assert toolchain.cmake() == Tool(cmake, "3.31.7")
     assert toolchain.ninja() == Tool(ninja, "1.12.1")
 
 
-def test_an_old_cmake_on_path_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pypi_tools: None) -> None:
+def test_an_old_cmake_on_path_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pypi_tools: None
+) -> None:
     script(tmp_path / "bin" / "cmake", "echo 'cmake version 3.22.1'\n")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    with pytest.raises(BuildError, match=r"cmake .*bin/cmake is 3\.22\.1; kernel-builder needs 3\.26 or newer"):
+    with pytest.raises(
+        BuildError, match=r"cmake .*bin/cmake is 3\.22\.1; kernel-builder needs 3\.26 or newer"
+    ):
         toolchain.cmake()
 
 

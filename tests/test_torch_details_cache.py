@@ -17,7 +17,9 @@ def interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> buildenv.Bui
     return buildenv.quick_probe()
 
 
-def test_second_call_reads_the_cache(interpreter: buildenv.BuildInterpreter, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_second_call_reads_the_cache(
+    interpreter: buildenv.BuildInterpreter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first = buildenv.torch_details(interpreter)
     assert first.version == interpreter.torch_version
 
@@ -53,4 +55,4 @@ def test_a_damaged_cache_entry_is_replaced(interpreter: buildenv.BuildInterprete
     (entry,) = (tmp_path / "cache" / "torch-details").iterdir()
     entry.write_text("{not json", encoding="utf-8")
     assert buildenv.torch_details(interpreter) == first
-    assert entry.read_text(encoding="utf-8").startswith("{\"")
+    assert entry.read_text(encoding="utf-8").startswith('{"')

@@ -23,7 +23,15 @@ def copy_form(tmp_path: Path, form: str) -> Path:
 
 def unchanged_lines_kept(old: str, new: str) -> list[str]:
     """Lines of ``old`` that the rewrite dropped, ignoring the ones §3.5 says it edits."""
-    edited = ("language", "rocm-archs", "cuda-minver", "cuda-maxver", "python-depends", "universal", "[torch]")
+    edited = (
+        "language",
+        "rocm-archs",
+        "cuda-minver",
+        "cuda-maxver",
+        "python-depends",
+        "universal",
+        "[torch]",
+    )
     new_lines = set(new.splitlines())
     return [line for line in old.splitlines() if line not in new_lines and not line.startswith(edited)]
 
@@ -55,7 +63,9 @@ def test_legacy_golden_files(tmp_path: Path, form: str, capsys: pytest.CaptureFi
     assert "already edition 5" in capsys.readouterr().out
 
 
-def test_missing_license_exits_2_and_leaves_file_identical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_license_exits_2_and_leaves_file_identical(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     kernel = copy_form(tmp_path, "v2")
     before = (kernel / "build.toml").read_bytes()
     assert main(["update-build", str(kernel)]) == 2
@@ -191,7 +201,9 @@ depends = ["cutlass_sycl"]
 """
 
 
-def test_lowercasing_that_changes_the_package_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_lowercasing_that_changes_the_package_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     kernel = write_project(tmp_path / "k", V4_NAMED.format(name="My_Kernel"), "My_Kernel")
     before = (kernel / "build.toml").read_bytes()
     assert main(["update-build", str(kernel)]) == 2

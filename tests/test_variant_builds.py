@@ -99,7 +99,9 @@ def two_variants(tmp_path_factory: pytest.TempPathFactory, env_cache: Path) -> T
     fresh = not any((env_cache / "envs").glob(ENV_PREFIX + "*"))
     command = ["build", root, "--variant", CPU_VARIANT, "--variant", CUDA_VARIANT]
     first = run_cli(command, env=env).check()
-    printed("2-variant build (cpu + cu130, environment " + ("created" if fresh else "reused") + ")", first.seconds)
+    printed(
+        "2-variant build (cpu + cu130, environment " + ("created" if fresh else "reused") + ")", first.seconds
+    )
     created = re.search(rf"\[\s*([0-9.]+) s\] {CUDA_VARIANT}: configuring", first.stderr)
     if fresh and created:
         printed("creating the torch 2.14.1 cu130 environment (until configure)", float(created[1]))
@@ -134,7 +136,9 @@ def test_cuda_variant_got_its_own_environment(two_variants: TwoVariants) -> None
     if two_variants.fresh_cache:
         assert f"{CUDA_VARIANT}: creating build environment {ENV_PREFIX}" in two_variants.first.stderr
     # The CUDA project was configured against that environment's Torch, not the caller's.
-    cache = (two_variants.root / ".kernel-builder" / CUDA_VARIANT / "cmake-build" / "CMakeCache.txt").read_text()
+    cache = (
+        two_variants.root / ".kernel-builder" / CUDA_VARIANT / "cmake-build" / "CMakeCache.txt"
+    ).read_text()
     assert str(python.parent.parent) in cache
 
 
@@ -150,7 +154,9 @@ def test_metadata_of_both_variants(two_variants: TwoVariants) -> None:
     assert cuda["backend"] == {"type": "cuda", "archs": DEFAULT_13_0}
     assert DEFAULT_13_0 == list(capabilities.default_capabilities((13, 0)))
     cpu_id, cuda_id = str(cpu["id"]), str(cuda["id"])
-    assert re.fullmatch(r"_relu_cpu_[0-9a-f]{10}", cpu_id) and re.fullmatch(r"_relu_cuda_[0-9a-f]{10}", cuda_id)
+    assert re.fullmatch(r"_relu_cpu_[0-9a-f]{10}", cpu_id) and re.fullmatch(
+        r"_relu_cuda_[0-9a-f]{10}", cuda_id
+    )
     assert cpu_id.rsplit("_", 1)[1] == cuda_id.rsplit("_", 1)[1]  # one id for the whole build
     assert extension(two_variants.build / CPU_VARIANT).name == f"{cpu_id}.abi3.so"
     assert extension(two_variants.build / CUDA_VARIANT).name == f"{cuda_id}.abi3.so"
@@ -288,7 +294,9 @@ def test_cu126_variant_of_relu_carries_cuda_12_6_images(tmp_path: Path, env_cach
     (checked,) = with_availability([candidate])
     if checked.reason is not None:
         pytest.skip(f"{CU126_VARIANT} is not buildable here: {checked.reason}")
-    run = run_cli(["build", root, "--variant", CU126_VARIANT], env={"KERNEL_BUILDER_CACHE": str(env_cache)}).check()
+    run = run_cli(
+        ["build", root, "--variant", CU126_VARIANT], env={"KERNEL_BUILDER_CACHE": str(env_cache)}
+    ).check()
     printed("examples/relu cu126 build", run.seconds)
     archs = capabilities.default_capabilities((12, 6))
     assert metadata(root / "build" / CU126_VARIANT)["backend"] == {"type": "cuda", "archs": list(archs)}

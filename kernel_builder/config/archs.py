@@ -41,7 +41,11 @@ def applicable_entries(config: BuildConfig, matrix: Matrix, backend: str) -> Ite
             abi = framework.stable_abi_for(backend)
             if abi is not None and entry.torch < abi.major_minor:
                 continue
-        if backend == "cuda" and entry.version is not None and not within_bounds(entry.version, cuda.minver, cuda.maxver):
+        if (
+            backend == "cuda"
+            and entry.version is not None
+            and not within_bounds(entry.version, cuda.minver, cuda.maxver)
+        ):
             continue
         yield entry
 

@@ -81,7 +81,7 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
             ctx.error(
                 PRE_RELEASE,
                 ("general", "version"),
-                f"`version = \"{general['version']}\"` is a pre-release trait: the version is now an integer "
+                f'`version = "{general["version"]}"` is a pre-release trait: the version is now an integer '
                 "major version (`version = 1`)",
             )
             return None
@@ -168,7 +168,9 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
             return None
 
     v2_traits: list[tuple[str, KeyPath]] = [
-        (f"[kernel.{n}] has `backend`", ("kernel", n, "backend")) for n, k in kernels.items() if "backend" in k
+        (f"[kernel.{n}] has `backend`", ("kernel", n, "backend"))
+        for n, k in kernels.items()
+        if "backend" in k
     ]
     v2_traits += [
         (f"`general.{key}`", ("general", key))
@@ -176,7 +178,9 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
         if key in general
     ]
     v1_traits: list[tuple[str, KeyPath]] = [
-        (f"[kernel.{n}] has `language`", ("kernel", n, "language")) for n, k in kernels.items() if "language" in k
+        (f"[kernel.{n}] has `language`", ("kernel", n, "language"))
+        for n, k in kernels.items()
+        if "language" in k
     ]
     if "universal" in torch:
         v1_traits.append(("`torch.universal`", ("torch", "universal")))

@@ -18,7 +18,9 @@ from .values import Version
 DEFAULT_PYEXT = ("py", "pyi")
 
 
-def read_framework(ctx: Context, doc: dict[str, Any], root: Path, backends: tuple[str, ...] | None) -> Framework | None:
+def read_framework(
+    ctx: Context, doc: dict[str, Any], root: Path, backends: tuple[str, ...] | None
+) -> Framework | None:
     present = [name for name in ("torch", "torch-noarch", "tvm-ffi") if name in doc]
     if not present:
         ctx.error(
@@ -48,7 +50,11 @@ def read_paths(ctx: Context, reader: Reader, key: str, root: Path, *, directory:
     items = reader.string_list(key, '["dir"]' if directory else '["file.cpp"]')
     if not items:
         return ()
-    good = [(i, v) for i, v in reader.unique(key, items) if check_path(ctx, root, v, (*reader.path, key, i), directory=directory)]
+    good = [
+        (i, v)
+        for i, v in reader.unique(key, items)
+        if check_path(ctx, root, v, (*reader.path, key, i), directory=directory)
+    ]
     return tuple(v for _, v in good)
 
 
@@ -134,7 +140,11 @@ def _read_stable_abi(
     reader = Reader(ctx, value, path)
     for backend in value:
         if backend not in BACKENDS:
-            ctx.error(f"unknown backend `{backend}` in `stable-abi`", (*path, backend), f"backends are: {', '.join(BACKENDS)}")
+            ctx.error(
+                f"unknown backend `{backend}` in `stable-abi`",
+                (*path, backend),
+                f"backends are: {', '.join(BACKENDS)}",
+            )
             continue
         version = reader.version(backend)
         if version is None:
@@ -191,7 +201,9 @@ def _read_tvm_ffi(ctx: Context, table: dict[str, Any], root: Path) -> TvmFfi:
     )
 
 
-def read_capability_list(ctx: Context, reader: Reader, key: str, items: list[tuple[int, str]]) -> tuple[str, ...]:
+def read_capability_list(
+    ctx: Context, reader: Reader, key: str, items: list[tuple[int, str]]
+) -> tuple[str, ...]:
     """CUDA capabilities (E8), de-duplicated, with two suffixes on one base rejected."""
     out: list[str] = []
     suffix_of: dict[tuple[int, int], tuple[str, int]] = {}
@@ -201,7 +213,11 @@ def read_capability_list(ctx: Context, reader: Reader, key: str, items: list[tup
             cap = capabilities.parse_capability(text)
         except ValueError:
             fix = capabilities.suggest_capability(text)
-            hint = f"write `{fix}`" if fix else 'a capability is `<major>.<minor>` with optional `a`/`f` and `+PTX`, e.g. "9.0a"'
+            hint = (
+                f"write `{fix}`"
+                if fix
+                else 'a capability is `<major>.<minor>` with optional `a`/`f` and `+PTX`, e.g. "9.0a"'
+            )
             ctx.error(f"invalid CUDA capability `{text}` in {describe((*reader.path, key))}", where, hint)
             continue
         if cap.suffix:
@@ -218,7 +234,9 @@ def read_capability_list(ctx: Context, reader: Reader, key: str, items: list[tup
     return tuple(out)
 
 
-def read_rocm_arch_list(ctx: Context, reader: Reader, key: str, items: list[tuple[int, str]]) -> tuple[str, ...]:
+def read_rocm_arch_list(
+    ctx: Context, reader: Reader, key: str, items: list[tuple[int, str]]
+) -> tuple[str, ...]:
     out: list[str] = []
     for i, arch in reader.unique(key, items):
         if capabilities.ROCM_ARCH_RE.match(arch):
@@ -230,5 +248,7 @@ def read_rocm_arch_list(ctx: Context, reader: Reader, key: str, items: list[tupl
             if ":" in arch and capabilities.ROCM_ARCH_RE.match(base)
             else 'a ROCm arch looks like "gfx90a" or "gfx1100"'
         )
-        ctx.error(f"invalid ROCm arch `{arch}` in {describe((*reader.path, key))}", (*reader.path, key, i), hint)
+        ctx.error(
+            f"invalid ROCm arch `{arch}` in {describe((*reader.path, key))}", (*reader.path, key, i), hint
+        )
     return tuple(out)

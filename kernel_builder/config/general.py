@@ -18,7 +18,9 @@ from .values import NAME_RE, Version, is_git_url, normalise_legacy_name, py_name
 _NO_SUCH_TABLE = ("cpu", "metal", "rocm", "cann")
 
 
-def check_keys(ctx: Context, table: dict[str, Any], allowed: frozenset[str], path: KeyPath, **kw: Any) -> None:
+def check_keys(
+    ctx: Context, table: dict[str, Any], allowed: frozenset[str], path: KeyPath, **kw: Any
+) -> None:
     """Reports each key of ``table`` outside ``allowed`` with the best did-you-mean hint (E3)."""
     for key in table:
         if key not in allowed:
@@ -58,7 +60,11 @@ def read_general(ctx: Context, general: dict[str, Any], *, py_name_override: str
     reader.require("license", 'add `license = "Apache-2.0"` (an SPDX identifier)')
     license_ = reader.string("license", '"Apache-2.0"')
     if license_ is not None and not license_.strip():
-        ctx.error("`license` is empty", (*path, "license"), 'write an SPDX identifier, e.g. `license = "Apache-2.0"`')
+        ctx.error(
+            "`license` is empty",
+            (*path, "license"),
+            'write an SPDX identifier, e.g. `license = "Apache-2.0"`',
+        )
         license_ = None
     urls = {}
     for key in ("upstream", "source"):
@@ -176,7 +182,11 @@ def read_kernel_depends(ctx: Context, table: dict[str, Any], path: KeyPath) -> t
         return ()
     example = '`kernel-depends = [{ repo-id = "org/name", version = 1 }]`'
     if not isinstance(value, list):
-        ctx.error("`kernel-depends` must be an array of inline tables", (*path, "kernel-depends"), f"write {example}")
+        ctx.error(
+            "`kernel-depends` must be an array of inline tables",
+            (*path, "kernel-depends"),
+            f"write {example}",
+        )
         return ()
     out: list[KernelDependency] = []
     for i, entry in enumerate(value):
@@ -202,8 +212,7 @@ def read_kernel_depends(ctx: Context, table: dict[str, Any], path: KeyPath) -> t
             ctx.error(
                 f"`kernel-depends` entry `{repo_id}` has {which} of `version` and `revision`",
                 where,
-                f"give exactly one: {example} or "
-                '`{ repo-id = "org/name", revision = "main" }`',
+                f'give exactly one: {example} or `{{ repo-id = "org/name", revision = "main" }}`',
             )
             continue
         version, revision = entry.get("version"), entry.get("revision")
@@ -211,7 +220,9 @@ def read_kernel_depends(ctx: Context, table: dict[str, Any], path: KeyPath) -> t
             ctx.error(
                 f"`kernel-depends` entry `{repo_id}`: `version` must be an integer >= 0, not `{json.dumps(version, default=str)}`",
                 (*where, "version"),
-                f"write `version = {version}`" if isinstance(version, str) and version.isdigit() else f"write {example}",
+                f"write `version = {version}`"
+                if isinstance(version, str) and version.isdigit()
+                else f"write {example}",
             )
             continue
         if has_revision and (not isinstance(revision, str) or not revision):
@@ -221,7 +232,9 @@ def read_kernel_depends(ctx: Context, table: dict[str, Any], path: KeyPath) -> t
                 'write `revision = "main"` (a branch, tag or commit)',
             )
             continue
-        out.append(KernelDependency(repo_id, version if has_version else None, revision if has_revision else None))
+        out.append(
+            KernelDependency(repo_id, version if has_version else None, revision if has_revision else None)
+        )
     return tuple(out)
 
 
@@ -236,7 +249,11 @@ def _read_hub(ctx: Context, hub: object) -> Hub:
     reader = Reader(ctx, hub, path)
     repo_id = reader.string("repo-id", '"org/name"')
     if repo_id is not None and not is_repo_id(repo_id):
-        ctx.error(f"`repo-id` must be `<owner>/<name>`, not `{repo_id}`", (*path, "repo-id"), 'e.g. `repo-id = "my-org/relu"`')
+        ctx.error(
+            f"`repo-id` must be `<owner>/<name>`, not `{repo_id}`",
+            (*path, "repo-id"),
+            'e.g. `repo-id = "my-org/relu"`',
+        )
         repo_id = None
     return Hub(repo_id, reader.string("branch", '"v1"'))
 

@@ -32,8 +32,15 @@ def _version(description: str) -> Json:
 
 def _table(description: str, properties: Json, keys: frozenset[str], required: tuple[str, ...] = ()) -> Json:
     if set(properties) != set(keys):
-        raise AssertionError(f"schema of {description!r} disagrees with the validator: {sorted(set(properties) ^ keys)}")
-    table: Json = {"type": "object", "description": description, "properties": properties, "additionalProperties": False}
+        raise AssertionError(
+            f"schema of {description!r} disagrees with the validator: {sorted(set(properties) ^ keys)}"
+        )
+    table: Json = {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "additionalProperties": False,
+    }
     if required:
         table["required"] = list(required)
     return table
@@ -42,7 +49,12 @@ def _table(description: str, properties: Json, keys: frozenset[str], required: t
 def _python_depends(level: str) -> Json:
     names = sorted(d.name for d in PYTHON_DEPENDENCIES.values() if d.level == level)
     items: Json = {"enum": names} if names else {"not": {}}
-    return {"type": "array", "items": items, "uniqueItems": True, "description": "Python packages the kernel imports"}
+    return {
+        "type": "array",
+        "items": items,
+        "uniqueItems": True,
+        "description": "Python packages the kernel imports",
+    }
 
 
 KERNEL_DEPENDENCY: Json = {
@@ -83,8 +95,16 @@ def _general() -> Json:
         schema.HUB,
     )
     properties: Json = {
-        "name": {"type": "string", "pattern": NAME_RE.pattern, "description": "lowercase letters, digits and -"},
-        "version": {"type": "integer", "minimum": 0, "description": "major version of the public API (Hub branch v<N>)"},
+        "name": {
+            "type": "string",
+            "pattern": NAME_RE.pattern,
+            "description": "lowercase letters, digits and -",
+        },
+        "version": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "major version of the public API (Hub branch v<N>)",
+        },
         "edition": {"const": 5, "description": "the format edition"},
         "license": {"type": "string", "minLength": 1, "description": "SPDX identifier"},
         "upstream": {"type": "string", "description": "git URL of the kernel's original code"},
@@ -101,7 +121,9 @@ def _general() -> Json:
         "hub": hub,
         **{backend: backend_table(backend) for backend in schema.GENERAL_BACKEND},
     }
-    return _table("[general]", properties, schema.GENERAL, ("name", "version", "edition", "license", "backends"))
+    return _table(
+        "[general]", properties, schema.GENERAL, ("name", "version", "edition", "license", "backends")
+    )
 
 
 def _capabilities(description: str) -> Json:
@@ -129,7 +151,10 @@ def _frameworks() -> dict[str, Json]:
                 "description": "build against the Torch stable ABI of this version (for every backend, or per backend)",
                 "oneOf": [
                     {"type": "string", "pattern": VERSION_RE.pattern},
-                    {"type": "object", "additionalProperties": {"type": "string", "pattern": VERSION_RE.pattern}},
+                    {
+                        "type": "object",
+                        "additionalProperties": {"type": "string", "pattern": VERSION_RE.pattern},
+                    },
                 ],
             },
         },
@@ -187,7 +212,9 @@ def build_toml_schema() -> Json:
     frameworks = _frameworks()
     properties: Json = {"general": _general(), **frameworks, "kernel": _kernel()}
     if set(properties) != set(schema.TOP_LEVEL):
-        raise AssertionError(f"top-level tables disagree with the validator: {sorted(set(properties) ^ schema.TOP_LEVEL)}")
+        raise AssertionError(
+            f"top-level tables disagree with the validator: {sorted(set(properties) ^ schema.TOP_LEVEL)}"
+        )
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,

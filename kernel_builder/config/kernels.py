@@ -17,7 +17,13 @@ from .schema import KERNEL, KERNEL_BACKEND_KEYS, KERNEL_BACKENDS, suggest_key, s
 from .values import KERNEL_SECTION_RE
 
 COMPILED_EVERYWHERE = (".cpp", ".cc", ".cxx")
-COMPILED_BY_BACKEND = {".cu": ("cuda", "rocm"), ".hip": ("rocm",), ".metal": ("metal",), ".m": ("metal",), ".mm": ("metal",)}
+COMPILED_BY_BACKEND = {
+    ".cu": ("cuda", "rocm"),
+    ".hip": ("rocm",),
+    ".metal": ("metal",),
+    ".m": ("metal",),
+    ".mm": ("metal",),
+}
 HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
 _CUTLASS_RE = re.compile(r"^cutlass_(\d+)_(\d+)$")
 #: Section names become CMake targets beside the generated ones: the binding component (``_torch_binding``),
@@ -36,7 +42,11 @@ def read_kernels(ctx: Context, doc: dict[str, Any], root: Path, edition5_source:
     if kernels is None:
         return ()
     if not isinstance(kernels, dict):
-        ctx.error("`kernel` must be a table of `[kernel.<name>]` sections", ("kernel",), "write `[kernel.my_kernel]`")
+        ctx.error(
+            "`kernel` must be a table of `[kernel.<name>]` sections",
+            ("kernel",),
+            "write `[kernel.my_kernel]`",
+        )
         return ()
     out = []
     for name, section in kernels.items():
@@ -75,7 +85,9 @@ def read_kernels(ctx: Context, doc: dict[str, Any], root: Path, edition5_source:
     return tuple(out)
 
 
-def _read_kernel(ctx: Context, name: str, section: dict[str, Any], root: Path, edition5: bool) -> Kernel | None:
+def _read_kernel(
+    ctx: Context, name: str, section: dict[str, Any], root: Path, edition5: bool
+) -> Kernel | None:
     path: KeyPath = ("kernel", name)
     reader = Reader(ctx, section, path)
     backend = _read_backend(ctx, reader)
@@ -98,11 +110,13 @@ def _read_kernel(ctx: Context, name: str, section: dict[str, Any], root: Path, e
             )
     reader.require("src", f'add `src = ["{name}/{name}.cu"]` (the files to compile and the headers they use)')
     if section.get("src") == []:
-        ctx.error(f"[kernel.{name}] `src` is empty", (*path, "src"), "list the files to compile and their headers")
+        ctx.error(
+            f"[kernel.{name}] `src` is empty", (*path, "src"), "list the files to compile and their headers"
+        )
     src = read_paths(ctx, reader, "src", root, directory=False)
     if backend is not None:
         _check_source_types(ctx, reader, backend)
-    reader.require("depends", "add `depends = []` (or `depends = [\"torch\"]`)")
+    reader.require("depends", 'add `depends = []` (or `depends = ["torch"]`)')
     depends = _read_depends(ctx, reader, backend, edition5)
     caps = None
     if "cuda-capabilities" in section and backend == "cuda":

@@ -74,7 +74,10 @@ def read_build_toml(file: Path, display: str) -> str:
         data = read_bounded(file, MAX_FILE_BYTES)
         return data.decode("utf-8")
     except FileNotFoundError:
-        diags.error("build.toml not found", hint=f"looked for {file.absolute()}; pass the kernel directory or its build.toml")
+        diags.error(
+            "build.toml not found",
+            hint=f"looked for {file.absolute()}; pass the kernel directory or its build.toml",
+        )
     except UnicodeDecodeError as exc:
         line_start = data.rfind(b"\n", 0, exc.start) + 1
         diags.add(
@@ -137,7 +140,9 @@ def parse_toml(text: str, diags: DiagnosticList) -> dict[str, Any]:
             message = message[: -len(_AT_END)]
             line = text.count("\n") + 1
             col = len(text) - (text.rfind("\n") + 1) + 1
-        diags.add(Severity.ERROR, f"invalid TOML: {message}", line, "fix the TOML syntax at this position", col)
+        diags.add(
+            Severity.ERROR, f"invalid TOML: {message}", line, "fix the TOML syntax at this position", col
+        )
         raise ConfigError(diags.sorted()) from None
     except RecursionError:  # a nesting the bracket scan did not see (it cannot be reached by valid TOML)
         diags.add(Severity.ERROR, f"values are nested more than {MAX_DEPTH} levels deep", None, None)
@@ -152,7 +157,9 @@ def legacy_warning(form: Form, display: str) -> str:
     )
 
 
-def _load(raw: dict[str, Any], ctx: Context, file: Path, display: str, matrix: Matrix | None) -> KernelProject | None:
+def _load(
+    raw: dict[str, Any], ctx: Context, file: Path, display: str, matrix: Matrix | None
+) -> KernelProject | None:
     form = detect_form(raw, ctx)
     if form is None:
         return None
@@ -180,14 +187,20 @@ def build_config(
 ) -> BuildConfig | None:
     """The edition-5 document ``doc`` as a model; every problem is reported to ``ctx``."""
     for key, value in doc.items():
-        if key not in TOP_LEVEL and _is_kernel_sections(value) and suggest_table(key, TOP_LEVEL) == "did you mean `[kernel]`?":
+        if (
+            key not in TOP_LEVEL
+            and _is_kernel_sections(value)
+            and suggest_table(key, TOP_LEVEL) == "did you mean `[kernel]`?"
+        ):
             _report_misspelt_kernels(ctx, key, value)
         elif key not in TOP_LEVEL:
             is_table = isinstance(value, dict)
             ctx.error(
                 f"unknown table `[{key}]`" if is_table else f"unknown top-level key `{key}`",
                 (key,),
-                suggest_table(key, TOP_LEVEL) if is_table else "top-level keys belong in a table such as [general]",
+                suggest_table(key, TOP_LEVEL)
+                if is_table
+                else "top-level keys belong in a table such as [general]",
                 key=True,
             )
     general = read_general(ctx, doc["general"], py_name_override=py_name)

@@ -39,9 +39,9 @@ def migrate(raw: dict[str, Any], form: Form, ctx: Context) -> Migrated | None:
     if form.number <= 3 and "license" not in general:
         general["license"] = NOASSERTION
         ctx.warning(
-            "no `license`: metadata will carry \"NOASSERTION\"",
+            'no `license`: metadata will carry "NOASSERTION"',
             ("general",),
-            "add `license = \"<SPDX id>\"` to [general] (or run `kernel-builder update-build --license <id>`)",
+            'add `license = "<SPDX id>"` to [general] (or run `kernel-builder update-build --license <id>`)',
         )
     _rename_depends(doc, ctx)
     if form.number == 1:
@@ -99,7 +99,11 @@ def _make_universal(doc: dict[str, Any], ctx: Context, trait_path: tuple[str, ..
     torch = doc.pop("torch", None)
     torch = torch if isinstance(torch, dict) else {}
     if torch.get("src") or _kernel_sections(doc):
-        ctx.error(UNIVERSAL_WITH_SOURCES, trait_path, "remove `universal`, or remove the sources and kernel sections")
+        ctx.error(
+            UNIVERSAL_WITH_SOURCES,
+            trait_path,
+            "remove `universal`, or remove the sources and kernel sections",
+        )
         return
     noarch: dict[str, Any] = {}
     if "pyext" in torch:
@@ -152,7 +156,7 @@ def _migrate_v1(doc: dict[str, Any], ctx: Context) -> None:
                 companion = f"{name}_rocm"
                 if companion in kernels:
                     ctx.error(
-                        f"`language = \"cuda-hipify\"` on [kernel.{name}] creates [kernel.{companion}], which "
+                        f'`language = "cuda-hipify"` on [kernel.{name}] creates [kernel.{companion}], which '
                         "already exists",
                         ("kernel", companion),
                         f"rename [kernel.{companion}]",

@@ -22,10 +22,16 @@ def check_path(ctx: Context, root: Path, value: str, where: KeyPath, *, director
         ctx.error(f"empty path in {what}", where, "remove the empty entry")
         return False
     if "\\" in value:
-        ctx.error(f"path `{value}` in {what} uses `\\`", where, f"use `/` as separator: `{value.replace(chr(92), '/')}`")
+        ctx.error(
+            f"path `{value}` in {what} uses `\\`",
+            where,
+            f"use `/` as separator: `{value.replace(chr(92), '/')}`",
+        )
         return False
     if value.startswith("/") or (len(value) > 1 and value[1] == ":"):
-        ctx.error(f"absolute path `{value}` in {what}", where, "paths are relative to the directory of build.toml")
+        ctx.error(
+            f"absolute path `{value}` in {what}", where, "paths are relative to the directory of build.toml"
+        )
         return False
     if ";" in value:
         ctx.error(
@@ -65,7 +71,9 @@ def check_path(ctx: Context, root: Path, value: str, where: KeyPath, *, director
     except FileNotFoundError:
         info = None
     except OSError as exc:  # an unreadable directory on the way, a loop of links, a name too long
-        ctx.error(f"{kind} `{value}` in {what} cannot be read: {exc.strerror or exc}", where, f"looked for {target}")
+        ctx.error(
+            f"{kind} `{value}` in {what} cannot be read: {exc.strerror or exc}", where, f"looked for {target}"
+        )
         return False
     if directory:
         if info is None or not stat.S_ISDIR(info.st_mode):

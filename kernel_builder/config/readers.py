@@ -83,7 +83,7 @@ class Reader:
                 self.ctx.error(
                     f"{describe((*self.path, key))} must hold strings, but element {i + 1} is {type_name(item)}",
                     (*self.path, key, i),
-                    f"quote it: `\"{item}\"`" if isinstance(item, (int, float)) else "use strings only",
+                    f'quote it: `"{item}"`' if isinstance(item, (int, float)) else "use strings only",
                 )
         return items
 
@@ -118,7 +118,8 @@ class Reader:
         for i, item in items:
             if item in seen:
                 self.ctx.warning(
-                    f"duplicate entry `{item}` in {describe((*self.path, key))} (ignored)", (*self.path, key, i)
+                    f"duplicate entry `{item}` in {describe((*self.path, key))} (ignored)",
+                    (*self.path, key, i),
                 )
                 continue
             seen.add(item)

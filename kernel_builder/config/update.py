@@ -32,7 +32,11 @@ class UpdateOutcome:
 
 
 def update_build(
-    path: str | os.PathLike[str] = ".", *, license_id: str | None = None, dry_run: bool = False, check: bool = False
+    path: str | os.PathLike[str] = ".",
+    *,
+    license_id: str | None = None,
+    dry_run: bool = False,
+    check: bool = False,
 ) -> UpdateOutcome:
     file, display = resolve_build_toml(path)
     diags = DiagnosticList(display)
@@ -68,7 +72,12 @@ def update_build(
     assert form is not None  # the load above succeeded
     try:
         new_text = rewrite(text, raw, form, license_id)
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a layout the edits cannot place keys in
+    except (
+        AttributeError,
+        KeyError,
+        TypeError,
+        ValueError,
+    ) as exc:  # a layout the edits cannot place keys in
         diags.error(
             f"update-build cannot edit this file's layout in place ({type(exc).__name__}: {exc}); nothing was "
             "written",
@@ -89,10 +98,14 @@ def update_build(
             + "\n".join(d.render() for d in exc.diagnostics)
         ) from exc
     if reread.form != 5 or reread.config != expected:
-        raise KernelBuilderError("internal error: the rewritten build.toml means something else; nothing was written")
+        raise KernelBuilderError(
+            "internal error: the rewritten build.toml means something else; nothing was written"
+        )
 
     if check:
-        return UpdateOutcome(1, f"{display}: needs update-build (legacy v{form.number} form)", loaded.diagnostics)
+        return UpdateOutcome(
+            1, f"{display}: needs update-build (legacy v{form.number} form)", loaded.diagnostics
+        )
     if dry_run:
         diff = difflib.unified_diff(
             text.splitlines(keepends=True), new_text.splitlines(keepends=True), f"a/{display}", f"b/{display}"
@@ -176,7 +189,10 @@ def _index(container: Any, key: str) -> int:
 
 def _is_universal(raw: dict[str, Any]) -> bool:
     torch = raw.get("torch") if isinstance(raw.get("torch"), dict) else {}
-    return bool(raw["general"].get("universal") is True or (isinstance(torch, dict) and torch.get("universal") is True))
+    return bool(
+        raw["general"].get("universal") is True
+        or (isinstance(torch, dict) and torch.get("universal") is True)
+    )
 
 
 def _normalise_name(general: Any) -> None:

@@ -29,7 +29,13 @@ _NO_HALF = {
     "-D__CUDA_NO_HALF2_OPERATORS__",
     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
 }
-BACKEND_DEFINES = {"cpu": "CPU_KERNEL", "cuda": "CUDA_KERNEL", "rocm": "ROCM_KERNEL", "metal": "METAL_KERNEL", "xpu": "XPU_KERNEL"}
+BACKEND_DEFINES = {
+    "cpu": "CPU_KERNEL",
+    "cuda": "CUDA_KERNEL",
+    "rocm": "ROCM_KERNEL",
+    "metal": "METAL_KERNEL",
+    "xpu": "XPU_KERNEL",
+}
 _GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
 USE_DEFINES = {"cuda": "USE_CUDA=1", "rocm": "USE_ROCM=1", "xpu": "USE_XPU=1"}
 #: The kernel root seen from the CMake build directory, .kernel-builder/<variant>/cmake-build.
@@ -150,7 +156,9 @@ def write_project(
         if ";" in str(path):
             # CMake treats `;` as a list separator in its own source and build paths (even its compiler
             # check fails there); the sources and the build directory live under the kernel root.
-            raise BuildError(f"CMake cannot build in a directory whose path contains `;`: {path}; rename or move it")
+            raise BuildError(
+                f"CMake cannot build in a directory whose path contains `;`: {path}; rename or move it"
+            )
     previous = _file_stamps(project_dir)
     if project_dir.exists():
         shutil.rmtree(project_dir)
@@ -316,7 +324,8 @@ def _cmakelists(
         lines.append(f"kb_component(_kb_manylinux{_args('SOURCES', [compat[1]])})")
     if where_used:
         lines.append(
-            "set_source_files_properties(" + _args("", [root / s for s in where_used]).lstrip("\n ")
+            "set_source_files_properties("
+            + _args("", [root / s for s in where_used]).lstrip("\n ")
             + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(namespace)})"
         )
     lines.append(f"kb_extension({plan.ops_name})")

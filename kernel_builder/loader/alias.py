@@ -61,7 +61,9 @@ def expose_as(module: ModuleType, name: str) -> None:
     if existing is module:
         return
     if existing is not None:
-        raise ImportError(f"cannot expose the kernel as {name!r}: {existing!r} is already imported under that name")
+        raise ImportError(
+            f"cannot expose the kernel as {name!r}: {existing!r} is already imported under that name"
+        )
     real = module.__name__
     prefix = real + "."
     sys.modules[name] = module

@@ -73,7 +73,9 @@ def _check_agreement(variant_dir: Path, metadata: Metadata) -> None:
         return  # not a variant name (a copy, a temporary directory): there is nothing to compare
     problem = resolve.metadata_disagreement(variant_dir.name, metadata)
     if problem is not None:
-        raise ValueError(f"{variant_dir}: {problem}; refusing a variant whose metadata disagrees with its name")
+        raise ValueError(
+            f"{variant_dir}: {problem}; refusing a variant whose metadata disagrees with its name"
+        )
 
 
 def local_variant_dir(repo_path: str | os.PathLike[str], backend: str | None = None) -> Path:

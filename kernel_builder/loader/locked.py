@@ -144,7 +144,9 @@ def _candidates(locked: _Locked) -> list[str]:
         build = locked.operation.hub.snapshot(locked.repo, locked.entry.sha) / "build"
         if build.is_dir():
             names |= {
-                p.name for p in build.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
+                p.name
+                for p in build.iterdir()
+                if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
             }
     return sorted(names)
 

@@ -224,7 +224,9 @@ def _redirect(status: Mapping[str, object], target: Target) -> tuple[str, str | 
     if revision is not None:
         problem = revision_problem(revision)
         if problem is not None:
-            raise ValueError(f"{where}: 'revision' {revision!r} is not a branch, tag or commit id ({problem})")
+            raise ValueError(
+                f"{where}: 'revision' {revision!r} is not a branch, tag or commit id ({problem})"
+            )
         assert isinstance(revision, str)
     return destination, revision
 
@@ -322,7 +324,9 @@ def _variant_names(hub: Hub, target: Target) -> list[str]:
         try:
             # A link is never a variant: the cache holds real directories (and links to files only).
             return sorted(
-                p.name for p in build.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
+                p.name
+                for p in build.iterdir()
+                if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
             )
         except (FileNotFoundError, NotADirectoryError):
             return []
@@ -412,7 +416,9 @@ def _verify(
                 f"If you trust this repository (older builds of upstream kernel-builder have no digest), set "
                 f"{ALLOW_NO_DIGEST}=1."
             )
-        warn(f"{where}: {METADATA_FILE} has no digest; loading it unverified because {ALLOW_NO_DIGEST} is set")
+        warn(
+            f"{where}: {METADATA_FILE} has no digest; loading it unverified because {ALLOW_NO_DIGEST} is set"
+        )
         return
     folder = operation.hub.repo_folder(target.repo)
     remedy = f"delete {folder} (the cached download of {target.repo.repo_id}) and download it again"

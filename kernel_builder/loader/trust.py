@@ -61,7 +61,9 @@ def _remember(hub: Hub, organization: str, verdict: bool) -> None:
         try:
             write_inside(hub.cache_dir, RECORD, text.encode("utf-8"))
         except (OSError, ValueError) as error:  # a read-only cache still loads; offline loads stay refused
-            logger.warning("could not record the trust verdict for %s in %s: %s", organization, hub.cache_dir, error)
+            logger.warning(
+                "could not record the trust verdict for %s in %s: %s", organization, hub.cache_dir, error
+            )
 
 
 def check_trust_argument(repo_id: str, trust_remote_code: object) -> bool:
@@ -101,7 +103,9 @@ def require_trusted(hub: Hub, repo_id: str) -> None:
     if hub.offline:
         recorded = _recorded(hub).get(hub.endpoint, {}).get(organization)
         if recorded is True:
-            logger.debug("offline: %s recorded as a trusted kernel publisher on %s", organization, hub.endpoint)
+            logger.debug(
+                "offline: %s recorded as a trusted kernel publisher on %s", organization, hub.endpoint
+            )
             return
         if recorded is False:
             raise UntrustedKernelError(

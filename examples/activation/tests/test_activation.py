@@ -282,7 +282,9 @@ def _marked_model():
             return F.gelu(x, approximate="tanh")
 
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(32, 64), SiluAndMul(), nn.Linear(32, 32), GeluTanh(), nn.Linear(32, 8)).to(DEVICE)
+    return nn.Sequential(nn.Linear(32, 64), SiluAndMul(), nn.Linear(32, 32), GeluTanh(), nn.Linear(32, 8)).to(
+        DEVICE
+    )
 
 
 def _mapping():
@@ -347,7 +349,9 @@ def test_kernelized_model_under_torch_compile(kernel):
     x = _randn((8, 32), torch.float32)
     with torch.no_grad():
         reference = model(x)
-        compiled = torch.compile(model, fullgraph=True, backend="inductor" if DEVICE == "cuda" else "aot_eager")
+        compiled = torch.compile(
+            model, fullgraph=True, backend="inductor" if DEVICE == "cuda" else "aot_eager"
+        )
         with warnings.catch_warnings():
             # Inductor's advice on a GPU (e.g. to enable TF32 matmuls) is not what this checks.
             warnings.simplefilter("ignore", UserWarning)

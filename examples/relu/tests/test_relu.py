@@ -237,7 +237,9 @@ def test_kernelized_model_under_torch_compile(kernel):
     x = _randn((8, 16), torch.float32)
     with torch.no_grad():
         reference = model(x)
-        compiled = torch.compile(model, fullgraph=True, backend="inductor" if DEVICE == "cuda" else "aot_eager")
+        compiled = torch.compile(
+            model, fullgraph=True, backend="inductor" if DEVICE == "cuda" else "aot_eager"
+        )
         with warnings.catch_warnings():
             # Inductor's advice on a GPU (e.g. to enable TF32 matmuls) is not what this checks.
             warnings.simplefilter("ignore", UserWarning)
