@@ -7,7 +7,7 @@
   outputs =
     { self, nixpkgs }:
     let
-      # The functions of lib/; the matrix they read is kernel_builder/build-matrix.json, shared with the tool.
+      # The functions of lib/; the matrix they read is kernel_builder/formats/build-matrix.json, shared with the tool.
       lib = import ./lib { inherit nixpkgs; };
       package = import ./lib/package.nix;
       forAllSystems =

@@ -178,8 +178,8 @@ class Bench:
 
     def theirs(self, root: Path) -> Sample:
         """cpp_extension.load of the binding and the kernel, with the defines and flags kernel-builder uses."""
-        from kernel_builder import toolchain
-        from kernel_builder.generate.registration import registration_header
+        from kernel_builder.build.compile import toolchain
+        from kernel_builder.build.generate.registration import registration_header
 
         self.count += 1
         include = root / "include"
@@ -292,7 +292,7 @@ class Bench:
 
     def case_cache(self, rounds: int, results: dict[str, object], rows: list[list[object]],
                    targets: list[list[object]]) -> None:  # fmt: skip
-        from kernel_builder import compiler_cache
+        from kernel_builder.build.compile import compiler_cache
 
         found = compiler_cache.find()
         if found is None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from kernel_builder.dev import load
+    from kernel_builder.authoring.dev import load
     from kernel_builder.layers import (
         CUDAProperties,
         Device,
@@ -97,8 +97,8 @@ _EXPORTS = frozenset(__all__) - {"__version__"}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "load":  # the development loop (builds, then loads): kernel_builder.dev
-        value = importlib.import_module("kernel_builder.dev").load
+    if name == "load":  # the development loop (builds, then loads): kernel_builder.authoring.dev
+        value = importlib.import_module("kernel_builder.authoring.dev").load
         globals()[name] = value
         return value
     if name in _EXPORTS:

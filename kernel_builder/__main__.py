@@ -1,5 +1,5 @@
 """``python -m kernel_builder``: the same command line as ``kernel-builder``."""
 
-from .cli import entry
+from kernel_builder.cli import entry
 
 entry()

@@ -14,13 +14,13 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from . import __version__
-from .errors import ConfigError, KernelBuilderError, UsageError
+from kernel_builder import __version__
+from kernel_builder.errors import ConfigError, KernelBuilderError, UsageError
 
 if TYPE_CHECKING:
-    from .builder import BuildOptions
-    from .config.model import KernelProject
-    from .package import Provenance
+    from kernel_builder.build.builder import BuildOptions
+    from kernel_builder.build.package import Provenance
+    from kernel_builder.config.model import KernelProject
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         help="build, then time the kernel's ops against a reference (benchmarks/ or torch)",
         description="Build the variant for this environment, then run benchmarks/*.py (functions bench_*(kernel, "
-        "device) returning kernel_builder.bench.Case) or, without them, each public function against its torch "
+        "device) returning kernel_builder.authoring.bench.Case) or, without them, each public function against its torch "
         "namesake. CUDA events on a GPU, wall clock on the CPU; median, spread and GB/s.",
     )
     _add_path(bench)
@@ -289,7 +289,13 @@ def _print_diagnostics(diagnostics: Sequence[object]) -> None:
 def _run_init(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .scaffold import InitOptions, check_name, init_project, next_steps, parse_backends
+    from kernel_builder.authoring.scaffold import (
+        InitOptions,
+        check_name,
+        init_project,
+        next_steps,
+        parse_backends,
+    )
 
     check_name(args.name)
     options = InitOptions(
@@ -306,8 +312,8 @@ def _run_init(args: argparse.Namespace) -> int:
 
 
 def _run_check_config(args: argparse.Namespace) -> int:
-    from .config import load_project
-    from .summary import describe_project
+    from kernel_builder.config import load_project
+    from kernel_builder.config.summary import describe_project
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
@@ -319,7 +325,7 @@ def _run_check_config(args: argparse.Namespace) -> int:
 
 
 def _run_update_build(args: argparse.Namespace) -> int:
-    from .config.update import update_build
+    from kernel_builder.config.update import update_build
 
     outcome = update_build(args.path, license_id=args.license, dry_run=args.dry_run, check=args.check)
     _print_diagnostics(outcome.diagnostics)
@@ -332,7 +338,7 @@ def _run_schema(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .config.jsonschema import build_toml_schema
+    from kernel_builder.config.jsonschema import build_toml_schema
 
     text = json.dumps(build_toml_schema(), indent=2) + "\n"
     if args.output:
@@ -343,17 +349,17 @@ def _run_schema(args: argparse.Namespace) -> int:
 
 
 def _run_list_variants(args: argparse.Namespace) -> int:
-    from .candidates import all_candidates
-    from .config import load_project
-    from .summary import variants_json, variants_table
+    from kernel_builder.build.plan.candidates import all_candidates
+    from kernel_builder.config import load_project
+    from kernel_builder.config.summary import variants_json, variants_table
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
     candidates = all_candidates(result.project)
     if not args.no_probe:
-        from .buildenv import quick_probe
-        from .candidates import with_availability
-        from .errors import BuildError
+        from kernel_builder.build.compile.interpreter import quick_probe
+        from kernel_builder.build.plan.candidates import with_availability
+        from kernel_builder.errors import BuildError
 
         try:
             served = {quick_probe().variant().name}
@@ -372,8 +378,8 @@ def _run_list_variants(args: argparse.Namespace) -> int:
 def _run_matrix(args: argparse.Namespace) -> int:
     import json
 
-    from .ci_matrix import github_matrix
-    from .config import load_project
+    from kernel_builder.config import load_project
+    from kernel_builder.formats.github_matrix import github_matrix
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
@@ -383,7 +389,7 @@ def _run_matrix(args: argparse.Namespace) -> int:
 
 
 def _run_check_abi(args: argparse.Namespace) -> int:
-    from .abi import check_variants
+    from kernel_builder.build.check.abi import check_variants
 
     report = check_variants(args.path)
     for line in report.lines():
@@ -392,8 +398,8 @@ def _run_check_abi(args: argparse.Namespace) -> int:
 
 
 def _run_generate(args: argparse.Namespace) -> int:
-    from .builder import Builder, BuildOptions
-    from .config import load_project
+    from kernel_builder.build.builder import Builder, BuildOptions
+    from kernel_builder.config import load_project
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)
@@ -408,11 +414,11 @@ def _run_generate(args: argparse.Namespace) -> int:
 def _run_build(args: argparse.Namespace) -> int:
     import time
 
-    from .builder import Builder, BuildOptions
-    from .candidates import Selection
-    from .config import load_project
-    from .progress import progress_display
-    from .unique_id import check_unique_id
+    from kernel_builder.build.builder import Builder, BuildOptions
+    from kernel_builder.build.plan.candidates import Selection
+    from kernel_builder.build.plan.unique_id import check_unique_id
+    from kernel_builder.common.progress import progress_display
+    from kernel_builder.config import load_project
 
     started = time.monotonic()
     if args.unique_id is not None:
@@ -448,7 +454,7 @@ def _run_build(args: argparse.Namespace) -> int:
     with progress_display(log, live=parallel) as progress:
         report = Builder(result.project, options, log=progress.log, progress=progress).run()
     _print_diagnostics(report.diagnostics)
-    from .summary import build_table
+    from kernel_builder.config.summary import build_table
 
     print(build_table(report.results, time.monotonic() - started))
     for failure in (r for r in report.results if r.status == "failed"):
@@ -457,7 +463,7 @@ def _run_build(args: argparse.Namespace) -> int:
         import json
         from pathlib import Path
 
-        from .summary import build_report_json
+        from kernel_builder.config.summary import build_report_json
 
         data = build_report_json(
             report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id
@@ -470,7 +476,7 @@ def _provenance_option(commit: str | None, dirty: bool) -> Provenance | None:
     """``--provenance-commit`` / ``--provenance-dirty``: what metadata.json records instead of git's answer."""
     import re
 
-    from .package import Provenance
+    from kernel_builder.build.package import Provenance
 
     if commit is None:
         if dirty:
@@ -490,9 +496,9 @@ def _build_here(path: str, options: BuildOptions) -> tuple[KernelProject, int]:
     """Build a project's default selection, print its table; returns the project and 0, or 1 on failure."""
     import time
 
-    from .builder import Builder
-    from .config import load_project
-    from .summary import build_table
+    from kernel_builder.build.builder import Builder
+    from kernel_builder.config import load_project
+    from kernel_builder.config.summary import build_table
 
     started = time.monotonic()
     result = load_project(path)
@@ -506,8 +512,8 @@ def _build_here(path: str, options: BuildOptions) -> tuple[KernelProject, int]:
 
 
 def _run_test(args: argparse.Namespace) -> int:
-    from .builder import BuildOptions
-    from .devtest import run_tests
+    from kernel_builder.authoring.devtest import run_tests
+    from kernel_builder.build.builder import BuildOptions
 
     project, status = _build_here(
         args.path, BuildOptions(backend=args.backend, jobs=args.jobs, arch=args.arch)
@@ -521,8 +527,8 @@ def _run_bench(args: argparse.Namespace) -> int:
     import subprocess
     from pathlib import Path
 
-    from .builder import BuildOptions
-    from .devtest import pytest_environment
+    from kernel_builder.authoring.devtest import pytest_environment
+    from kernel_builder.build.builder import BuildOptions
 
     if args.runs < 1 or args.warmup < 0:
         print("error: --runs must be at least 1 and --warmup at least 0", file=sys.stderr)
@@ -530,7 +536,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     project, status = _build_here(args.path, BuildOptions())
     if status:
         return status
-    argv = [sys.executable, "-m", "kernel_builder.bench", str(project.root / "build"), str(project.root),
+    argv = [sys.executable, "-m", "kernel_builder.authoring.bench", str(project.root / "build"), str(project.root),
             "--package", project.py_name, "--runs", str(args.runs), "--warmup", str(args.warmup)]  # fmt: skip
     if args.json:
         argv += ["--json", str(Path(args.json).resolve())]
@@ -541,7 +547,7 @@ def _run_upload(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .publish.upload import UploadOptions, check_output_json, describe_plan, upload
+    from kernel_builder.publish.upload import UploadOptions, check_output_json, describe_plan, upload
 
     if args.output_json:
         check_output_json(Path(args.output_json))
@@ -587,7 +593,7 @@ def _print_warnings(caught: Sequence[object]) -> None:
 def _run_lock(args: argparse.Namespace) -> int:
     import warnings
 
-    from .publish.lock import lock_project
+    from kernel_builder.loader.lock import lock_project
 
     with warnings.catch_warnings(record=True) as caught:  # the library warns; the CLI shows them plainly
         warnings.simplefilter("always")
@@ -609,7 +615,7 @@ def _run_lock(args: argparse.Namespace) -> int:
 def _run_download(args: argparse.Namespace) -> int:
     import warnings
 
-    from .publish.download import download_locked
+    from kernel_builder.loader.download import download_locked
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .diagnostics import Diagnostic
+    from kernel_builder.common.diagnostics import Diagnostic
 
 
 class KernelBuilderError(Exception):

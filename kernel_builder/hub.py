@@ -42,8 +42,8 @@ from huggingface_hub.hf_api import RepoFile, RepoFolder
 from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
 
 from kernel_builder import __version__
-from kernel_builder.identifiers import is_commit_id, ref_name_problem
-from kernel_builder.safe_fs import UnsafeFileError, read_bounded, write_inside
+from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded, write_inside
+from kernel_builder.formats.identifiers import is_commit_id, ref_name_problem
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -525,7 +525,7 @@ class Hub:
     def write_ref(self, repo: RemoteRepo, name: str, sha: str) -> None:
         """Record ``name → sha`` as ``huggingface_hub`` does: 40 hex, no newline, replaced atomically (docs/loading.md).
 
-        The ref file is written inside the cache only (:func:`~kernel_builder.safe_fs.write_inside`).
+        The ref file is written inside the cache only (:func:`~kernel_builder.common.safe_fs.write_inside`).
         """
         path = self._ref_path(repo, name)
         if not is_commit_id(sha):

@@ -13,8 +13,8 @@ let
   flakeOutputs = import ./flake-outputs.nix { inherit nixpkgs; };
 in
 {
-  # The entries of kernel_builder/build-matrix.json, as the file has them.
-  buildMatrix = (builtins.fromJSON (builtins.readFile ../kernel_builder/build-matrix.json)).entries;
+  # The entries of kernel_builder/formats/build-matrix.json, as the file has them.
+  buildMatrix = (builtins.fromJSON (builtins.readFile ../kernel_builder/formats/build-matrix.json)).entries;
   # The systems the matrix names.
   matrixSystems = matrix.systems;
 

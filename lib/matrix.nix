@@ -1,8 +1,8 @@
-# The variant matrix: kernel_builder/build-matrix.json, the file the Python tool reads (kernel_builder/matrix.py
+# The variant matrix: kernel_builder/formats/build-matrix.json, the file the Python tool reads (kernel_builder/formats/matrix.py
 # validates it and records why its entries are what they are). Each entry gains parsed versions.
 let
   versions = import ./versions.nix;
-  data = builtins.fromJSON (builtins.readFile ../kernel_builder/build-matrix.json);
+  data = builtins.fromJSON (builtins.readFile ../kernel_builder/formats/build-matrix.json);
   parseEntry =
     entry:
     entry
@@ -13,7 +13,7 @@ let
     };
 in
 if data.format != 1 then
-  throw "kernel-builder: kernel_builder/build-matrix.json has format ${toString data.format}; this lib reads format 1"
+  throw "kernel-builder: kernel_builder/formats/build-matrix.json has format ${toString data.format}; this lib reads format 1"
 else
   rec {
     entries = map parseEntry data.entries;

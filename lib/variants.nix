@@ -1,4 +1,4 @@
-# Variant names, derived the way kernel_builder/variants.py derives them (that module documents the rules):
+# Variant names, derived the way kernel_builder/formats/variants.py derives them (that module documents the rules):
 #   torch<torch>[-cxx11]-<compute>-<cpu>-<os>       torch213-cxx11-cu130-x86_64-linux (cxx11 on Linux only)
 #   torch-stable-abi<abi>-<compute>-<cpu>-<os>      torch-stable-abi212-cpu-aarch64-darwin
 #   torch-<backend>                                 torch-cuda (noarch; the cann backend is torch-npu)

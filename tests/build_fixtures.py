@@ -770,7 +770,7 @@ def quick_project(root: Path, *, marker: str = "", data: str = "", repo_id: str 
 def complete_variants(build_dir: Path) -> list[str]:
     """The entries of ``build/``, each checked complete: ``CARD.md``, or a variant whose ``metadata.json`` digest
     matches its files. Fails on anything else (a partial variant, a hidden temporary, a stray file)."""
-    from kernel_builder.metadata import digest_files
+    from kernel_builder.formats.metadata import digest_files
 
     names = []
     for entry in sorted(build_dir.iterdir()) if build_dir.exists() else []:

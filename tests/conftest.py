@@ -19,7 +19,7 @@ from hub_server import hub  # noqa: F401  (the Hub double's fixture, loader spec
 from kernel_builder.config import load as config_load
 from kernel_builder.config import load_project
 from kernel_builder.errors import ConfigError
-from kernel_builder.matrix import Matrix
+from kernel_builder.formats.matrix import Matrix
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -2,7 +2,7 @@
 
 ``write_variant`` renders a flat (or legacy nested) variant into a directory: ``__init__.py`` with relative
 imports, ``_ops.py``, ``layers/__init__.py`` and a ``metadata.json`` whose digest is recomputed here with a
-few independent lines (not with ``kernel_builder.metadata``). ``reset_loader`` forgets every kernel the loader
+few independent lines (not with ``kernel_builder.formats.metadata``). ``reset_loader`` forgets every kernel the loader
 imported, so each test starts from a fresh process state.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 from hub_server import HubServer, files_from_directory
 
-from kernel_builder import metadata as metadata_module
-from kernel_builder.environment import Environment
+from kernel_builder.formats import metadata as metadata_module
+from kernel_builder.formats.runtime import Environment
 from kernel_builder.loader import importer
 
 INIT = "from ._ops import ops\nfrom . import layers\n\nNAME = __name__\n"

@@ -15,7 +15,8 @@ import pytest
 from hub_server import HubServer, LoggedRequest
 from loader_fixtures import make_env, reset_loader, write_variant
 
-from kernel_builder import cli, environment
+from kernel_builder import cli
+from kernel_builder.formats import runtime as environment
 from kernel_builder.loader import resolve, trust
 
 REPO = "org/relu"

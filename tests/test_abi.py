@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder.abi import (
+from kernel_builder.build.check.abi import (
     check_library,
     manylinux_policy,
     python_abi_problem,

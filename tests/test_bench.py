@@ -1,4 +1,4 @@
-"""kernel_builder.bench: timing, cases from benchmarks/ and from public functions, the table (fast, CPU)."""
+"""kernel_builder.authoring.bench: timing, cases from benchmarks/ and from public functions, the table (fast, CPU)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernel_builder.bench import (  # noqa: E402  (after the skip: bench needs torch)
+from kernel_builder.authoring.bench import (  # noqa: E402  (after the skip: bench needs torch)
     Case,
     Result,
     Timing,
@@ -59,7 +59,7 @@ def test_public_functions_against_their_torch_namesakes() -> None:
 def test_project_benchmarks_are_collected(tmp_path: Path) -> None:
     (tmp_path / "benchmark.py").write_text(
         "import torch\n"
-        "from kernel_builder.bench import Case\n\n"
+        "from kernel_builder.authoring.bench import Case\n\n"
         "def bench_double(kernel, device):\n"
         "    x = torch.ones(1000, device=device)\n"
         "    return Case(run=lambda: x * 2, reference=lambda: x + x, bytes=8000)\n\n"
@@ -73,7 +73,7 @@ def test_project_benchmarks_are_collected(tmp_path: Path) -> None:
 
 def test_a_benchmark_must_return_a_case(tmp_path: Path) -> None:
     (tmp_path / "benchmark.py").write_text("def bench_x(kernel, device):\n    return 3\n")
-    with pytest.raises(TypeError, match="not kernel_builder.bench.Case"):
+    with pytest.raises(TypeError, match="not kernel_builder.authoring.bench.Case"):
         list(_project_cases(tmp_path, fake_kernel(), "cpu"))
 
 
@@ -88,7 +88,7 @@ def test_result_json_has_rates() -> None:
 def test_benchmarks_without_bench_functions_fall_back_to_public_ops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from kernel_builder import bench
+    from kernel_builder.authoring import bench
 
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "benchmark.py").write_text("X = 1  # another convention\n")

@@ -54,9 +54,9 @@ from build_fixtures import (
     write_tree,
 )
 
+from kernel_builder.build.generate.registration import registration_header
+from kernel_builder.build.plan.unique_id import compute_unique_id
 from kernel_builder.config import load_project
-from kernel_builder.generate.registration import registration_header
-from kernel_builder.unique_id import compute_unique_id
 
 pytestmark = pytest.mark.slow
 
@@ -518,8 +518,9 @@ def test_noop_rebuild_is_fast_and_touches_nothing(mutable: Built) -> None:
 def test_noop_rebuild_skips_torch_check_configure_and_import_check(
     mutable: Built, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from kernel_builder import builder, cli
-    from kernel_builder import compile as compile_stage
+    from kernel_builder import cli
+    from kernel_builder.build import builder
+    from kernel_builder.build.compile import ninja_build as compile_stage
 
     def forbidden(what: str):  # type: ignore[no-untyped-def]
         def fail(*args: object, **kwargs: object) -> None:
@@ -712,7 +713,7 @@ def test_build_abi_checks_fail_python_abi_and_warn_symbol_versions(tmp_path: Pat
     assert f"{TO_CHARS}@GLIBCXX_3.4.29 is not allowed by manylinux_2_28" in warned.output
 
     # A no-op rebuild judges the findings recorded for this very extension instead of reading it again.
-    unreadable = "import kernel_builder.abi as abi\ndef refuse(*a, **k): raise AssertionError('ELF read again')\nabi.check_library = refuse\n"
+    unreadable = "import kernel_builder.build.check.abi as abi\ndef refuse(*a, **k): raise AssertionError('ELF read again')\nabi.check_library = refuse\n"
     again = run_cli(["build", str(root), "--no-import-check"], prelude=unreadable)
     assert again.returncode == 0, again.output
     assert "up to date" in again.output

@@ -52,10 +52,10 @@ from build_fixtures import (
     variant_files,
 )
 
-from kernel_builder import capabilities
+from kernel_builder.build.generate.registration import registration_header
+from kernel_builder.build.plan import capabilities
+from kernel_builder.build.plan.unique_id import compute_unique_id
 from kernel_builder.config import load_project
-from kernel_builder.generate.registration import registration_header
-from kernel_builder.unique_id import compute_unique_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.cuda]
 

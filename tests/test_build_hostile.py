@@ -14,9 +14,9 @@ from hub_server import HubServer
 from publish_fixtures import REPO, write_kernel
 from publish_fixtures import run_cli as run_publish_cli
 
-from kernel_builder import toolchain
-from kernel_builder.generate import cmake as cmake_module
-from kernel_builder.generate.registration import registration_header
+from kernel_builder.build.compile import toolchain
+from kernel_builder.build.generate import cmake as cmake_module
+from kernel_builder.build.generate.registration import registration_header
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "relu"
 #: Not buildable on this host: the build stops before compiling, after the steps that write into the tree.

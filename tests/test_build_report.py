@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from build_fixtures import CPU_VARIANT, run_cli
 
-from kernel_builder.scaffold import InitOptions, init_project
+from kernel_builder.authoring.scaffold import InitOptions, init_project
 
 pytestmark = pytest.mark.slow
 

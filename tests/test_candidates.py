@@ -20,17 +20,17 @@ from types import SimpleNamespace
 import pytest
 from stage_fixtures import fake_host, load, write_files
 
-from kernel_builder import builder as builder_module
 from kernel_builder import cli
-from kernel_builder import matrix as matrix_module
-from kernel_builder.builder import Builder, BuildOptions, VariantResult
-from kernel_builder.candidates import Candidate, Selection, all_candidates, select_candidates
+from kernel_builder.build import builder as builder_module
+from kernel_builder.build.builder import Builder, BuildOptions, VariantResult
+from kernel_builder.build.plan.candidates import Candidate, Selection, all_candidates, select_candidates
+from kernel_builder.build.plan.planner import BUILDABLE_HOST
+from kernel_builder.common.progress import PlainProgress, RichProgress, progress_display
 from kernel_builder.config.model import KernelProject
+from kernel_builder.config.summary import build_table, variants_table
 from kernel_builder.errors import BuildError, ConfigError, UsageError
-from kernel_builder.matrix import Matrix, load_matrix, parse_matrix
-from kernel_builder.plan import BUILDABLE_HOST
-from kernel_builder.progress import PlainProgress, RichProgress, progress_display
-from kernel_builder.summary import build_table, variants_table
+from kernel_builder.formats import matrix as matrix_module
+from kernel_builder.formats.matrix import Matrix, load_matrix, parse_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 RELU = REPO / "examples" / "relu"
@@ -827,7 +827,7 @@ def test_provenance_flags_are_checked(
 
 
 def test_provenance_flags_replace_git(tmp_path: Path, use_matrix: Matrix) -> None:
-    from kernel_builder.package import Provenance
+    from kernel_builder.build.package import Provenance
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     options = BuildOptions(provenance=Provenance(commit, dirty=True))

@@ -1,4 +1,4 @@
-"""The compiler cache a build uses (``kernel_builder.compiler_cache``), and copies of one project sharing it."""
+"""The compiler cache a build uses (``kernel_builder.build.compile.compiler_cache``), and copies of one project sharing it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from build_fixtures import build, counter_project
 
-from kernel_builder import compiler_cache
+from kernel_builder.build.compile import compiler_cache
 from kernel_builder.errors import UsageError
 
 PYPI_CCACHE = Path(sysconfig.get_path("scripts")) / "ccache"

@@ -20,7 +20,7 @@ from conftest import Diagnose, MakeProject, render
 from kernel_builder.cli import main
 from kernel_builder.config import load as config_load
 from kernel_builder.config import load_project
-from kernel_builder.matrix import Matrix, load_matrix
+from kernel_builder.formats.matrix import Matrix, load_matrix
 
 # An edition-5 file with one CUDA kernel; cases append lines to [kernel.gelu] from line 15 on.
 K = """\

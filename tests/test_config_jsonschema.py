@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from kernel_builder.authoring.scaffold import InitOptions, project_files
 from kernel_builder.cli import main
 from kernel_builder.config import load_project, schema
 from kernel_builder.config.jsonschema import build_toml_schema
-from kernel_builder.scaffold import InitOptions, project_files
 
 if sys.version_info >= (3, 11):
     import tomllib

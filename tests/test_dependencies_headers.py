@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from stage_fixtures import fake_interpreter, write_files
 
-from kernel_builder.dependencies import CUTLASS_PINS
-from kernel_builder.dependencies_headers import cached_headers, checkout_version, cutlass_includes
+from kernel_builder.build.compile.cutlass import cached_headers, checkout_version, cutlass_includes
 from kernel_builder.errors import BuildError
+from kernel_builder.formats.dependencies import CUTLASS_PINS
 
 
 def version_h(version: str) -> str:
@@ -58,7 +58,7 @@ def no_pip(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process: {args}")
 
-    monkeypatch.setattr("kernel_builder.dependencies_headers.processes.run", refuse)
+    monkeypatch.setattr("kernel_builder.build.compile.cutlass.processes.run", refuse)
 
 
 def cutlass_wheel(directory: Path, version: str, *, headers_version: str | None = None) -> Path:
@@ -206,7 +206,7 @@ def test_pypi_pin_is_fetched_once_then_works_offline(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process: {args}")
 
-    monkeypatch.setattr("kernel_builder.dependencies_headers.processes.run", refuse)
+    monkeypatch.setattr("kernel_builder.build.compile.cutlass.processes.run", refuse)
     second = Log()
     assert cutlass_includes(pin, interpreter_with_pip(tmp_path / "another-env"), second) == includes
     assert second == []

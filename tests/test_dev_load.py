@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from build_fixtures import CPU_VARIANT, STATE_DIR, cpu_python, run_python
 
+from kernel_builder.authoring.scaffold import InitOptions, init_project
 from kernel_builder.errors import UsageError
-from kernel_builder.scaffold import InitOptions, init_project
 
 LOOP = """
 import json, sys
@@ -91,7 +91,7 @@ def test_edit_recompiles_only_what_changed_and_both_modules_work(tmp_path: Path)
 
 
 def test_arch_must_be_native_or_none(tmp_path: Path) -> None:
-    from kernel_builder.dev import load
+    from kernel_builder.authoring.dev import load
 
     with pytest.raises(UsageError, match="arch='sm90'"):
         load(tmp_path, arch="sm90")

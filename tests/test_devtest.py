@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from build_fixtures import CPU_VARIANT, run_cli
 
+from kernel_builder.authoring.devtest import pytest_command, pytest_environment
+from kernel_builder.authoring.pytest_plugin import ENV
+from kernel_builder.authoring.scaffold import InitOptions, init_project
 from kernel_builder.config import load_project
-from kernel_builder.devtest import pytest_command, pytest_environment
-from kernel_builder.pytest_plugin import ENV
-from kernel_builder.scaffold import InitOptions, init_project
 
 
 @pytest.mark.slow
@@ -68,7 +68,7 @@ def test_pytest_command_runs_tests_unless_paths_are_given(tmp_path: Path) -> Non
     init_project(tmp_path / "k", InitOptions(name="abc", backends=("cpu",)))
     project = load_project(tmp_path / "k").project
     command = pytest_command(project, ["-k", "relu"])
-    assert command[1:5] == ["-m", "pytest", "-p", "kernel_builder.pytest_plugin"]
+    assert command[1:5] == ["-m", "pytest", "-p", "kernel_builder.authoring.pytest_plugin"]
     assert command[5:] == [str(project.root / "tests"), "-k", "relu"]
     assert pytest_command(project, ["tests/test_abc.py::test_x", "-q"])[5:] == [
         "tests/test_abc.py::test_x",
@@ -81,7 +81,7 @@ def test_pytest_command_runs_tests_unless_paths_are_given(tmp_path: Path) -> Non
 
 def test_no_build_is_an_error(tmp_path: Path) -> None:
     init_project(tmp_path / "k", InitOptions(name="abc", backends=("cpu",)))
-    from kernel_builder.devtest import run_tests
+    from kernel_builder.authoring.devtest import run_tests
     from kernel_builder.errors import BuildError
 
     with pytest.raises(BuildError, match="nothing was built"):
@@ -99,7 +99,8 @@ def test_only_test_takes_arguments_after_the_separator(capsys: pytest.CaptureFix
 
 def test_separator_words_never_become_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """`kernel-builder test -- -q tests/x.py`: PATH stays `.`, and both words go to pytest."""
-    from kernel_builder import cli, devtest
+    from kernel_builder import cli
+    from kernel_builder.authoring import devtest
 
     seen: dict[str, object] = {}
 

@@ -61,7 +61,7 @@ def test_backend_specific_kernel_keys_are_marked_with_their_backend() -> None:
 
 
 def test_documented_dependency_and_backend_values_are_the_accepted_ones() -> None:
-    from kernel_builder.dependencies import KERNEL_DEPENDS, PYTHON_DEPENDENCIES
+    from kernel_builder.formats.dependencies import KERNEL_DEPENDS, PYTHON_DEPENDENCIES
 
     text = DOC.read_text(encoding="utf-8")
     for value in [*KERNEL_DEPENDS, *PYTHON_DEPENDENCIES]:

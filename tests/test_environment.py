@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from fake_torch import install_fake_torch, make_fake_torch
 
-from kernel_builder import environment
-from kernel_builder.environment import Environment, detect_backend, detect_environment, normalize_cpu
+from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.runtime import Environment, detect_backend, detect_environment, normalize_cpu
 
 # (description, fake torch, expected detection)
 BACKEND_CASES: list[tuple[str, SimpleNamespace, tuple[str, tuple[int, int] | None]]] = [
@@ -225,12 +225,12 @@ def test_no_torch_import_at_module_import() -> None:
                 return None
 
         sys.meta_path.insert(0, Refuse())
-        import kernel_builder.environment
-        import kernel_builder.matrix
-        import kernel_builder.variants
+        import kernel_builder.formats.runtime
+        import kernel_builder.formats.matrix
+        import kernel_builder.formats.variants
 
-        kernel_builder.matrix.load_matrix()
-        kernel_builder.variants.parse_variant("torch212-cxx11-cu126-x86_64-linux")
+        kernel_builder.formats.matrix.load_matrix()
+        kernel_builder.formats.variants.parse_variant("torch212-cxx11-cu126-x86_64-linux")
         print("ok")
         """
     )

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from kernel_builder import envs
-from kernel_builder.envs import (
+from kernel_builder.build.compile import isolated_envs as envs
+from kernel_builder.build.compile.isolated_envs import (
     MARKER,
     EnvSpec,
     cache_root,
@@ -26,7 +26,7 @@ from kernel_builder.envs import (
     toolkit_requirements,
 )
 from kernel_builder.errors import BuildError
-from kernel_builder.matrix import parse_matrix
+from kernel_builder.formats.matrix import parse_matrix
 
 PY = f"py{sys.version_info[0]}{sys.version_info[1]}"
 

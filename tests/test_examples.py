@@ -2,7 +2,7 @@
 
 Each example is copied out of the repository and built once per session for the running torch (CPU) with
 `kernel-builder build`; its `tests/` run in a subprocess as a kernel author would run them: the variant
-importable under the kernel's name (``kernel_builder.kernel_tests``). The builds of examples/activation and
+importable under the kernel's name (``kernel_builder.authoring.kernel_tests``). The builds of examples/activation and
 examples/relu also serve the kernelize compatibility check: the script of `test_layers_compat.py`, run with
 `kernel_builder` and with upstream's `kernels`, must make the same decisions with the examples' compiled layers,
 from local builds and from the Hub double.
@@ -20,8 +20,8 @@ from build_fixtures import built_example, run_cli
 from hub_server import HubServer, files_from_directory
 from layers_fixtures import differences, run_compat_script
 
+from kernel_builder.authoring.kernel_tests import kernel_test_env, select_variant
 from kernel_builder.config import load_project
-from kernel_builder.kernel_tests import kernel_test_env, select_variant
 
 pytestmark = pytest.mark.slow
 

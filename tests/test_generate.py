@@ -20,15 +20,17 @@ from fake_torch import make_fake_torch
 from stage_fixtures import CU130_213, fake_host, fake_interpreter, load, write_files
 
 import kernel_builder
-from kernel_builder import capabilities, environment, toolchain
-from kernel_builder.buildenv import BuildInterpreter, TorchDetails
+from kernel_builder.build.compile import toolchain
+from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
+from kernel_builder.build.compile.toolchain import CudaToolkit
+from kernel_builder.build.generate.cmake import ProjectOptions, project_fingerprint, write_project
+from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
+from kernel_builder.build.generate.registration import GENERATED_MARKER, is_generated, registration_header
+from kernel_builder.build.plan import capabilities
+from kernel_builder.build.plan.planner import VariantPlan, plan_build
+from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.errors import BuildError
-from kernel_builder.generate.cmake import ProjectOptions, project_fingerprint, write_project
-from kernel_builder.generate.ops import aot_ops_py, noarch_ops_py
-from kernel_builder.generate.registration import GENERATED_MARKER, is_generated, registration_header
-from kernel_builder.plan import VariantPlan, plan_build
-from kernel_builder.toolchain import CudaToolkit
-from kernel_builder.unique_id import ops_name
+from kernel_builder.formats import runtime as environment
 
 UID = "0123456789"
 
@@ -443,7 +445,7 @@ def test_project_files(tmp_path: Path) -> None:
     root = make_root(tmp_path)
     _, gen = generate(tmp_path, root, fake_interpreter("2.13.0+cpu"))
     assert (gen.dir / "include" / "registration.h").read_text(encoding="utf-8") == registration_header()
-    module = Path(inspect.getfile(toolchain)).parent / "cmake" / "KernelBuilder.cmake"
+    module = Path(inspect.getfile(kernel_builder)).parent / "cmake" / "KernelBuilder.cmake"
     assert (gen.dir / "cmake" / "KernelBuilder.cmake").read_bytes() == module.read_bytes()
     assert 'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")' in gen.text
 

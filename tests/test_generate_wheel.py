@@ -21,7 +21,7 @@ import pytest
 from build_fixtures import CPU_VARIANT, CliRun, copy_example, git, git_init, printed, run_cli, run_json
 from stage_fixtures import load, write_files
 
-from kernel_builder.generate.pyproject import pyproject_text
+from kernel_builder.build.generate.pyproject import pyproject_text
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder import toolchain
-from kernel_builder.compile import included_files
-from kernel_builder.header_accounting import unlisted_headers
+from kernel_builder.build.compile import toolchain
+from kernel_builder.build.compile.header_accounting import unlisted_headers
+from kernel_builder.build.compile.ninja_build import included_files
 
 NINJA = """
 rule cxx

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_builder.identifiers import (
+from kernel_builder.formats.identifiers import (
     is_commit_id,
     is_ref_name,
     is_repo_id,

@@ -1,4 +1,4 @@
-"""The import check after assembly (``kernel_builder.import_check``): the kernel's own errors fail the variant, a
+"""The import check after assembly (``kernel_builder.build.check.import_check``): the kernel's own errors fail the variant, a
 third-party module missing from the build interpreter is a note naming it (``--strict-import``: an error).
 
 The quick project builds a cpu variant with CPU-only Torch (which brings no Triton) and a pure-Python torch-cuda

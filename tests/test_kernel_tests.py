@@ -1,4 +1,4 @@
-"""Running a kernel's own tests the way its authors do (``kernel_builder.kernel_tests``): ``import <name>`` and
+"""Running a kernel's own tests the way its authors do (``kernel_builder.authoring.kernel_tests``): ``import <name>`` and
 ``get_kernel(<repo id>)`` both give the built variant, and ``build/`` is left as it was."""
 
 from __future__ import annotations
@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 from build_fixtures import CPU_VARIANT, STATE_DIR, metadata, quick_project, run_cli, snapshot
 
+from kernel_builder.authoring.kernel_tests import (
+    kernel_test_env,
+    package_view,
+    run_kernel_tests,
+    select_variant,
+)
 from kernel_builder.config import load_project
 from kernel_builder.errors import BuildError, UsageError
-from kernel_builder.kernel_tests import kernel_test_env, package_view, run_kernel_tests, select_variant
 
 pytestmark = pytest.mark.slow
 

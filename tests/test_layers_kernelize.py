@@ -538,7 +538,7 @@ def test_registered_mapping_is_process_wide_and_scopes_restore_it(kernel_root: P
 
 
 def test_locked_layer_repository(hub: HubServer, tmp_path: Path) -> None:
-    from kernel_builder.publish.lock import lock_project
+    from kernel_builder.loader.lock import lock_project
 
     sha = publish_kernel(hub, tmp_path)
     project = tmp_path / "app"

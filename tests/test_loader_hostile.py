@@ -21,7 +21,7 @@ import pytest
 from hub_server import HubServer
 from loader_fixtures import ENV, FILES, commit_variants, reset_loader, variant_backend, write_variant
 
-from kernel_builder import environment
+from kernel_builder.formats import runtime as environment
 from kernel_builder.loader import (
     KernelIntegrityError,
     UntrustedKernelError,

@@ -20,8 +20,8 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 from loader_fixtures import ENV, commit_variants, make_env, reset_loader, write_variant
 
 import kernel_builder
-from kernel_builder import environment
-from kernel_builder.environment import Environment
+from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.runtime import Environment
 from kernel_builder.loader import (
     KernelIntegrityError,
     NoCompatibleVariantError,

@@ -14,9 +14,9 @@ import pytest
 from loader_fixtures import FILES, reset_loader, write_variant
 
 import kernel_builder
+from kernel_builder.formats.metadata import read_metadata
 from kernel_builder.loader import LoadedKernel, RepoInfo, get_loaded_kernels
 from kernel_builder.loader.importer import load_variant
-from kernel_builder.metadata import read_metadata
 
 ID = "_relu_cpu_0123456789"
 

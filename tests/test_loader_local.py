@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from loader_fixtures import ENV, FILES, make_env, reset_loader, write_variant
 
-from kernel_builder import environment
-from kernel_builder.environment import Environment
+from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.runtime import Environment
 from kernel_builder.loader import (
     KernelIntegrityError,
     NoCompatibleVariantError,

@@ -10,7 +10,9 @@ from dataclasses import replace
 import pytest
 from loader_fixtures import make_env
 
-from kernel_builder.environment import Environment
+from kernel_builder.formats.metadata import Metadata
+from kernel_builder.formats.runtime import Environment
+from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.resolve import (
     Decision,
     Device,
@@ -23,8 +25,6 @@ from kernel_builder.loader.resolve import (
     select_backend,
     trace,
 )
-from kernel_builder.metadata import Metadata
-from kernel_builder.variants import parse_variant
 
 LINUX = "x86_64-linux"
 

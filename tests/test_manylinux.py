@@ -1,4 +1,4 @@
-"""The manylinux_2_28 compatibility header and source (kernel_builder/manylinux.py, docs/manylinux.md).
+"""The manylinux_2_28 compatibility header and source (kernel_builder/build/generate/manylinux.py, docs/manylinux.md).
 
 Fixture libraries are compiled with the host's g++ twice — plainly and with the generated header and source —
 and compared: the plain one needs symbol versions newer than manylinux_2_28 allows, the other none, and both
@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from build_fixtures import CPU_VARIANT, copy_example, run_cli
 
-from kernel_builder.abi import check_library, manylinux_policy
-from kernel_builder.errors import BuildError
-from kernel_builder.manylinux import (
+from kernel_builder.build.check.abi import check_library, manylinux_policy
+from kernel_builder.build.generate.manylinux import (
     COMPAT_SOURCE,
     check_compiler,
     compat_header,
@@ -28,6 +27,7 @@ from kernel_builder.manylinux import (
     symbol_pins,
     write_compat,
 )
+from kernel_builder.errors import BuildError
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
@@ -232,7 +232,7 @@ def test_build_with_that_compiler_fails_before_configuring(
 def test_header_is_kept_in_the_user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The second computation (a fresh process: the in-memory cache cleared) reads no glibc symbol table, and
     gives the same header; a no-op rebuild would otherwise spend seconds on it."""
-    from kernel_builder import manylinux
+    from kernel_builder.build.generate import manylinux
 
     monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
     compiler = shutil.which("g++") or "g++"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kernel_builder.matrix import Matrix, MatrixEntry, MatrixError, load_matrix, parse_matrix
-from kernel_builder.variants import parse_variant, variant_for_entry
+from kernel_builder.formats.matrix import Matrix, MatrixEntry, MatrixError, load_matrix, parse_matrix
+from kernel_builder.formats.variants import parse_variant, variant_for_entry
 
 LINUX = ("x86_64-linux", "aarch64-linux")
 
@@ -38,7 +38,7 @@ def _expected_names() -> dict[str, bool]:
 
 def _raw_matrix() -> dict[str, Any]:
     text = (
-        importlib.resources.files("kernel_builder").joinpath("build-matrix.json").read_text(encoding="utf-8")
+        importlib.resources.files("kernel_builder.formats").joinpath("build-matrix.json").read_text(encoding="utf-8")
     )
     data: dict[str, Any] = json.loads(text)
     return data
@@ -55,7 +55,7 @@ def test_packaged_matrix_is_cached() -> None:
 
 
 def test_packaged_matrix_source() -> None:
-    assert load_matrix().source == "kernel_builder/build-matrix.json"
+    assert load_matrix().source == "kernel_builder/formats/build-matrix.json"
 
 
 def test_every_packaged_name_round_trips() -> None:

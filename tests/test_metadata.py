@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from loader_fixtures import LAYERS, OPS, recompute_digest, write_variant
 
-from kernel_builder import metadata as metadata_module
-from kernel_builder.metadata import (
+from kernel_builder.formats import metadata as metadata_module
+from kernel_builder.formats.metadata import (
     Digest,
     KernelDependency,
     Metadata,

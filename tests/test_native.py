@@ -1,4 +1,4 @@
-"""``--arch native``: the GPU probe is cached per GPU set, driver and visible devices (``kernel_builder.native``).
+"""``--arch native``: the GPU probe is cached per GPU set, driver and visible devices (``kernel_builder.build.plan.native``).
 
 The driver's files are laid out in a temporary directory as the NVIDIA driver writes them under
 ``/proc/driver/nvidia``; the probe that would import Torch is a counting stand-in.
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from stage_fixtures import fake_interpreter
 
+from kernel_builder.build.plan.native import gpu_key, native_targets
 from kernel_builder.errors import BuildError
-from kernel_builder.native import gpu_key, native_targets
 
 VERSION = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Wed Feb 26 00:00:00 UTC 2025\n"
 H100 = (

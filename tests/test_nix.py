@@ -1,6 +1,6 @@
 """The Nix side (lib/, flake.nix, templates/kernel/) evaluated with ``nix-instantiate``, with no nixpkgs.
 
-Variant names and candidates derived in Nix from build.toml and ``kernel_builder/build-matrix.json`` must equal
+Variant names and candidates derived in Nix from build.toml and ``kernel_builder/formats/build-matrix.json`` must equal
 ``kernel-builder list-variants --json``; ``genKernelFlakeOutputs`` and the flake's outputs are evaluated against a
 stand-in nixpkgs (``tests/nix/stub-pkgs.nix``) whose derivations are plain attribute sets, so their phases can be
 read and, in the slow test, run with the real tool. ``make test`` installs Nix (Debian's ``nix-bin``) where it
@@ -24,7 +24,7 @@ from build_fixtures import metadata
 from conftest import MakeProject
 
 from kernel_builder import __version__, cli
-from kernel_builder.matrix import load_matrix
+from kernel_builder.formats.matrix import load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 STUB_PKGS = REPO / "tests" / "nix" / "stub-pkgs.nix"
@@ -220,7 +220,7 @@ def test_a_legacy_build_toml_is_refused_with_the_fix(tmp_path: Path) -> None:
 
 def test_the_lib_reads_the_matrix_file() -> None:
     """lib.buildMatrix is build-matrix.json's entries; the systems are the ones it names."""
-    data = json.loads((REPO / "kernel_builder" / "build-matrix.json").read_text(encoding="utf-8"))
+    data = json.loads((REPO / "kernel_builder" / "formats" / "build-matrix.json").read_text(encoding="utf-8"))
     assert nix_eval("(import ./lib { }).buildMatrix") == data["entries"]
     assert nix_eval("(import ./lib { }).matrixSystems") == SYSTEMS
 

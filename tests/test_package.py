@@ -19,11 +19,9 @@ import pytest
 from stage_fixtures import CPU_213, CU130_213, fake_host, load, write_files
 
 import kernel_builder
-from kernel_builder import package
-from kernel_builder.config import KernelProject
-from kernel_builder.errors import BuildError
-from kernel_builder.generate.ops import aot_ops_py, noarch_ops_py
-from kernel_builder.package import (
+from kernel_builder.build import package
+from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
+from kernel_builder.build.package import (
     Provenance,
     assemble,
     check_op_namespaces,
@@ -31,8 +29,10 @@ from kernel_builder.package import (
     metadata_dict,
     sync_card,
 )
-from kernel_builder.plan import VariantPlan, plan_build
-from kernel_builder.sources import id_input_files
+from kernel_builder.build.plan.planner import VariantPlan, plan_build
+from kernel_builder.build.plan.sources import id_input_files
+from kernel_builder.config import KernelProject
+from kernel_builder.errors import BuildError
 
 UID = "0123456789"
 SO_BYTES = b"\x7fELF not really a shared object"

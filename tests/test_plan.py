@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from stage_fixtures import CPU_213, CU130_213, fake_host, fake_interpreter, load, write_files
 
-from kernel_builder.buildenv import BuildInterpreter
-from kernel_builder.diagnostics import Severity
+from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.plan.planner import BuildPlan, host_system, plan_build
+from kernel_builder.common.diagnostics import Severity
 from kernel_builder.errors import BuildError, ConfigError
-from kernel_builder.plan import BuildPlan, host_system, plan_build
 
 UID = "0123456789"
 

@@ -1,4 +1,4 @@
-"""Commands in their own process groups, stopped with the build (``kernel_builder.processes``).
+"""Commands in their own process groups, stopped with the build (``kernel_builder.common.processes``).
 
 A helper Python process plays kernel-builder: it starts ``sh`` running two ``sleep`` processes (a command and its
 child, as CMake and Ninja) through :func:`processes.run`, then is interrupted or killed. The sleeps carry a
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder import processes
+from kernel_builder.common import processes
 
 REPO = Path(__file__).resolve().parent.parent
 
 PLAYER = """
 import sys
-from kernel_builder import processes
+from kernel_builder.common import processes
 try:
     processes.run(["sh", "-c", "sleep 300.{tag} & sleep 301.{tag}; wait"])
 except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""Whether a variant's Torch build and CUDA compiler can be obtained here (kernel_builder/provision.py), with the
+"""Whether a variant's Torch build and CUDA compiler can be obtained here (kernel_builder/build/compile/provision.py), with the
 real pip against a local directory of tiny stand-in ``torch`` wheels (no network, no Torch download)."""
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 from build_fixtures import copy_example, run_cli
 
-from kernel_builder import provision
-from kernel_builder.candidates import all_candidates, with_availability
-from kernel_builder.config import load_project
-from kernel_builder.provision import (
+from kernel_builder.build.compile import provision
+from kernel_builder.build.compile.provision import (
     Unavailable,
     no_cuda_12_message,
     resolve_torch,
@@ -25,6 +23,8 @@ from kernel_builder.provision import (
     toolkit_requirements,
     wheel_flavour,
 )
+from kernel_builder.build.plan.candidates import all_candidates, with_availability
+from kernel_builder.config import load_project
 
 CU130_RUNTIME = 'cuda-toolkit[cudart,cufft]==13.0.2; platform_system == "Linux"'
 CU126_RUNTIME = 'nvidia-cuda-runtime-cu12==12.6.77; platform_system == "Linux"'
@@ -124,8 +124,8 @@ def test_cuda_12_compilers_are_not_on_pypi() -> None:
 def test_toolkit_problem_of_a_cuda_12_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "none"))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setattr("kernel_builder.toolchain.DEFAULT_CUDA_HOME", tmp_path / "none")
-    from kernel_builder import toolchain
+    monkeypatch.setattr("kernel_builder.build.compile.toolchain.DEFAULT_CUDA_HOME", tmp_path / "none")
+    from kernel_builder.build.compile import toolchain
 
     toolchain.cuda_toolkit.cache_clear()
     toolkit_problem.cache_clear()
@@ -140,7 +140,7 @@ def test_toolkit_problem_of_a_cuda_12_version(monkeypatch: pytest.MonkeyPatch, t
     shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="no nvcc"
 )
 def test_the_systems_cuda_needs_nothing() -> None:
-    from kernel_builder.toolchain import cuda_toolkit
+    from kernel_builder.build.compile.toolchain import cuda_toolkit
 
     assert toolkit_problem(cuda_toolkit().version) is None
 

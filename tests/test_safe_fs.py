@@ -1,4 +1,4 @@
-"""Bounded reads, confined writes and walks that do not follow directory links (kernel_builder.safe_fs)."""
+"""Bounded reads, confined writes and walks that do not follow directory links (kernel_builder.common.safe_fs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder.safe_fs import OutsideRootError, UnsafeFileError, read_bounded, scan_tree, write_inside
+from kernel_builder.common.safe_fs import (
+    OutsideRootError,
+    UnsafeFileError,
+    read_bounded,
+    scan_tree,
+    write_inside,
+)
 
 
 def test_read_bounded_reads_regular_files_and_links_to_them(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The build state beside the outputs (``kernel_builder.state``): the project lock, sweeping, the atomic swap and
+"""The build state beside the outputs (``kernel_builder.build.state``): the project lock, sweeping, the atomic swap and
 writes, and the stamp that tells a reusable CMake build tree from one made elsewhere or by another version."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder import __version__, state
+from kernel_builder import __version__
+from kernel_builder.build import state
 
 
 def test_second_holder_says_it_waits_and_gets_the_lock_after(tmp_path: Path) -> None:

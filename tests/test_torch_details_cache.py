@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kernel_builder import buildenv
+from kernel_builder.build.compile import interpreter as buildenv
 
 
 @pytest.fixture

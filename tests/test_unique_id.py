@@ -11,9 +11,9 @@ import pytest
 from stage_fixtures import load, write_files
 
 import kernel_builder
+from kernel_builder.build.plan.sources import id_input_files, shipped_python_files
+from kernel_builder.build.plan.unique_id import check_unique_id, compute_unique_id, id_text, ops_name
 from kernel_builder.errors import UsageError
-from kernel_builder.sources import id_input_files, shipped_python_files
-from kernel_builder.unique_id import check_unique_id, compute_unique_id, id_text, ops_name
 
 BUILD_TOML = """\
 [general]

@@ -37,7 +37,7 @@ from build_fixtures import (
     write_tree,
 )
 
-from kernel_builder import capabilities
+from kernel_builder.build.plan import capabilities
 
 pytestmark = [pytest.mark.slow, pytest.mark.cuda]
 
@@ -286,7 +286,7 @@ def test_cu126_variant_of_relu_carries_cuda_12_6_images(tmp_path: Path, env_cach
     """``build --variant torch213-cxx11-cu126-x86_64-linux``: its extension holds exactly the SASS/PTX of CUDA
     12.6's default capability list. It needs a system CUDA 12.6 toolkit (CUDA_HOME: PyPI has no CUDA 12
     nvcc) and Torch's cu126 index; where either is missing, the test is skipped with kernel-builder's reason."""
-    from kernel_builder.candidates import all_candidates, with_availability
+    from kernel_builder.build.plan.candidates import all_candidates, with_availability
     from kernel_builder.config import load_project
 
     root = copy_example("relu", tmp_path / "relu")

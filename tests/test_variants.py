@@ -7,10 +7,10 @@ import re
 import pytest
 from fake_torch import install_fake_torch, make_fake_torch
 
-from kernel_builder import environment
-from kernel_builder.environment import Environment
-from kernel_builder.matrix import MatrixEntry
-from kernel_builder.variants import (
+from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.matrix import MatrixEntry
+from kernel_builder.formats.runtime import Environment
+from kernel_builder.formats.variants import (
     UnsupportedEnvironmentError,
     Variant,
     compute_name,

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .. import capabilities
-from ..matrix import Matrix, MatrixEntry
-from .model import BuildConfig, Kernel, Torch
-from .values import within_bounds
+from kernel_builder.build.plan import capabilities
+from kernel_builder.config.model import BuildConfig, Kernel, Torch
+from kernel_builder.config.values import within_bounds
+from kernel_builder.formats.matrix import Matrix, MatrixEntry
 
 E20_HINT = "fix `cuda-capabilities`, or set `cuda-minver` so older CUDA skips this kernel"
 E20_ROCM_HINT = "fix `rocm-archs`: list at least one supported arch, or remove it to build for all of them"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..diagnostics import DiagnosticList
-from .positions import KeyPath, Positions
+from kernel_builder.common.diagnostics import DiagnosticList
+from kernel_builder.config.positions import KeyPath, Positions
 
 
 def describe(path: KeyPath) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .context import Context
-from .positions import KeyPath
-from .schema import ALL_FIVE_BACKENDS
+from kernel_builder.config.context import Context
+from kernel_builder.config.positions import KeyPath
+from kernel_builder.config.schema import ALL_FIVE_BACKENDS
 
 CURRENT_EDITION = 5
 PRE_RELEASE = "pre-release build.toml format, not supported; see update-build"

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import capabilities
-from .context import Context, describe
-from .general import check_bounds, check_keys
-from .model import Framework, Torch, TorchNoarch, TvmFfi
-from .paths import check_path
-from .positions import KeyPath
-from .readers import Reader
-from .schema import BACKENDS, TORCH, TORCH_NOARCH, TVM_FFI
-from .values import Version
+from kernel_builder.build.plan import capabilities
+from kernel_builder.config.context import Context, describe
+from kernel_builder.config.general import check_bounds, check_keys
+from kernel_builder.config.model import Framework, Torch, TorchNoarch, TvmFfi
+from kernel_builder.config.paths import check_path
+from kernel_builder.config.positions import KeyPath
+from kernel_builder.config.readers import Reader
+from kernel_builder.config.schema import BACKENDS, TORCH, TORCH_NOARCH, TVM_FFI
+from kernel_builder.config.values import Version
 
 DEFAULT_PYEXT = ("py", "pyi")
 

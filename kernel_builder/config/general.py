@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..dependencies import PYTHON_DEPENDENCIES, KernelDependency, allowed_python_dependencies
-from ..identifiers import is_repo_id
-from .context import Context, describe
-from .limits import MAX_NAME
-from .model import BackendSettings, General, Hub
-from .positions import KeyPath
-from .readers import Reader
-from .schema import BACKENDS, GENERAL, GENERAL_BACKEND, HUB, suggest_key, suggest_value
-from .values import NAME_RE, Version, is_git_url, normalise_legacy_name, py_name_of
+from kernel_builder.config.context import Context, describe
+from kernel_builder.config.limits import MAX_NAME
+from kernel_builder.config.model import BackendSettings, General, Hub
+from kernel_builder.config.positions import KeyPath
+from kernel_builder.config.readers import Reader
+from kernel_builder.config.schema import BACKENDS, GENERAL, GENERAL_BACKEND, HUB, suggest_key, suggest_value
+from kernel_builder.config.values import NAME_RE, Version, is_git_url, normalise_legacy_name, py_name_of
+from kernel_builder.formats.dependencies import (
+    PYTHON_DEPENDENCIES,
+    KernelDependency,
+    allowed_python_dependencies,
+)
+from kernel_builder.formats.identifiers import is_repo_id
 
 _NO_SUCH_TABLE = ("cpu", "metal", "rocm", "cann")
 

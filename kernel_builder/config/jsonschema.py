@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..capabilities import CAPABILITY_RE, ROCM_ARCH_RE
-from ..dependencies import KERNEL_DEPENDS, PYTHON_DEPENDENCIES
-from ..identifiers import REPO_ID_PATTERN
-from . import schema
-from .values import KERNEL_SECTION_RE, NAME_RE, VERSION_RE
+from kernel_builder.build.plan.capabilities import CAPABILITY_RE, ROCM_ARCH_RE
+from kernel_builder.config import schema
+from kernel_builder.config.values import KERNEL_SECTION_RE, NAME_RE, VERSION_RE
+from kernel_builder.formats.dependencies import KERNEL_DEPENDS, PYTHON_DEPENDENCIES
+from kernel_builder.formats.identifiers import REPO_ID_PATTERN
 
 SCHEMA_ID = "urn:kernel-builder:build-toml:5"
 

@@ -6,15 +6,22 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..dependencies import CUTLASS_PINS, KERNEL_DEPENDS
-from .context import Context
-from .framework import read_capability_list, read_flags, read_paths, read_rocm_arch_list
-from .limits import MAX_NAME
-from .model import Kernel
-from .positions import KeyPath
-from .readers import Reader
-from .schema import KERNEL, KERNEL_BACKEND_KEYS, KERNEL_BACKENDS, suggest_key, suggest_table, suggest_value
-from .values import KERNEL_SECTION_RE
+from kernel_builder.config.context import Context
+from kernel_builder.config.framework import read_capability_list, read_flags, read_paths, read_rocm_arch_list
+from kernel_builder.config.limits import MAX_NAME
+from kernel_builder.config.model import Kernel
+from kernel_builder.config.positions import KeyPath
+from kernel_builder.config.readers import Reader
+from kernel_builder.config.schema import (
+    KERNEL,
+    KERNEL_BACKEND_KEYS,
+    KERNEL_BACKENDS,
+    suggest_key,
+    suggest_table,
+    suggest_value,
+)
+from kernel_builder.config.values import KERNEL_SECTION_RE
+from kernel_builder.formats.dependencies import CUTLASS_PINS, KERNEL_DEPENDS
 
 COMPILED_EVERYWHERE = (".cpp", ".cc", ".cxx")
 COMPILED_BY_BACKEND = {

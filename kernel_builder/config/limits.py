@@ -3,7 +3,7 @@
 A build.toml can come from anyone; these bounds keep every later stage (the TOML reader, the migrations, the
 generated CMake project, file names, metadata.json readers) within what it handles:
 
-* the file is a regular file of at most :data:`MAX_FILE_BYTES` (see :func:`kernel_builder.safe_fs.read_bounded`);
+* the file is a regular file of at most :data:`MAX_FILE_BYTES` (see :func:`kernel_builder.common.safe_fs.read_bounded`);
 * values and tables nest at most :data:`MAX_DEPTH` levels (the TOML reader and ``deepcopy`` recurse);
 * no string or key holds a control character (a newline in a repo id or a version, an escape sequence in a
   flag) or a bidirectional-text override, and no string is longer than :data:`MAX_STRING` characters;
@@ -18,8 +18,8 @@ import re
 import unicodedata
 from typing import Any
 
-from .context import Context, describe
-from .positions import KeyPath
+from kernel_builder.config.context import Context, describe
+from kernel_builder.config.positions import KeyPath
 
 __all__ = [
     "MAX_DEPTH",

@@ -13,21 +13,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import Diagnostic, DiagnosticList, Severity
-from ..errors import ConfigError
-from ..matrix import Matrix, load_matrix
-from ..safe_fs import UnsafeFileError, read_bounded
-from .archs import E20_HINT, E20_ROCM_HINT, arch_problems
-from .context import Context
-from .forms import Form, detect_form
-from .framework import read_framework
-from .general import read_general
-from .kernels import read_kernels
-from .limits import MAX_DEPTH, MAX_FILE_BYTES, bracket_nesting, check_document
-from .migrate import migrate
-from .model import BuildConfig, KernelProject, Torch, TorchNoarch, TvmFfi
-from .positions import scan_positions
-from .schema import TOP_LEVEL, suggest_table
+from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList, Severity
+from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
+from kernel_builder.config.archs import E20_HINT, E20_ROCM_HINT, arch_problems
+from kernel_builder.config.context import Context
+from kernel_builder.config.forms import Form, detect_form
+from kernel_builder.config.framework import read_framework
+from kernel_builder.config.general import read_general
+from kernel_builder.config.kernels import read_kernels
+from kernel_builder.config.limits import MAX_DEPTH, MAX_FILE_BYTES, bracket_nesting, check_document
+from kernel_builder.config.migrate import migrate
+from kernel_builder.config.model import BuildConfig, KernelProject, Torch, TorchNoarch, TvmFfi
+from kernel_builder.config.positions import scan_positions
+from kernel_builder.config.schema import TOP_LEVEL, suggest_table
+from kernel_builder.errors import ConfigError
+from kernel_builder.formats.matrix import Matrix, load_matrix
 
 if sys.version_info >= (3, 11):
     import tomllib

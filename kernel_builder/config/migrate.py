@@ -11,10 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .context import Context
-from .forms import Form
-from .schema import ALL_FIVE_BACKENDS
-from .values import NAME_RE, normalise_legacy_name, py_name_of
+from kernel_builder.config.context import Context
+from kernel_builder.config.forms import Form
+from kernel_builder.config.schema import ALL_FIVE_BACKENDS
+from kernel_builder.config.values import NAME_RE, normalise_legacy_name, py_name_of
 
 NOASSERTION = "NOASSERTION"
 UNIVERSAL_WITH_SOURCES = "`universal` declares a pure-Python kernel but sources are listed"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..dependencies import KernelDependency
-from .values import Version
+from kernel_builder.config.values import Version
+from kernel_builder.formats.dependencies import KernelDependency
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import posixpath
 import stat
 from pathlib import Path
 
-from .context import Context, describe
-from .positions import KeyPath
+from kernel_builder.config.context import Context, describe
+from kernel_builder.config.positions import KeyPath
 
 _GLOB = set("*?[")
 #: NAME_MAX of common file systems: longer names fail in the compiler's paths.

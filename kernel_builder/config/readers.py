@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context import Context, describe
-from .forms import type_name
-from .positions import KeyPath
-from .values import Version
+from kernel_builder.config.context import Context, describe
+from kernel_builder.config.forms import type_name
+from kernel_builder.config.positions import KeyPath
+from kernel_builder.config.values import Version
 
 _EXAMPLES = {
     "string": '"..."',

@@ -14,14 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import Diagnostic, DiagnosticList
-from ..errors import ConfigError, KernelBuilderError
-from .context import Context
-from .forms import Form, detect_form
-from .load import load_text, parse_toml, read_build_toml, resolve_build_toml
-from .positions import scan_positions
-from .schema import ALL_FIVE_BACKENDS
-from .values import NAME_RE, normalise_legacy_name, py_name_of
+from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
+from kernel_builder.config.context import Context
+from kernel_builder.config.forms import Form, detect_form
+from kernel_builder.config.load import load_text, parse_toml, read_build_toml, resolve_build_toml
+from kernel_builder.config.positions import scan_positions
+from kernel_builder.config.schema import ALL_FIVE_BACKENDS
+from kernel_builder.config.values import NAME_RE, normalise_legacy_name, py_name_of
+from kernel_builder.errors import ConfigError, KernelBuilderError
 
 
 @dataclass
@@ -134,7 +134,7 @@ def rewrite(text: str, raw: dict[str, Any], form: Form, license_id: str | None) 
     """The edition-5 text of a legacy file: minimal edits, placed next to the keys they belong with (docs/migrating.md)."""
     import tomlkit  # only this command needs the format-preserving library
 
-    from .forms import computed_backends
+    from kernel_builder.config.forms import computed_backends
 
     doc = tomlkit.parse(text)
     general = doc["general"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kernel_builder.formats.metadata import Metadata
 from kernel_builder.loader.errors import (
     KernelIntegrityError,
     KernelNotLockedError,
@@ -23,7 +24,6 @@ from kernel_builder.loader.errors import (
 from kernel_builder.loader.importer import LoadedKernel, RepoInfo, get_loaded_kernels
 from kernel_builder.loader.local import get_local_kernel, parse_local_kernels
 from kernel_builder.loader.resolve import VariantAccepted, VariantRejected
-from kernel_builder.metadata import Metadata
 
 if TYPE_CHECKING:
     from kernel_builder.loader.locked import get_locked_kernel, load_kernel

@@ -7,7 +7,7 @@ Kept apart from :mod:`~kernel_builder.loader.remote` so that code which only des
 
 from __future__ import annotations
 
-from kernel_builder.identifiers import repo_id_problem, revision_problem
+from kernel_builder.formats.identifiers import repo_id_problem, revision_problem
 
 __all__ = ["check_repo_id", "check_revision_arguments"]
 

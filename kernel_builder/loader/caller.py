@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from kernel_builder.formats.lockfile import LOCK_FILE, LockEntry, find_entry, parse_lock, read_lock
 from kernel_builder.loader.errors import KernelNotLockedError
-from kernel_builder.lockfile import LOCK_FILE, LockEntry, find_entry, parse_lock, read_lock
 
 __all__ = ["Caller", "LockMatch", "find_caller", "find_locked"]
 

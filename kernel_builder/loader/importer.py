@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import CodeType, ModuleType
 
-from kernel_builder.dependencies import PYTHON_DEPENDENCIES
+from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
+from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
 from kernel_builder.loader.errors import KernelIntegrityError
-from kernel_builder.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
 
 __all__ = [
     "LoadedKernel",

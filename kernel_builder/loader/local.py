@@ -12,8 +12,10 @@ import os
 from pathlib import Path
 from types import ModuleType
 
-from kernel_builder import environment
-from kernel_builder.identifiers import is_repo_id
+from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.identifiers import is_repo_id
+from kernel_builder.formats.metadata import METADATA_FILE, Metadata
+from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader import resolve
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
@@ -23,8 +25,6 @@ from kernel_builder.loader.importer import (
     load_variant,
     read_variant_metadata,
 )
-from kernel_builder.metadata import METADATA_FILE, Metadata
-from kernel_builder.variants import parse_variant
 
 __all__ = [
     "LOCAL_KERNELS",

@@ -16,9 +16,9 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from kernel_builder.formats.lockfile import HASH_TYPE, LockEntry, is_bytecode, variant_hash
 from kernel_builder.hub import RemoteFile
 from kernel_builder.loader.errors import KernelIntegrityError
-from kernel_builder.lockfile import HASH_TYPE, LockEntry, is_bytecode, variant_hash
 
 __all__ = [
     "check_cache_hash",

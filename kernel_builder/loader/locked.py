@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from kernel_builder.formats.lockfile import LockEntry, is_bytecode
+from kernel_builder.formats.metadata import Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
 from kernel_builder.loader import resolve
 from kernel_builder.loader.caller import LockMatch, find_locked
@@ -36,8 +38,6 @@ from kernel_builder.loader.lockcheck import (
     require_covered,
 )
 from kernel_builder.loader.remote import Operation, Target, start_operation, variant_metadata
-from kernel_builder.lockfile import LockEntry, is_bytecode
-from kernel_builder.metadata import Metadata
 
 __all__ = [
     "choose_variant",

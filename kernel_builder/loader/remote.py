@@ -20,10 +20,13 @@ from types import ModuleType
 
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
-from kernel_builder import environment
+from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
+from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem, revision_problem
+from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
+from kernel_builder.formats.variants import compute_name
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
-from kernel_builder.identifiers import is_commit_id, repo_id_problem, revision_problem
 from kernel_builder.loader import resolve
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments
@@ -40,9 +43,6 @@ from kernel_builder.loader.importer import (
 )
 from kernel_builder.loader.local import load_local_override
 from kernel_builder.loader.trust import check_trust_argument, require_trusted
-from kernel_builder.metadata import METADATA_FILE, Metadata, read_metadata
-from kernel_builder.safe_fs import UnsafeFileError, read_bounded
-from kernel_builder.variants import compute_name
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -3,7 +3,7 @@
 :func:`resolve_variants` is a pure function of the variant names, an environment record, the selected backend,
 a metadata lookup and the visible GPUs; it never detects anything itself. Every decision keeps its reason, and
 :func:`trace` renders them for :class:`~kernel_builder.loader.NoCompatibleVariantError`. Detection lives
-apart: ``kernel_builder.environment.detect_environment`` for the record and :func:`probe_gpus` for the
+apart: ``kernel_builder.formats.runtime.detect_environment`` for the record and :func:`probe_gpus` for the
 devices, which callers hand in wrapped in a :class:`GpuProbe` so that Torch's CUDA state is touched only when
 the GPU-architecture check needs it (docs/loading.md).
 """
@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from kernel_builder.capabilities import CAPABILITY_RE, device_runs, rocm_device_runs
-from kernel_builder.environment import Environment
-from kernel_builder.metadata import Metadata
-from kernel_builder.variants import Variant, compute_name, parse_variant
+from kernel_builder.build.plan.capabilities import CAPABILITY_RE, device_runs, rocm_device_runs
+from kernel_builder.formats.metadata import Metadata
+from kernel_builder.formats.runtime import Environment
+from kernel_builder.formats.variants import Variant, compute_name, parse_variant
 
 __all__ = [
     "Decision",

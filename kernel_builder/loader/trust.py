@@ -16,10 +16,10 @@ import json
 import logging
 import threading
 
+from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded, write_inside
 from kernel_builder.hub import Hub
 from kernel_builder.loader.errors import UntrustedKernelError
 from kernel_builder.loader.importer import warn
-from kernel_builder.safe_fs import UnsafeFileError, read_bounded, write_inside
 
 __all__ = ["RECORD", "check_trust_argument", "require_trusted"]
 

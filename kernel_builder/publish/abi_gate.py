@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from kernel_builder.abi import Violation, check_directories
+from kernel_builder.build.check.abi import Violation, check_directories
 from kernel_builder.publish.content import README, Content, LocalFile
 from kernel_builder.publish.errors import PublishError
 

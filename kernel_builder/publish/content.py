@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernel_builder.formats.metadata import DIGEST_ALGORITHMS, METADATA_FILE, Metadata
+from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.importer import read_variant_metadata
-from kernel_builder.metadata import DIGEST_ALGORITHMS, METADATA_FILE, Metadata
 from kernel_builder.publish.errors import PublishError
-from kernel_builder.variants import parse_variant
 
 __all__ = ["Content", "LocalFile", "VariantDir", "collect_content", "is_benchmark"]
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from kernel_builder import __version__
 from kernel_builder.errors import UsageError
+from kernel_builder.formats.identifiers import repo_id_problem
 from kernel_builder.hub import KERNEL, MODEL, REQUEST_ERRORS, AddFile, DeleteFile, Hub, RemoteFile, RemoteRepo
-from kernel_builder.identifiers import repo_id_problem
 from kernel_builder.publish.abi_gate import abi_gate
 from kernel_builder.publish.content import Content, LocalFile, collect_content, is_benchmark
 from kernel_builder.publish.errors import PublishError, describe

@@ -1,0 +1,1 @@
+"""The kernel author's loop: ``init``, ``load``, ``test`` and ``bench``."""

@@ -1,0 +1,261 @@
+"""``kernel-builder bench``: time a kernel's ops against a reference, the way its users would call them.
+
+The project's ``benchmarks/*.py`` define functions named ``bench_*(kernel, device)`` that return a
+:class:`Case`; a project without them gets one case per public function (``__all__``) that has a namesake in
+``torch`` or ``torch.nn.functional``, called on one large float tensor. Each case is warmed up, then run many
+times: CUDA events time GPU work, the wall clock CPU work. The table shows the median and the interquartile
+spread, and GB/s where the case knows how many bytes one call moves. See ``docs/cli.md``.
+
+Benchmarks run in a fresh process (``python -m kernel_builder.authoring.bench``), like ``kernel-builder test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["Case", "Result", "measure", "render_table"]
+
+
+@dataclass
+class Case:
+    """One benchmark: ``run`` (the kernel) and optionally ``reference``, each called with no arguments.
+
+    ``bytes`` is what one call reads and writes (for GB/s). ``check`` compares the two results (the default
+    when both return tensors: ``torch.testing.assert_close``).
+    """
+
+    run: Callable[[], Any]
+    reference: Callable[[], Any] | None = None
+    bytes: int | None = None
+    check: bool = True
+    name: str = ""
+
+
+@dataclass
+class Timing:
+    median_us: float
+    q1_us: float
+    q3_us: float
+    runs: int
+
+    def gbps(self, nbytes: int | None) -> float | None:
+        return None if not nbytes or self.median_us <= 0 else nbytes / (self.median_us * 1e-6) / 1e9
+
+
+@dataclass
+class Result:
+    name: str
+    kernel: Timing | None = None
+    reference: Timing | None = None
+    bytes: int | None = None
+    matches: bool | None = None
+    error: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["kernel_gbps"] = self.kernel.gbps(self.bytes) if self.kernel else None
+        data["reference_gbps"] = self.reference.gbps(self.bytes) if self.reference else None
+        return data
+
+
+def _timer(device: str) -> Callable[[Callable[[], Any]], float]:
+    """Seconds of one call: CUDA events around it on a GPU, the wall clock on the CPU."""
+    import torch
+
+    if device.startswith("cuda"):
+
+        def cuda_time(fn: Callable[[], Any]) -> float:
+            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return float(start.elapsed_time(end)) / 1e3
+
+        return cuda_time
+
+    def wall_time(fn: Callable[[], Any]) -> float:
+        begin = time.perf_counter()
+        fn()
+        return time.perf_counter() - begin
+
+    return wall_time
+
+
+def measure(fn: Callable[[], Any], device: str, *, warmup: int, runs: int) -> Timing:
+    timer = _timer(device)
+    for _ in range(warmup):
+        fn()
+    samples = sorted(timer(fn) * 1e6 for _ in range(runs))
+    quartiles = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
+    return Timing(statistics.median(samples), quartiles[0], quartiles[2], runs)
+
+
+def _public_cases(kernel: ModuleType, device: str) -> Iterator[Case]:
+    """Each public function with a torch namesake, on a 16 Mi (GPU) or 4 Mi (CPU) element float32 tensor."""
+    import torch
+
+    x = torch.randn((16 if device.startswith("cuda") else 4) * 1024 * 1024, device=device)
+    for name in getattr(kernel, "__all__", ()):
+        fn = getattr(kernel, name, None)
+        if not callable(fn) or isinstance(fn, type):
+            continue
+        reference = getattr(torch, name, None) or getattr(torch.nn.functional, name, None)
+        try:
+            out = fn(x)
+        except Exception as exc:  # noqa: BLE001  (a function that wants other arguments: report it, time nothing)
+            yield Case(run=_raise(exc), name=name)
+            continue
+        elementwise = isinstance(out, torch.Tensor) and out.shape == x.shape
+        yield Case(
+            run=_call(fn, x),
+            reference=_call(reference, x) if callable(reference) else None,
+            bytes=x.nbytes + out.nbytes if elementwise else None,
+            name=name,
+        )
+
+
+def _call(fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
+    return lambda: fn(x)
+
+
+def _raise(exc: Exception) -> Callable[[], Any]:
+    def fail() -> Any:
+        raise exc
+
+    return fail
+
+
+def _project_cases(directory: Path, kernel: ModuleType, device: str) -> Iterator[Case]:
+    for path in sorted(directory.glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f"_kb_bench_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for attr in sorted(a for a in vars(module) if a.startswith("bench_")):
+            case = getattr(module, attr)(kernel, device)
+            if not isinstance(case, Case):
+                raise TypeError(
+                    f"{path.name}:{attr} returned {type(case).__name__}, not kernel_builder.authoring.bench.Case"
+                )
+            case.name = case.name or attr[len("bench_") :]
+            yield case
+
+
+def _matches(a: Any, b: Any) -> bool | None:
+    import torch
+
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return None
+    try:
+        torch.testing.assert_close(a, b, equal_nan=True)
+    except AssertionError:
+        return False
+    return True
+
+
+def run_cases(cases: Iterator[Case], device: str, *, warmup: int, runs: int) -> list[Result]:
+    results = []
+    for case in cases:
+        result = Result(case.name, bytes=case.bytes)
+        try:
+            result.kernel = measure(case.run, device, warmup=warmup, runs=runs)
+            if case.reference is not None:
+                result.reference = measure(case.reference, device, warmup=warmup, runs=runs)
+                if case.check:
+                    result.matches = _matches(case.run(), case.reference())
+        except Exception as exc:  # noqa: BLE001  (one failing case is reported; the others still run)
+            result.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        results.append(result)
+    return results
+
+
+def _fmt_time(timing: Timing | None) -> str:
+    if timing is None:
+        return "-"
+    return f"{timing.median_us:.1f} µs (±{(timing.q3_us - timing.q1_us) / 2:.1f})"
+
+
+def _fmt_gbps(timing: Timing | None, nbytes: int | None) -> str:
+    gbps = timing.gbps(nbytes) if timing else None
+    return "-" if gbps is None else f"{gbps:.1f}"
+
+
+def render_table(results: list[Result], device: str) -> str:
+    """The terminal table: one row per case, kernel next to reference."""
+    rows = [("case", "kernel", "GB/s", "reference", "ref GB/s", "speedup", "matches")]
+    for r in results:
+        if r.error:
+            rows.append((r.name, f"error: {r.error}", "", "", "", "", ""))
+            continue
+        speedup = (
+            f"{r.reference.median_us / r.kernel.median_us:.2f}x"
+            if r.kernel and r.reference and r.kernel.median_us > 0 else "-"
+        )  # fmt: skip
+        matches = "-" if r.matches is None else ("yes" if r.matches else "NO")
+        rows.append((r.name, _fmt_time(r.kernel), _fmt_gbps(r.kernel, r.bytes), _fmt_time(r.reference),
+                     _fmt_gbps(r.reference, r.bytes), speedup, matches))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [f"device: {device}"]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The benchmark process: ``python -m kernel_builder.authoring.bench BUILD_DIR PROJECT_ROOT [options]``."""
+    parser = argparse.ArgumentParser(prog="python -m kernel_builder.authoring.bench")
+    parser.add_argument("build_dir")
+    parser.add_argument("root")
+    parser.add_argument("--package", required=True)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--json", dest="json_path")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from kernel_builder.loader import get_local_kernel
+    from kernel_builder.loader.alias import expose_as
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        kernel = get_local_kernel(args.build_dir)
+    expose_as(kernel, args.package)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    benchmarks = Path(args.root) / "benchmarks"
+    # Files of another convention (no bench_* functions) leave the list empty: then the public ops are timed.
+    cases = list(_project_cases(benchmarks, kernel, device)) if benchmarks.is_dir() else []
+    where = "benchmarks/" if cases else "public ops vs torch"
+    results = run_cases(iter(cases) if cases else _public_cases(kernel, device), device, warmup=args.warmup,
+                        runs=args.runs)  # fmt: skip
+    print(f"{args.package}: {where}, {args.runs} runs after {args.warmup} warm-up")
+    print(render_table(results, torch.cuda.get_device_name() if device == "cuda" else "cpu"))
+    if args.json_path:
+        report = {
+            "device": device,
+            "torch": torch.__version__,
+            "source": where,
+            "results": [r.to_json() for r in results],
+        }
+        Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 1 if any(r.error for r in results) or any(r.matches is False for r in results) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    # Run as `python -m`, this file is `__main__`: use the importable module, whose `Case` benchmarks import.
+    from kernel_builder.authoring.bench import main as _main
+
+    sys.exit(_main())

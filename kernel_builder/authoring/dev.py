@@ -1,0 +1,116 @@
+"""``kernel_builder.load``: the edit → call loop of ``torch.utils.cpp_extension.load``, with a publishable build.
+
+Each call builds this environment's variant into ``build/<variant>/`` when anything changed (reusing the CMake
+build tree, so only what changed recompiles) and imports it. An edit gives the build a new content id and so
+a new op namespace: the new module is returned while modules from earlier calls stay usable, each loaded from
+its own snapshot in ``.kernel-builder/loaded/`` (the build directory is replaced by every build). See
+``docs/tutorial.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+from kernel_builder.build.builder import STATE_DIR, Builder, BuildOptions, BuildReport
+from kernel_builder.config import load_project
+from kernel_builder.config.model import KernelProject
+from kernel_builder.errors import BuildError, UsageError
+
+__all__ = ["load"]
+
+SNAPSHOTS = "loaded"
+
+
+def _arch(arch: str | None) -> str | None:
+    """``native`` when a GPU is visible (the CPU and the CUDA-less machine build the usual variant)."""
+    if arch not in ("native", None):
+        raise UsageError(
+            f"arch={arch!r}: use 'native' (the visible GPU's capability) or None (the default list)"
+        )
+    if arch is None:
+        return None
+    import torch
+
+    return "native" if torch.cuda.is_available() else None
+
+
+def _built_variant(project: KernelProject, report: BuildReport) -> Path:
+    """The variant this process loads: the compiled one of this environment, else the noarch one of its backend."""
+    from kernel_builder.formats.runtime import detect_backend
+
+    done = {r.name for r in report.results if r.status in ("built", "up to date")}
+    variants = [v for v in report.plan.variants if v.name in done]
+    compiled = [v for v in variants if v.aot]
+    if compiled:
+        return project.root / "build" / compiled[0].name
+    import torch
+
+    backend = detect_backend(torch)[0]
+    for variant in variants:
+        if variant.backend == backend:
+            return project.root / "build" / variant.name
+    for variant in variants:
+        if variant.backend == "cpu":
+            return project.root / "build" / variant.name
+    raise BuildError(f"{project.display_path}: no variant for this environment was built (backend {backend})")
+
+
+def _snapshot(variant_dir: Path, state: Path) -> Path:
+    """A copy of the variant named by its content id; the same build is copied once."""
+    import json
+
+    unique = json.loads((variant_dir / "metadata.json").read_text(encoding="utf-8")).get("id") or "noid"
+    target = state / SNAPSHOTS / f"{variant_dir.name}-{unique}"
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        shutil.copytree(variant_dir, tmp, dirs_exist_ok=True)
+        os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def load(
+    path: str | os.PathLike[str] = ".", *, arch: str | None = "native", verbose: bool = False
+) -> ModuleType:
+    """Build the kernel project at ``path`` for this environment if anything changed, and import it.
+
+    ``arch="native"`` compiles CUDA code for the visible GPU only (fast; not for publishing); on a machine
+    without a GPU it is ignored. ``verbose`` echoes the build's commands and the compiler's output, which
+    otherwise go to ``.kernel-builder/<variant>/build.log`` (a failure raises :class:`BuildError` with the
+    end of it). Raises ``ConfigError`` for an invalid ``build.toml``.
+    """
+    selected_arch = _arch(arch)
+    project = load_project(path).project
+    options = BuildOptions(
+        arch=selected_arch,
+        verbose=verbose,
+        import_check=False,
+        namespace_where_used=True,
+        compile_log=not verbose,
+    )
+
+    def log(line: str) -> None:
+        if verbose:
+            print(line, file=sys.stderr, flush=True)
+
+    report = Builder(project, options, log=log).run()
+    failures = [r for r in report.results if r.status == "failed"]
+    if failures:
+        raise BuildError("\n".join(f"{r.name}: {r.message}" for r in failures))
+    snapshot = _snapshot(_built_variant(project, report), project.root / STATE_DIR)
+    from kernel_builder.loader import get_local_kernel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "built from uncommitted changes" is the point here
+        return get_local_kernel(snapshot)

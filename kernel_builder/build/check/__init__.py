@@ -1,0 +1,1 @@
+"""Check stage: what a built variant must satisfy before it is published (ABI, importability)."""

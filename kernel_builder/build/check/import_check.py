@@ -1,0 +1,119 @@
+"""The import check after assembly: load the variant in a fresh build interpreter, with our loader and, when
+installed, upstream's ``kernels``.
+
+A failure there is the kernel's own error (a syntax error, a missing file, an op that does not register, ...)
+and fails the variant. One failure is not: a third-party module the kernel imports that this build interpreter
+lacks, while the environments the variant targets have it (Triton comes with Torch's CUDA builds, a
+``python-depends`` entry is installed by users). The check reports it as incomplete instead, naming the module
+and where the kernel imports it; ``--strict-import`` makes it an error again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.common import processes
+from kernel_builder.errors import BuildError
+
+_MARK = "KB-IMPORT-CHECK-MISSING "
+
+# Runs in the build interpreter. A ModuleNotFoundError counts as a missing third-party module only when its
+# top-level name is importable from nowhere: neither installed, nor a file of the variant, nor the variant itself.
+_SCRIPT = r"""
+import importlib.util, json, os, sys
+from pathlib import Path
+path = Path(sys.argv[1]).resolve()
+own = {p.name.partition(".")[0] for p in path.iterdir()}
+own.add(json.loads((path / "metadata.json").read_text(encoding="utf-8")).get("id") or "")
+
+def load(loader):
+    if loader == "kernel_builder":
+        import kernel_builder
+        kernel_builder.get_local_kernel(path)
+    else:
+        import kernels
+        kernels.get_local_kernel(path)
+
+for loader in ("kernel_builder", "kernels"):
+    if loader == "kernels" and importlib.util.find_spec("kernels") is None:
+        continue
+    try:
+        load(loader)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").partition(".")[0]
+        if not top or top in own or top in sys.modules:
+            raise
+        try:
+            installed = importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            installed = True
+        if installed:
+            raise
+        where, tb = None, exc.__traceback__
+        while tb is not None:
+            file = Path(tb.tb_frame.f_code.co_filename)
+            if file.is_absolute() and file.resolve().is_relative_to(path):
+                where = f"{file.resolve().relative_to(path).as_posix()}:{tb.tb_lineno}"
+            tb = tb.tb_next
+        print(%(mark)r + json.dumps({"module": exc.name, "where": where, "loader": loader}), flush=True)
+        sys.exit(3)
+"""
+
+
+def with_this_package(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this environment) for another interpreter that must import this kernel_builder (and
+    write no bytecode)."""
+    import kernel_builder
+
+    package_parent = str(Path(kernel_builder.__file__).resolve().parent.parent)
+    env = {**(os.environ if base is None else base), "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    return env
+
+
+@dataclass(frozen=True)
+class MissingModule:
+    """A third-party module the kernel imports and the build interpreter lacks."""
+
+    module: str
+    where: str | None  # file:line in the variant, where known
+    loader: str  # "kernel_builder" or "kernels"
+
+
+def check_import(interpreter: BuildInterpreter, variant_dir: Path) -> MissingModule | None:
+    """Load ``variant_dir`` in a fresh ``interpreter``; a kernel error raises :class:`BuildError`, a missing
+    third-party module is returned."""
+    script = _SCRIPT % {"mark": _MARK}
+    result = processes.run(
+        [interpreter.python, "-c", script, variant_dir], capture=True, env=with_this_package()
+    )
+    if result.returncode == 3:
+        for line in result.stdout.splitlines():
+            if line.startswith(_MARK):
+                data = json.loads(line[len(_MARK) :])
+                return MissingModule(str(data["module"]), data.get("where"), str(data["loader"]))
+    if result.returncode != 0:
+        raise BuildError(
+            f"import check failed: the assembled variant does not load:\n{result.stderr.strip()}"
+        )
+    return None
+
+
+def describe_missing(
+    missing: MissingModule, interpreter: BuildInterpreter, provided_by: str | None, *, strict: bool = False
+) -> str:
+    """One line: which module, where, and who provides it; without ``strict``, also what to do."""
+    where = f" ({missing.where})" if missing.where else ""
+    source = provided_by or "it must be installed wherever the kernel runs"
+    message = (
+        f"import check incomplete: the kernel imports `{missing.module}`{where}, which the build interpreter "
+        f"{interpreter.python} does not have; {source}"
+    )
+    if strict:
+        return f"{message} (--strict-import)"
+    return f"{message}. Install it there to check the whole variant, or pass --strict-import to make this an error"

@@ -1,0 +1,1 @@
+"""Compile stage: the toolchain, the build interpreter and its environment, CMake and Ninja."""

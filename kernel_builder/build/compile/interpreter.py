@@ -1,0 +1,187 @@
+"""The interpreter a variant is built with, and the facts about its Torch that a build needs.
+
+Two depths: ``quick_probe`` reads ``torch/version.py`` without importing Torch (milliseconds; enough to
+name the variant and to tell whether an earlier build is still up to date), and ``torch_details`` imports
+Torch in a subprocess (seconds; only the first time a project is configured with that environment).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel_builder.common import processes
+from kernel_builder.errors import BuildError
+from kernel_builder.formats.runtime import Environment, detect_backend, normalize_cpu
+from kernel_builder.formats.variants import Variant, to_major_minor, variant_for_environment
+
+_QUICK = r"""
+import importlib.util, json, sys, sysconfig
+spec = importlib.util.find_spec("torch")
+print(json.dumps({
+    "torch_dir": None if spec is None or not spec.submodule_search_locations else list(spec.submodule_search_locations)[0],
+    "python_version": list(sys.version_info[:2]),
+    "python_include": sysconfig.get_paths()["include"],
+    "purelib": sysconfig.get_paths()["purelib"],
+}))
+"""
+
+_DETAILS = r"""
+import json, os, warnings
+warnings.filterwarnings("ignore")
+import torch, torch.utils
+from torch.utils import cpp_extension
+print(json.dumps({
+    "cmake_prefix_path": torch.utils.cmake_prefix_path,
+    "cxx11_abi": bool(torch.compiled_with_cxx11_abi()),
+    "nvcc_flags": list(getattr(cpp_extension, "COMMON_NVCC_FLAGS", [])),
+    "version": torch.__version__,
+}))
+"""
+
+
+@dataclass(frozen=True)
+class BuildInterpreter:
+    """A Python interpreter with Torch installed, as seen without importing Torch."""
+
+    python: Path
+    torch_dir: Path
+    torch_version: str  # e.g. "2.14.1+cu130"
+    cuda: str | None
+    hip: str | None
+    xpu: str | None
+    python_version: tuple[int, int]
+    python_include: Path
+    purelib: Path
+
+    @property
+    def torch_major_minor(self) -> tuple[int, int]:
+        return to_major_minor(self.torch_version.split("+")[0])
+
+    def backend(self) -> tuple[str, tuple[int, int] | None]:
+        """The compute backend of this Torch, through the one shared detection function."""
+        fake = types.SimpleNamespace(
+            version=types.SimpleNamespace(cuda=self.cuda, hip=self.hip, xpu=self.xpu)
+        )
+        return detect_backend(fake)
+
+    def variant(self, stable_abi: tuple[int, int] | None = None) -> Variant:
+        backend, version = self.backend()
+        env = Environment(
+            cpu=normalize_cpu(platform.machine()),
+            os=platform.system().lower(),
+            torch_version=self.torch_major_minor,
+            cxx11_abi=True,  # checked against the real Torch before configuring (torch_details)
+            backend=backend,
+            backend_version=version,
+            python_version=self.python_version,
+        )
+        return variant_for_environment(stable_abi=stable_abi, environment=env)
+
+    def fingerprint(self) -> str:
+        """Changes when the interpreter or its Torch changes (for the up-to-date check)."""
+        version_py = (self.torch_dir / "version.py").read_bytes()
+        return hashlib.sha256(str(self.python).encode() + b"\0" + version_py).hexdigest()[:16]
+
+
+def _read_version_py(torch_dir: Path) -> dict[str, str | None]:
+    values: dict[str, str | None] = {}
+    for line in (torch_dir / "version.py").read_text(encoding="utf-8").splitlines():
+        for key in ("__version__", "cuda", "hip", "xpu"):
+            if line.startswith((f"{key} =", f"{key}:")):
+                value = line.split("=", 1)[1].strip()
+                values[key] = None if value == "None" else value.strip("'\"")
+    return values
+
+
+def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterpreter:
+    """Facts about ``python`` (default: this interpreter) and its Torch, without importing Torch."""
+    # Absolute (the generated CMake project and the up-to-date record use it from elsewhere), but not resolved:
+    # a virtual environment's python is a symlink whose target would lose the environment.
+    exe = Path(os.path.abspath(python if python is not None else sys.executable))
+    try:
+        result = processes.run([exe, "-c", _QUICK], capture=True)
+    except OSError as exc:
+        raise BuildError(f"cannot run the build interpreter {exe}: {exc.strerror}") from None
+    if result.returncode != 0:
+        detail = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
+        raise BuildError(f"cannot run the build interpreter {exe}: {detail[0]}")
+    out = result.stdout
+    data = json.loads(out)
+    if data["torch_dir"] is None:
+        raise BuildError(
+            f"torch is not installed for {exe}; install the Torch the variant needs "
+            "(e.g. `pip install torch==2.13.0` for a CPU build)"
+        )
+    torch_dir = Path(data["torch_dir"])
+    values = _read_version_py(torch_dir)
+    return BuildInterpreter(
+        python=exe,
+        torch_dir=torch_dir,
+        torch_version=values.get("__version__") or "0.0",
+        cuda=values.get("cuda"),
+        hip=values.get("hip"),
+        xpu=values.get("xpu"),
+        python_version=(data["python_version"][0], data["python_version"][1]),
+        python_include=Path(data["python_include"]),
+        purelib=Path(data["purelib"]),
+    )
+
+
+@dataclass(frozen=True)
+class TorchDetails:
+    cmake_prefix_path: str
+    cxx11_abi: bool
+    nvcc_flags: tuple[str, ...]
+    version: str
+
+
+def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
+    """Imports Torch in the build interpreter (the Torch check before configuring), once per environment: the
+    answer is kept under the cache directory, keyed by the interpreter and its Torch's files."""
+    cache = _details_cache(interpreter)
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        return TorchDetails(
+            data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"]
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    result = processes.run(
+        [interpreter.python, "-c", _DETAILS], capture=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    )
+    if result.returncode != 0:
+        raise BuildError(f"cannot import torch with {interpreter.python}:\n{result.stderr.strip()}")
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    details = TorchDetails(
+        data["cmake_prefix_path"], data["cxx11_abi"], tuple(data["nvcc_flags"]), data["version"]
+    )
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        staging = cache.with_name(f".{cache.name}.{os.getpid()}")
+        staging.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+        os.replace(staging, cache)
+    except OSError:
+        pass  # a read-only cache only costs the next build this import again
+    return details
+
+
+def _details_cache(interpreter: BuildInterpreter) -> Path:
+    """Where ``torch_details`` keeps its answer: changes with the interpreter, its Torch's version file and the
+    times of Torch's files that an install or upgrade rewrites."""
+    from kernel_builder.build.compile.isolated_envs import cache_root
+
+    digest = hashlib.sha256(interpreter.fingerprint().encode())
+    for name in ("version.py", "__init__.py", "share/cmake/Torch/TorchConfig.cmake"):
+        try:
+            stat = (interpreter.torch_dir / name).stat()
+            digest.update(f"\0{name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        except OSError:
+            digest.update(f"\0{name}:missing".encode())
+    return cache_root() / "torch-details" / f"{digest.hexdigest()[:32]}.json"

@@ -1,0 +1,151 @@
+"""Isolated build environments: one cached virtual environment per (Torch pin, compute backend).
+
+Upstream needs Nix to build every variant; here each variant gets a plain venv, created with pip, that holds
+the pinned Torch of its matrix entry (and, for CUDA, what the toolkit needs). Environments live under the
+user cache directory, are shared by every project, and are reused until ``--refresh-envs``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel_builder.build.compile.provision import toolkit_requirements
+from kernel_builder.errors import BuildError
+from kernel_builder.formats.matrix import MatrixEntry
+
+__all__ = [
+    "MARKER",
+    "EnvSpec",
+    "cache_root",
+    "ensure_env",
+    "env_dir",
+    "env_ready",
+    "python_of",
+    "toolkit_requirements",
+]
+
+MARKER = "kernel-builder-env.json"
+
+
+def cache_root() -> Path:
+    """``$KERNEL_BUILDER_CACHE``, else ``$XDG_CACHE_HOME/kernel-builder``, else ``~/.cache/kernel-builder``."""
+    if os.environ.get("KERNEL_BUILDER_CACHE"):
+        return Path(os.environ["KERNEL_BUILDER_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernel-builder"
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    torch_pin: str
+    compute: str  # "cpu", "cu130", ...
+    index_url: str | None
+
+    @classmethod
+    def for_entry(cls, entry: MatrixEntry) -> EnvSpec:
+        if entry.torch_pin is None:
+            raise BuildError(
+                f"matrix entry torch {entry.torch_str} {entry.compute} has no torch-pin to install"
+            )
+        return cls(entry.torch_pin, entry.compute, entry.index_url)
+
+    @property
+    def key(self) -> str:
+        return f"torch{self.torch_pin}-{self.compute}-py{sys.version_info[0]}{sys.version_info[1]}"
+
+    @property
+    def requirement(self) -> str:
+        return f"torch=={self.torch_pin}"
+
+
+def env_dir(spec: EnvSpec) -> Path:
+    return cache_root() / "envs" / spec.key
+
+
+def python_of(env: Path) -> Path:
+    return env / "bin" / "python"
+
+
+def env_ready(spec: EnvSpec) -> bool:
+    """Whether ``spec``'s environment exists complete (its marker written last) and can be reused."""
+    env = env_dir(spec)
+    return (env / MARKER).is_file() and python_of(env).exists()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Serialises creation of one environment between parallel builds and processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def ensure_env(
+    spec: EnvSpec,
+    *,
+    refresh: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    cuda_toolkit: tuple[int, int] | None = None,
+    torch_requirement: str | None = None,
+) -> Path:
+    """The interpreter of ``spec``'s environment, created (or re-created with ``refresh``) as needed; with
+    ``cuda_toolkit``, the environment also brings that CUDA release's compiler from PyPI. ``torch_requirement``
+    (the exact wheel ``provision.resolve_torch`` judged to be of the right flavour) replaces ``torch==<pin>``."""
+    toolkit = toolkit_requirements(cuda_toolkit) if cuda_toolkit is not None else []
+    env = env_dir(spec)
+    with _locked(env.parent / f".{spec.key}.lock"):
+        marker = env / MARKER
+        if marker.is_file() and not refresh and python_of(env).exists():
+            recorded = json.loads(marker.read_text()).get("toolkit", [])
+            if recorded == toolkit:
+                return python_of(env)
+        if env.exists():
+            shutil.rmtree(env)
+        wheel = f": {torch_requirement.rsplit('/', 1)[-1]}" if torch_requirement else ""
+        log(f"creating build environment {spec.key} (pip install {spec.requirement}{wheel})")
+        tmp = env.with_name(f".{env.name}.tmp")
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        venv.EnvBuilder(with_pip=True, symlinks=True).create(tmp)
+        argv = [str(python_of(tmp)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                torch_requirement or spec.requirement]  # fmt: skip
+        if spec.index_url:
+            argv += ["--extra-index-url", spec.index_url]
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            where = spec.index_url or "PyPI"
+            detail = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+            raise BuildError(
+                f"torch {spec.torch_pin} not available from {where}" + (f" ({detail})" if detail else "")
+            )
+        if toolkit:
+            log(f"installing the CUDA toolkit from PyPI ({', '.join(toolkit)})")
+            result = subprocess.run(
+                [str(python_of(tmp)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *toolkit],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if result.returncode != 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise BuildError(f"cannot install the CUDA toolkit from PyPI: {result.stderr.strip()[-400:]}")
+        # Only bin/python is used, and a venv's interpreter works after the directory is renamed.
+        os.rename(tmp, env)
+        marker.write_text(
+            json.dumps({"torch": spec.torch_pin, "compute": spec.compute, "toolkit": toolkit}, indent=2)
+            + "\n"
+        )
+        return python_of(env)

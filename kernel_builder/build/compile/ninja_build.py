@@ -1,0 +1,171 @@
+"""Compile stage: configure the generated project with Ninja, build it, install the extension into a stage.
+
+The build directory is kept between runs, so Ninja recompiles only what changed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kernel_builder.build.compile import configure_cache, toolchain
+from kernel_builder.common import processes
+from kernel_builder.common.runner import run
+from kernel_builder.errors import BuildError
+
+
+def default_jobs(nvcc_threads: int) -> int:
+    if os.environ.get("MAX_JOBS", "").isdigit():
+        return max(1, int(os.environ["MAX_JOBS"]))
+    return max(1, (os.cpu_count() or 1) // max(1, nvcc_threads))
+
+
+def configure(
+    project_dir: Path,
+    build_dir: Path,
+    *,
+    build_type: str,
+    cuda: bool,
+    verbose: bool,
+    launcher: Sequence[str] = (),
+) -> None:
+    """``launcher``: a compiler cache's command (``compiler_cache``), put before every compiler call."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    cxx = toolchain.host_compiler().path
+    argv: list[str | os.PathLike[str]] = [
+        toolchain.cmake().path,
+        "-G", "Ninja",
+        "-S", project_dir,
+        "-B", build_dir,
+        f"-DCMAKE_MAKE_PROGRAM={toolchain.ninja().path}",
+        f"-DCMAKE_BUILD_TYPE={build_type}",
+        f"-DCMAKE_CXX_COMPILER={cxx}",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        f"-DCMAKE_INSTALL_PREFIX={build_dir.parent / 'stage'}",
+    ]  # fmt: skip
+    # One host compiler for everything: CMake's CUDA detection also reads CUDAHOSTCXX from the environment,
+    # and a different compiler there brings its own (possibly static-only) libstdc++ into the link line.
+    env = {"CXX": str(cxx)}
+    for language in ("CXX", "CUDA") if cuda else ("CXX",):
+        if not os.environ.get(f"CMAKE_{language}_COMPILER_LAUNCHER"):  # CMake reads that one itself
+            argv.append(f"-DCMAKE_{language}_COMPILER_LAUNCHER={';'.join(launcher)}")
+    if cuda:
+        argv.append(f"-DCMAKE_CUDA_HOST_COMPILER={cxx}")
+        env["CUDAHOSTCXX"] = str(cxx)
+    cached = configure_cache.key(project_dir, {"CXX": cxx, "CUDA_HOST": cxx}, *_cmake_identity())
+    restored = configure_cache.restore(build_dir, cached)
+    try:
+        run([*argv, configure_cache.INITIALIZED] if restored else argv, env=env, verbose=verbose,
+            capture=not verbose, what="CMake configure")  # fmt: skip
+    except BuildError:
+        if not restored:
+            raise
+        # The stored compiler information did not fit after all: configure from scratch.
+        shutil.rmtree(build_dir)
+        build_dir.mkdir(parents=True)
+        run(argv, env=env, verbose=verbose, capture=not verbose, what="CMake configure")
+        restored = False
+    if not restored:
+        configure_cache.store(build_dir, cached)
+
+
+def _cmake_identity() -> tuple[Path, str]:
+    tool = toolchain.cmake()
+    return tool.path, tool.version
+
+
+_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
+
+
+def build(
+    build_dir: Path,
+    *,
+    jobs: int,
+    verbose: bool,
+    log_file: Path | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> None:
+    """Run Ninja through CMake. With ``log_file``, output goes there (and ``[n/m]`` steps to ``on_step``);
+    a failure then carries the log's end."""
+    argv: list[str | os.PathLike[str]] = [
+        toolchain.cmake().path,
+        "--build",
+        build_dir,
+        "--parallel",
+        str(jobs),
+    ]
+    if verbose:
+        argv.append("--verbose")
+    if log_file is None:
+        run(argv, verbose=verbose, what="compilation")
+        return
+    with log_file.open("w", encoding="utf-8") as log:
+        process = processes.popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            errors="replace",
+        )  # fmt: skip
+        interrupted = True
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                match = _STEP.match(line)
+                if match and on_step is not None:
+                    on_step(int(match[1]), int(match[2]))
+            status = process.wait()
+            interrupted = False
+        finally:
+            processes.finish(process, interrupted=interrupted)
+    if status != 0:
+        tail = "".join(log_file.read_text(encoding="utf-8").splitlines(keepends=True)[-60:])
+        raise BuildError(
+            f"compilation failed (exit status {status}); the end of {log_file}:\n{tail.rstrip()}"
+        )
+
+
+def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
+    """Install into ``stage_dir`` and return the extension (a changed id renames it, so start clean)."""
+    for stale in stage_dir.glob("*.abi3.so"):
+        stale.unlink()
+    run(
+        [toolchain.cmake().path, "--install", build_dir, "--prefix", stage_dir],
+        verbose=verbose,
+        capture=True,
+        what="install",
+    )
+    libraries = sorted(stage_dir.glob("*.abi3.so"))
+    if len(libraries) != 1:
+        raise BuildError(f"expected one .abi3.so in {stage_dir}, found {len(libraries)}")
+    return libraries[0]
+
+
+#: Suffixes of compiled objects: only their dependency records list included files. Link steps have records too
+#: (CMake asks linkers that can for a depfile: GNU ld >= 2.41, lld, mold), listing objects and libraries.
+_OBJECT_SUFFIXES = (".o", ".obj")
+
+
+def included_files(build_dir: Path) -> dict[str, list[Path]]:
+    """Ninja's dependency records of the compile steps: for each object, the files its compilation read.
+
+    Ninja writes paths as the compiler and linker gave them, relative ones relative to the build directory; they
+    are returned absolute, resolved against ``build_dir`` whatever the current directory is.
+    """
+    out = run(
+        [toolchain.ninja().path, "-C", build_dir, "-t", "deps"], capture=True, what="reading Ninja's deps"
+    )
+    base = build_dir.absolute()
+    deps: dict[str, list[Path]] = {}
+    current: list[Path] | None = None
+    for line in out.splitlines():
+        if not line.strip():
+            current = None
+        elif not line.startswith(" ") and ": #deps" in line:
+            target = line.split(": #deps")[0]
+            current = deps.setdefault(target, []) if target.endswith(_OBJECT_SUFFIXES) else None
+        elif current is not None:
+            current.append(Path(os.path.normpath(base / line.strip())))
+    return deps

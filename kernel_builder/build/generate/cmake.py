@@ -1,0 +1,333 @@
+"""The CMake project of one AOT variant (docs/layout.md).
+
+The generated CMakeLists.txt states what to build — components, sources, flags, architectures — as calls
+into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how.
+Everything the project depends on is written into it, so its files alone decide whether to reconfigure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from kernel_builder import __version__
+from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
+from kernel_builder.build.compile.toolchain import CudaToolkit
+from kernel_builder.build.generate.ops import aot_ops_py
+from kernel_builder.build.generate.registration import is_generated, registration_header
+from kernel_builder.build.plan import capabilities
+from kernel_builder.build.plan.planner import VariantPlan
+from kernel_builder.errors import BuildError
+
+_NO_HALF = {
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+}
+BACKEND_DEFINES = {
+    "cpu": "CPU_KERNEL",
+    "cuda": "CUDA_KERNEL",
+    "rocm": "ROCM_KERNEL",
+    "metal": "METAL_KERNEL",
+    "xpu": "XPU_KERNEL",
+}
+_GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
+USE_DEFINES = {"cuda": "USE_CUDA=1", "rocm": "USE_ROCM=1", "xpu": "USE_XPU=1"}
+#: The kernel root seen from the CMake build directory, .kernel-builder/<variant>/cmake-build.
+RELATIVE_ROOT = "../../.."
+
+
+@dataclass(frozen=True)
+class ProjectOptions:
+    build_type: str = "Release"
+    nvcc_threads: int | None = None
+    gnu_unique_flag: bool = True  # whether the host compiler accepts -fno-gnu-unique
+    dependency_includes: tuple[Path, ...] = ()  # CUTLASS and other header-only dependencies
+    # Linux: the host C++ compiler whose glibc the manylinux compatibility header is made for (manylinux.py).
+    manylinux_compiler: Path | None = None
+    #: Define TORCH_EXTENSION_NAME only for the files whose text uses it (``kernel_builder.load``), so that a
+    #: new op namespace recompiles those files and not every file; see :func:`namespace_sources`.
+    namespace_where_used: bool = False
+    debug_info: bool = False  # -g (and -lineinfo for nvcc): `build --debug-build`
+
+
+NAMESPACE_MACRO = "TORCH_EXTENSION_NAME"
+_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
+
+
+def namespace_sources(root: Path, plan: VariantPlan) -> list[str] | None:
+    """The compiled sources that mention TORCH_EXTENSION_NAME, or ``None`` for "all of them".
+
+    Every compiled file is defined the namespace by default (``docs/layout.md``). A file that never names the
+    macro compiles to the same object without it, unless a header names it: then every file gets it, as usual.
+    Headers are all those under the project root (listed in a ``src`` or not), except build output and the
+    generated ``registration.h``; headers outside the project (torch, dependencies) do not use the macro.
+    """
+    sources = [s for c in plan.components for s in c.sources]
+
+    def mentions(path: Path) -> bool:
+        try:
+            return NAMESPACE_MACRO in path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return True
+
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in ("build", "result") or any(p.startswith(".") for p in rel.parts):
+            continue
+        if path.suffix in _HEADERS and path.is_file() and not is_generated(path) and mentions(path):
+            return None
+    return [s for s in sources if mentions(root / s)]
+
+
+def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
+    """``value`` as one quoted CMake argument whose value is exactly ``value``.
+
+    A ``;`` stays as it is: the ``kb_*`` functions read their arguments with ``cmake_parse_arguments(PARSE_ARGV
+    ...)``, which keeps it inside one element, and ``set()`` of a single value keeps it too (an escaped ``\\;``
+    would reach the compiler with its backslash). ``list_element=True`` escapes it for a value appended to a
+    CMake list (``list(PREPEND ...)``), where an unescaped ``;`` would split the element.
+    """
+    text = str(value)
+    for char in ("\\", '"', "$", *((";",) if list_element else ())):
+        text = text.replace(char, "\\" + char)
+    return f'"{text}"'
+
+
+def genex_literal(value: str | os.PathLike[str]) -> str:
+    """``value`` spelled so that CMake's generator expressions give it back unchanged.
+
+    Everything the ``kb_*`` functions receive is used where generator expressions are evaluated (compile
+    options, definitions, sources, include directories), and the options sit inside ``$<$<COMPILE_LANGUAGE:
+    ...>:...>``: a ``$<...>`` in a flag would be evaluated, a ``>`` would end the expression early. ``$``,
+    ``>`` and ``,`` are written as expressions that evaluate to themselves, so a flag or a file name reaches
+    the compiler exactly as written (CMake then quotes it for Ninja and the shell itself).
+    """
+    return "".join(_GENEX_LITERALS.get(char, char) for char in str(value))
+
+
+def _args(keyword: str, values: Iterable[str | os.PathLike[str]]) -> str:
+    values = list(values)
+    if not values:
+        return ""
+    return f"\n  {keyword} " + " ".join(cmake_quote(genex_literal(v)) for v in values)
+
+
+def torch_cuda_flags(details: TorchDetails) -> list[str]:
+    """Torch's extension nvcc flags without the half/bfloat16 disabling defines, plus FP8."""
+    return [f for f in details.nvcc_flags if f not in _NO_HALF] + ["-DENABLE_FP8"]
+
+
+def nvcc_threads(plan: VariantPlan, options: ProjectOptions) -> int:
+    if options.nvcc_threads:
+        return options.nvcc_threads
+    if os.environ.get("NVCC_THREADS", "").isdigit():
+        return max(1, int(os.environ["NVCC_THREADS"]))
+    return max(1, min(8, max((len(c.archs) for c in plan.components), default=1)))
+
+
+def cuda_flags_for(flags: Sequence[str], cuda: tuple[int, int]) -> list[str]:
+    """A kernel's ``cuda-flags`` for nvcc ``cuda``: before 12.8, nvcc rejects ``-static-global-template-stub``."""
+    if cuda < (12, 8):
+        return [f for f in flags if f.lstrip("-").split("=", 1)[0] != "static-global-template-stub"]
+    return list(flags)
+
+
+def cxx_standard(torch: tuple[int, int]) -> int:
+    return 17 if torch < (2, 12) else 20
+
+
+def write_project(
+    project_dir: Path,
+    root: Path,
+    plan: VariantPlan,
+    interpreter: BuildInterpreter,
+    details: TorchDetails,
+    toolkit: CudaToolkit | None,
+    options: ProjectOptions,
+) -> str:
+    """Write the project into ``project_dir`` (replacing what was there); returns its fingerprint."""
+    for path in (root, project_dir):
+        if ";" in str(path):
+            # CMake treats `;` as a list separator in its own source and build paths (even its compiler
+            # check fails there); the sources and the build directory live under the kernel root.
+            raise BuildError(
+                f"CMake cannot build in a directory whose path contains `;`: {path}; rename or move it"
+            )
+    previous = _file_stamps(project_dir)
+    if project_dir.exists():
+        shutil.rmtree(project_dir)
+    (project_dir / "include").mkdir(parents=True)
+    (project_dir / "cmake").mkdir()
+    (project_dir / "include" / "registration.h").write_text(registration_header(), encoding="utf-8")
+    module = (files("kernel_builder") / "cmake" / "KernelBuilder.cmake").read_text(encoding="utf-8")
+    (project_dir / "cmake" / "KernelBuilder.cmake").write_text(module, encoding="utf-8")
+    late_includes: list[Path] = []
+    compat = None
+    if options.manylinux_compiler is not None:
+        from kernel_builder.build.generate.manylinux import write_compat
+
+        compat = write_compat(project_dir / "manylinux", options.manylinux_compiler)
+    if toolkit is not None:
+        shim = _cuda_library_headers(project_dir / "cuda-library-headers", interpreter, toolkit)
+        if shim is not None:
+            late_includes.append(shim)
+    text = _cmakelists(root, plan, interpreter, details, toolkit, options, project_dir, late_includes, compat)
+    (project_dir / "CMakeLists.txt").write_text(text, encoding="utf-8")
+    # Installed beside the extension, so the project also builds a complete package (a wheel through
+    # scikit-build-core, `kernel-builder generate`); `build` assembles its variants itself and ignores it.
+    (project_dir / "_ops.py").write_text(aot_ops_py(plan.ops_name), encoding="utf-8")
+    _restore_unchanged_stamps(project_dir, previous)
+    return project_fingerprint(project_dir)
+
+
+def _file_stamps(directory: Path) -> dict[Path, tuple[bytes, int]]:
+    """Content and mtime of every regular file below ``directory`` (none when it does not exist)."""
+    stamps: dict[Path, tuple[bytes, int]] = {}
+    if directory.is_dir():
+        for path in directory.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                stamps[path] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return stamps
+
+
+def _restore_unchanged_stamps(directory: Path, previous: dict[Path, tuple[bytes, int]]) -> None:
+    """A rewritten file with the same bytes keeps its old mtime. Generated headers that every compilation
+    includes (registration.h, the manylinux header) would otherwise look new to Ninja at each configure and
+    recompile every source, while an edit of one file should recompile only what depends on it."""
+    for path, (content, mtime) in previous.items():
+        if path.is_file() and not path.is_symlink() and path.read_bytes() == content:
+            os.utime(path, ns=(mtime, mtime))
+
+
+def project_fingerprint(project_dir: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(project_dir.rglob("*")):
+        rel = path.relative_to(project_dir).as_posix()
+        digest.update(rel.encode() + b"\0")
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cuda_library_headers(shim: Path, interpreter: BuildInterpreter, toolkit: CudaToolkit) -> Path | None:
+    """Torch's CUDA wheels ship cuBLAS/cuSPARSE/... headers that a bare toolkit may lack. Expose only the
+    headers the toolkit does not have, so headers of two CUDA releases never mix (the wheel's ``crt/`` can be
+    newer than nvcc's)."""
+    wheel_include = interpreter.purelib / "nvidia" / f"cu{toolkit.version[0]}" / "include"
+    if not wheel_include.is_dir():
+        return None
+    shim.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(wheel_include.iterdir()):
+        if not (toolkit.include / entry.name).exists():
+            (shim / entry.name).symlink_to(entry)
+    return shim
+
+
+def _cmakelists(
+    root: Path,
+    plan: VariantPlan,
+    interpreter: BuildInterpreter,
+    details: TorchDetails,
+    toolkit: CudaToolkit | None,
+    options: ProjectOptions,
+    project_dir: Path,
+    late_includes: list[Path],
+    compat: tuple[Path, Path] | None = None,
+) -> str:
+    cuda = plan.backend == "cuda"
+    languages = "CXX CUDA" if cuda else "CXX"
+    standard = cxx_standard(interpreter.torch_major_minor)
+    namespace = f"{NAMESPACE_MACRO}={plan.ops_name}"
+    where_used = namespace_sources(root, plan) if options.namespace_where_used else None
+    definitions = [BACKEND_DEFINES[plan.backend], "Py_LIMITED_API=0x03090000"]
+    if where_used is None:
+        definitions.insert(0, namespace)
+    if plan.backend in USE_DEFINES:
+        definitions.insert(len(definitions) - 1, USE_DEFINES[plan.backend])
+    if plan.variant.kind == "torch-stable-abi" and plan.variant.framework_version is not None:
+        major, minor = plan.variant.framework_version
+        definitions.append(f"TORCH_TARGET_VERSION=0x{(major << 56) | (minor << 48):016X}")
+    # The root becomes `.` in what the compiler writes. ccache (compiler_cache) hands the compiler paths under
+    # the root relative to the build directory, .kernel-builder/<variant>/cmake-build: those map to `.` too, so
+    # objects are the same bytes with or without it.
+    prefix_maps = [f"-ffile-prefix-map={RELATIVE_ROOT}=.", f"-ffile-prefix-map={root}=."]
+    cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + prefix_maps
+    cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + (torch_cuda_flags(details) if cuda else [])
+    if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
+        cxx_options.append(f"-include{compat[0]}")
+        cuda_options.append(f"--pre-include={compat[0]}")
+    if options.debug_info:
+        cxx_options.append("-g")
+        cuda_options += ["-g", "-lineinfo"]
+    lines = [
+        f"# Generated by kernel-builder {__version__} for variant {plan.name}. Do not edit: every build rewrites it.",
+        "cmake_minimum_required(VERSION 3.26)",
+    ]
+    if cuda and toolkit is not None:
+        lines += [
+            f"set(CMAKE_CUDA_COMPILER {cmake_quote(toolkit.nvcc)})",
+            f"set(CUDAToolkit_ROOT {cmake_quote(toolkit.root)})",
+            f"set(CUDA_TOOLKIT_ROOT_DIR {cmake_quote(toolkit.root)})",
+            "set(CMAKE_CUDA_ARCHITECTURES OFF)",
+            # Any single valid arch keeps Torch's config from probing GPUs; its flags are removed afterwards.
+            'set(TORCH_CUDA_ARCH_LIST "9.0")',
+        ]
+    lines += [
+        f"project({plan.ops_name} LANGUAGES {languages})",
+        f"set(Python_EXECUTABLE {cmake_quote(interpreter.python)})",
+        f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(details.cmake_prefix_path, list_element=True)})",
+        f"set(CMAKE_CXX_STANDARD {standard})",
+        "set(CMAKE_CXX_STANDARD_REQUIRED ON)",
+        "set(CMAKE_CXX_EXTENSIONS OFF)",
+    ]
+    if cuda:
+        lines += [
+            f"set(CMAKE_CUDA_STANDARD {standard})",
+            "set(CMAKE_CUDA_STANDARD_REQUIRED ON)",
+            "set(CMAKE_CUDA_EXTENSIONS OFF)",
+            f'set(KB_NVCC_THREADS_FLAG "--threads={nvcc_threads(plan, options)}")',
+        ]
+    lines += [
+        'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")',
+        "kb_find_torch()",
+        "kb_common("
+        + _args("DEFINITIONS", definitions)
+        + _args("INCLUDE_DIRS", [project_dir / "include", *options.dependency_includes])
+        + _args("LATE_INCLUDE_DIRS", late_includes)
+        + _args("CXX_OPTIONS", cxx_options)
+        + _args("CUDA_OPTIONS", cuda_options)
+        + ")",
+    ]
+    # The variant's CUDA version is torch.version.cuda, which the toolkit matches (checked before configuring).
+    cuda_version = plan.variant.backend_version or (toolkit.version if toolkit is not None else (0, 0))
+    for component in plan.components:
+        if not component.sources:
+            continue
+        lines.append(
+            f"kb_component({component.name}"
+            + _args("SOURCES", [root / s for s in component.sources])
+            + _args("INCLUDE_DIRS", [root / i for i in component.include])
+            + _args("CXX_FLAGS", component.cxx_flags)
+            + _args("GENCODE", capabilities.gencode_flags(component.archs) if cuda else [])
+            + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
+            + ")"
+        )
+    if compat is not None:
+        lines.append(f"kb_component(_kb_manylinux{_args('SOURCES', [compat[1]])})")
+    if where_used:
+        lines.append(
+            "set_source_files_properties("
+            + _args("", [root / s for s in where_used]).lstrip("\n ")
+            + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(namespace)})"
+        )
+    lines.append(f"kb_extension({plan.ops_name})")
+    return "\n".join(lines) + "\n"

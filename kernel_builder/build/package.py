@@ -1,0 +1,272 @@
+"""Package stage: assemble ``build/<variant>/`` (docs/layout.md).
+
+The variant is assembled in a temporary directory under ``.kernel-builder/tmp/`` and swapped into ``build/``
+only when complete, so a failed or interrupted build never leaves a half-written or hidden entry in ``build/``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernel_builder import __version__
+from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
+from kernel_builder.build.plan.planner import VariantPlan
+from kernel_builder.build.plan.sources import is_shipped, package_dir, shipped_python_files
+from kernel_builder.build.state import exchange, make_staging, staging_for, write_atomic
+from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
+from kernel_builder.config.model import KernelProject
+from kernel_builder.errors import BuildError
+from kernel_builder.formats.metadata import digest_files
+
+_CARD_LIMIT = 16 << 20  # a model card is text; far larger means a wrong file (or a device)
+_REGISTERING_DECORATORS = (
+    "custom_op", "triton_op", "register_kernel", "register_fake", "register_vmap", "register_torch_dispatch",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Provenance:
+    commit: str | None = None
+    dirty: bool = False
+
+
+def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | None:
+    """HEAD of the git work tree holding the kernel, and whether any id input differs from it.
+
+    ``inputs`` are the id inputs (docs/layout.md), relative to the kernel root. Dirty: one of them is modified, staged,
+    untracked or ignored (HEAD does not hold it), or a file HEAD has in the package that would be shipped is
+    deleted (the id was computed without it).
+    """
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = ["git", "--literal-pathspecs", "-C", str(project.root), *args]  # input names are not globs
+        return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+    try:
+        head = git("rev-parse", "--verify", "HEAD")
+    except OSError:
+        return None
+    if head.returncode != 0:
+        return None
+    prefix = git("rev-parse", "--show-prefix").stdout.strip()  # the kernel root within the work tree
+    package = package_dir(project).relative_to(project.root).as_posix()
+    status = git(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored", "--", *inputs, package
+    )
+    wanted = set(inputs)
+    pyext = project.config.framework.pyext
+    entries = iter(status.stdout.split("\0"))
+    dirty = False
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":
+            next(entries, None)  # the rename's source path
+        rel = path.removeprefix(prefix)
+        deleted_shipped = (
+            "D" in code and rel.startswith(package + "/") and is_shipped(rel[len(package) + 1 :], pyext)
+        )
+        dirty = dirty or rel in wanted or deleted_shipped
+    return Provenance(head.stdout.strip(), dirty)
+
+
+def metadata_dict(
+    project: KernelProject, plan: VariantPlan, digest: dict[str, str], provenance: Provenance | None
+) -> dict[str, Any]:
+    general = project.config.general
+    data: dict[str, Any] = {
+        "name": general.name,
+        "id": plan.ops_name,
+        "version": general.version,
+        "license": general.license,
+    }
+    if general.upstream:
+        data["upstream"] = general.upstream
+    if general.source:
+        data["source"] = general.source
+    data["python-depends"] = list(general.python_depends_for(plan.backend))
+    data["kernel-depends"] = [
+        {
+            "repo-id": d.repo_id,
+            **({"version": d.version} if d.version is not None else {"revision": d.revision}),
+        }
+        for d in general.kernel_depends_for(plan.backend)
+    ]
+    backend: dict[str, Any] = {"type": plan.backend}
+    if plan.backend in ("cuda", "rocm") and plan.archs:
+        backend["archs"] = list(plan.archs)
+    data["backend"] = backend
+    if plan.arch_selection:
+        data["arch-selection"] = plan.arch_selection
+    data["digest"] = {"algorithm": "sha256", "files": digest}
+    prov: dict[str, Any] = {"kernel-builder": {"version": __version__}}
+    if provenance is not None:
+        prov["kernel"] = {"commit": provenance.commit, "dirty": provenance.dirty}
+    data["provenance"] = prov
+    return data
+
+
+def check_op_namespaces(package: Path, files: list[str]) -> list[str]:
+    """``file:line`` of every op registration that does not use ``add_op_namespace_prefix(...)``."""
+    problems = []
+    for rel in files:
+        if not rel.endswith(".py"):
+            continue
+        path = package / rel
+        try:
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+        except SyntaxError as exc:
+            problems.append(f"{rel}:{exc.lineno}: syntax error: {exc.msg}")
+            continue
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for deco in node.decorator_list:
+                if not isinstance(deco, ast.Call) or not _callee_name(deco.func).endswith(
+                    _REGISTERING_DECORATORS
+                ):
+                    continue
+                first = deco.args[0] if deco.args else None
+                if not (
+                    isinstance(first, ast.Call) and _callee_name(first.func) == "add_op_namespace_prefix"
+                ):
+                    problems.append(
+                        f"{rel}:{deco.lineno}: `{_callee_name(deco.func)}` registers an op without "
+                        "add_op_namespace_prefix(...)"
+                    )
+    return problems
+
+
+def _callee_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def assemble(
+    project: KernelProject,
+    plan: VariantPlan,
+    unique_id: str,
+    build_root: Path,
+    extension: Path | None,
+    provenance: Provenance | None,
+    import_check: Callable[[Path], None] | None,
+) -> Path:
+    """Write ``build_root/<variant>/`` atomically and return it.
+
+    The variant is assembled under ``.kernel-builder/tmp/`` and swapped into ``build/`` only when complete and
+    loadable; a failure (a full disk, a permission error, a failed import check, an interrupt) leaves the
+    previous variant as it was.
+    """
+    final = build_root / plan.name
+    try:
+        tmp = make_staging(project.root, build_root, plan.name)
+    except OSError as exc:
+        raise _write_error(exc, final) from None
+    try:
+        try:
+            _fill(project, plan, unique_id, tmp, extension, provenance)
+        except OSError as exc:
+            raise _write_error(exc, final) from None
+        if import_check is not None:
+            import_check(tmp)
+        try:
+            _replace_dir(tmp, final)
+        except OSError as exc:
+            raise _write_error(exc, final) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the staging directory, or the replaced variant after a swap
+    return final
+
+
+def _write_error(exc: OSError, final: Path) -> BuildError:
+    """A file-system error while writing a variant, as an error naming the path and what to do."""
+    path = exc.filename2 if exc.filename2 is not None else exc.filename
+    kept = f"{final} is unchanged" if final.exists() else f"{final} was not written"
+    return BuildError(
+        f"cannot write {path or final}: {exc.strerror or exc}; {kept}. Free some space or fix the "
+        "permissions, then build again"
+    )
+
+
+def _fill(
+    project: KernelProject,
+    plan: VariantPlan,
+    unique_id: str,
+    tmp: Path,
+    extension: Path | None,
+    provenance: Provenance | None,
+) -> None:
+    source = package_dir(project)
+    files = shipped_python_files(project)
+    problems = check_op_namespaces(source, files)
+    if problems:
+        raise BuildError(
+            "op registrations must use the unique namespace:\n"
+            + "\n".join(f"  {source.relative_to(project.root).as_posix()}/{p}" for p in problems)
+            + '\n  hint: use add_op_namespace_prefix("name") from ._ops (a literal namespace breaks '
+            "side-by-side loading)"
+        )
+    for rel in files:
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, target)
+    ops = aot_ops_py(plan.ops_name) if extension is not None else noarch_ops_py(project.py_name, unique_id)
+    (tmp / "_ops.py").write_text(ops, encoding="utf-8")
+    if extension is not None:
+        shutil.copyfile(extension, tmp / f"{plan.ops_name}.abi3.so")
+        os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
+    metadata = metadata_dict(project, plan, digest_files(tmp), provenance)
+    (tmp / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    os.chmod(tmp, 0o755)
+
+
+def _replace_dir(new: Path, final: Path) -> None:
+    """Move ``new`` to ``final``. An existing ``final`` is swapped with ``new`` in one step where the system
+    can (``new`` then holds the old variant, removed by the caller); otherwise it is moved aside first and put
+    back if the second rename fails."""
+    if final.exists() and exchange(new, final):
+        return
+    old = None
+    if final.exists():
+        old = new.with_name(new.name + ".old")
+        os.rename(final, old)
+    try:
+        os.rename(new, final)
+    except BaseException:
+        if old is not None:
+            os.rename(old, final)  # put the previous variant back
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def sync_card(project: KernelProject, build_root: Path) -> None:
+    """``build/CARD.md`` mirrors ``<root>/CARD.md``; a stale copy is removed.
+
+    The copy is written fresh under ``.kernel-builder/tmp/`` and renamed into place: it is never half-written, a
+    link planted at ``build/CARD.md`` is replaced, and the file it points to is never written.
+    """
+    card = project.root / "CARD.md"
+    target = build_root / "CARD.md"
+    if card.is_file():
+        try:
+            data = read_bounded(card, _CARD_LIMIT)
+        except UnsafeFileError as exc:
+            raise BuildError(f"cannot copy {card}: {exc}") from None
+        if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
+            build_root.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, data, staging_for(project.root, build_root))
+    elif target.is_symlink() or target.exists():
+        target.unlink()

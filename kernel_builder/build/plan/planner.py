@@ -1,0 +1,316 @@
+"""Planning: which variants a build produces and what goes into each (docs/layout.md, docs/build-toml.md).
+
+The plan is pure data computed from the model, the build interpreter and the options, so it can be shown,
+tested and recorded before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.plan import capabilities
+from kernel_builder.build.plan.unique_id import ops_name
+from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
+from kernel_builder.config.archs import E20_HINT, applicable_entries, kernel_applies
+from kernel_builder.config.model import KernelProject, Torch, TorchNoarch, TvmFfi
+from kernel_builder.config.values import within_bounds
+from kernel_builder.errors import BuildError, ConfigError
+from kernel_builder.formats.matrix import Matrix, load_matrix
+from kernel_builder.formats.runtime import normalize_cpu
+from kernel_builder.formats.variants import UnsupportedEnvironmentError, Variant, noarch_variant
+
+CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
+BUILDABLE_AOT_BACKENDS = ("cpu", "cuda")
+BUILDABLE_HOST = "x86_64-linux"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One object library of the extension: a kernel section, or the binding sources of ``[torch] src``."""
+
+    name: str
+    sources: tuple[str, ...]  # compiled files, relative to the kernel root
+    include: tuple[str, ...] = ()
+    cxx_flags: tuple[str, ...] = ()
+    cuda_flags: tuple[str, ...] = ()
+    archs: tuple[str, ...] = ()  # effective CUDA capabilities (cuda variants)
+    depends: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VariantPlan:
+    variant: Variant
+    backend: str
+    ops_name: str
+    components: tuple[Component, ...] = ()  # empty for noarch variants
+    archs: tuple[str, ...] = ()  # metadata backend.archs
+    arch_selection: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.variant.name
+
+    @property
+    def aot(self) -> bool:
+        return bool(self.components)
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    unique_id: str
+    variants: tuple[VariantPlan, ...]
+    skipped: tuple[tuple[str, str], ...] = ()  # (variant or backend, reason)
+    diagnostics: tuple[Diagnostic, ...] = field(default=(), compare=False)
+
+
+def host_system() -> str:
+    """``<cpu>-<os>`` of this host, as in variant names (``x86_64-linux``, ``aarch64-darwin``)."""
+    machine = platform.machine()
+    try:
+        cpu = normalize_cpu(machine)
+    except ValueError:
+        cpu = machine.lower()
+    return f"{cpu}-{platform.system().lower()}"
+
+
+def _buildable_here(backend: str) -> bool:
+    return backend in BUILDABLE_AOT_BACKENDS and host_system() == BUILDABLE_HOST
+
+
+def cannot_build_message(backend: str) -> str:
+    return (
+        f"backend '{backend}' cannot be built on this host ({host_system()}): this kernel-builder compiles cpu and "
+        f"cuda variants on x86_64-linux only. The [kernel.*] sections for {backend} were validated but not built."
+    )
+
+
+def noarch_plans(project: KernelProject, unique_id: str) -> list[VariantPlan]:
+    config = project.config
+    framework = config.framework
+    backends = config.general.backends if isinstance(framework, TorchNoarch) else config.noarch_backends()
+    plans = []
+    for backend in backends:
+        archs: tuple[str, ...] = ()
+        if isinstance(framework, TorchNoarch):
+            if backend == "cuda" and framework.cuda_capabilities:
+                archs = framework.cuda_capabilities
+            if backend == "rocm" and framework.rocm_archs:
+                archs = framework.rocm_archs
+        plans.append(
+            VariantPlan(
+                noarch_variant(backend), backend, ops_name(project.py_name, backend, unique_id), archs=archs
+            )
+        )
+    return plans
+
+
+def plan_build(
+    project: KernelProject,
+    interpreter: BuildInterpreter | None,
+    unique_id: str,
+    *,
+    backend: str | None = None,
+    native_targets: tuple[str, ...] | None = None,
+    matrix: Matrix | None = None,
+) -> BuildPlan:
+    """The default selection: this interpreter's variant for its AOT backend, plus every noarch variant."""
+    config = project.config
+    diags = DiagnosticList(project.display_path)
+    if isinstance(config.framework, TvmFfi):
+        raise BuildError(
+            "framework tvm-ffi is validated but cannot be built by this version of kernel-builder"
+        )
+    if backend is not None and backend not in config.general.backends:
+        raise BuildError(f"backend '{backend}' is not in `backends` of {project.display_path}")
+    skipped: list[tuple[str, str]] = []
+    plans: list[VariantPlan] = []
+    aot_backends = [b for b in config.aot_backends() if backend in (None, b)]
+    for b in aot_backends:
+        if not _buildable_here(b):
+            if backend is not None:
+                raise BuildError(cannot_build_message(b))
+            skipped.append((b, cannot_build_message(b)))
+            diags.warning(cannot_build_message(b))
+    env_backend = interpreter.backend()[0] if interpreter is not None else None
+    for b in aot_backends:
+        if _buildable_here(b) and b != env_backend:
+            if interpreter is None:
+                reason = f"no {b} variant is built: the build interpreter has no torch"
+            else:
+                reason = (
+                    f"no {b} variant is built: the build interpreter's torch is a {env_backend} build "
+                    f"(torch {interpreter.torch_version})"
+                )
+            if backend is not None:
+                raise BuildError(reason)
+            skipped.append((b, reason))
+            diags.note(reason)
+    if interpreter is not None and env_backend in aot_backends and _buildable_here(env_backend):
+        plan = _aot_plan(
+            project, interpreter, env_backend, unique_id, native_targets, matrix or load_matrix(), diags
+        )
+        if plan is not None:
+            plans.append(plan)
+    for noarch in noarch_plans(project, unique_id):
+        if backend in (None, noarch.backend):
+            plans.append(noarch)
+    if diags.errors:
+        raise ConfigError(diags.sorted())
+    return BuildPlan(unique_id, tuple(plans), tuple(skipped), tuple(diags.sorted()))
+
+
+def _aot_plan(
+    project: KernelProject,
+    interpreter: BuildInterpreter,
+    backend: str,
+    unique_id: str,
+    native_targets: tuple[str, ...] | None,
+    matrix: Matrix,
+    diags: DiagnosticList,
+) -> VariantPlan | None:
+    config = project.config
+    framework = config.framework
+    assert isinstance(framework, Torch)
+    abi = framework.stable_abi_for(backend)
+    torch_version = interpreter.torch_major_minor
+    cuda_version = interpreter.backend()[1] if backend == "cuda" else None
+    if not within_bounds(torch_version, framework.minver, framework.maxver):
+        diags.note(
+            f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is outside [torch] minver/maxver"
+        )
+        return None
+    if abi is not None and torch_version < abi.major_minor:
+        diags.note(
+            f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is older than the stable "
+            f"ABI {abi} of [torch] stable-abi"
+        )
+        return None
+    try:
+        variant = interpreter.variant(abi.major_minor if abi is not None else None)
+    except UnsupportedEnvironmentError as exc:
+        raise BuildError(
+            f"cannot name the {backend} variant of the build interpreter {interpreter.python}: {exc}"
+        ) from None
+    if cuda_version is not None and not within_bounds(
+        cuda_version, config.general.cuda.minver, config.general.cuda.maxver
+    ):
+        diags.note(
+            f"no cuda variant is built: CUDA {cuda_version[0]}.{cuda_version[1]} is outside [general.cuda] minver/maxver"
+        )
+        return None
+    # A stable-ABI variant is named by the ABI version: every applicable Torch of its compute gives that name.
+    entries = [
+        e
+        for e in applicable_entries(config, matrix, backend)
+        if (abi is not None or e.torch == torch_version) and host_system() in e.systems
+    ]
+    if cuda_version is not None:
+        entries = [e for e in entries if e.version is not None and tuple(e.version[:2]) == cuda_version]
+    if not entries:
+        diags.warning(
+            f"{variant.name} is not in the variant matrix: fine for development, but not part of the published set"
+        )
+    components: list[Component] = []
+    for kernel in config.kernels_for(backend):
+        if cuda_version is not None and not kernel_applies(kernel, cuda_version):
+            continue
+        archs: tuple[str, ...] = ()
+        if backend == "cuda":
+            assert cuda_version is not None
+            selection = capabilities.select_capabilities(
+                kernel.cuda_capabilities, cuda_version, native_targets
+            )
+            for dropped in selection.dropped:
+                diags.warning(
+                    f"[kernel.{kernel.name}]: capability {dropped} dropped: CUDA {cuda_version[0]}.{cuda_version[1]} "
+                    "cannot build it",
+                    kernel.line,
+                )
+            if not selection.archs:
+                requested = ", ".join(
+                    kernel.cuda_capabilities
+                    or native_targets
+                    or capabilities.default_capabilities(cuda_version)
+                )
+                targets = native_targets or capabilities.default_targets(cuda_version)
+                diags.error(
+                    f"[kernel.{kernel.name}]: none of the requested capabilities ({requested}) can be built with "
+                    f"CUDA {cuda_version[0]}.{cuda_version[1]} (supported: {', '.join(targets)})",
+                    kernel.line,
+                    E20_HINT,
+                )
+            archs = selection.archs
+        compiled = tuple(s for s in kernel.src if PurePosixPath(s).suffix in (*CPP_SUFFIXES, ".cu"))
+        components.append(
+            Component(
+                kernel.name,
+                compiled,
+                kernel.include,
+                kernel.cxx_flags,
+                kernel.cuda_flags,
+                archs,
+                kernel.depends,
+            )
+        )
+    union = capabilities.union_archs(c.archs for c in components if c.archs)
+    binding_sources = []
+    for src in framework.src:
+        suffix = PurePosixPath(src).suffix
+        if suffix in CPP_SUFFIXES:
+            binding_sources.append(src)
+        elif suffix == ".cu":
+            if backend == "cuda":
+                binding_sources.append(src)
+            else:
+                diags.warning(
+                    f"[torch] src `{src}` is a CUDA file and is not compiled into the {backend} variant"
+                )
+    binding_archs: tuple[str, ...] = ()
+    if backend == "cuda" and any(s.endswith(".cu") for s in binding_sources):
+        assert cuda_version is not None
+        binding_archs = union or capabilities.select_capabilities(None, cuda_version, native_targets).archs
+    binding = Component(
+        "_torch_binding", tuple(binding_sources), framework.include, framework.cxx_flags, (), binding_archs
+    )
+    if binding_archs:
+        union = capabilities.union_archs([union, binding_archs])
+    return VariantPlan(
+        variant,
+        backend,
+        ops_name(project.py_name, backend, unique_id),
+        (binding, *components),
+        union if backend == "cuda" else (),
+        "native" if native_targets is not None and backend == "cuda" else None,
+    )
+
+
+def plan_candidate(
+    project: KernelProject,
+    candidate_name: str,
+    backend: str,
+    interpreter: BuildInterpreter | None,
+    unique_id: str,
+    *,
+    native_targets: tuple[str, ...] | None = None,
+    matrix: Matrix | None = None,
+) -> tuple[VariantPlan, tuple[Diagnostic, ...]]:
+    """The plan of one selected candidate, built with ``interpreter`` (whose torch must give that variant)."""
+    diags = DiagnosticList(project.display_path)
+    if interpreter is None:
+        for noarch in noarch_plans(project, unique_id):
+            if noarch.name == candidate_name:
+                return noarch, ()
+        raise BuildError(f"{candidate_name} is not a pure-Python variant of {project.display_path}")
+    plan = _aot_plan(project, interpreter, backend, unique_id, native_targets, matrix or load_matrix(), diags)
+    if diags.errors:
+        raise ConfigError(diags.sorted())
+    if plan is None or plan.name != candidate_name:
+        found = plan.name if plan is not None else "none"
+        raise BuildError(
+            f"the build environment {interpreter.python} (torch {interpreter.torch_version}) gives variant {found}, "
+            f"not {candidate_name}"
+        )
+    return plan, tuple(d for d in diags.sorted() if "not in the variant matrix" not in d.message)

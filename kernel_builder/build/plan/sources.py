@@ -1,0 +1,69 @@
+"""The files of a kernel project that matter: what is shipped from the Python package, and what the id hashes.
+
+Both the unique id (docs/layout.md) and the assembled variant (docs/layout.md) use these lists, so what is hashed is
+exactly what is shipped.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kernel_builder.config.model import KernelProject, TvmFfi
+
+
+def package_dir(project: KernelProject) -> Path:
+    ext = "tvm-ffi-ext" if isinstance(project.config.framework, TvmFfi) else "torch-ext"
+    return project.root / ext / project.py_name
+
+
+def is_shipped(rel: str, pyext: tuple[str, ...]) -> bool:
+    """Whether a file at ``rel`` (``/``-separated, relative to the package dir) is one a variant ships (docs/layout.md)."""
+    parts = rel.split("/")
+    suffix = Path(parts[-1]).suffix
+    if "__pycache__" in parts[:-1] or suffix == ".pyc" or rel == "_ops.py" or not suffix:
+        return False
+    return suffix[1:] in pyext or suffix == ".py"
+
+
+def shipped_python_files(project: KernelProject) -> list[str]:
+    """Paths (``/``-separated, relative to the package dir) of the files copied into every variant.
+
+    Every ``.py`` file and every file whose extension is in ``pyext``, recursively; ``__pycache__``, ``*.pyc``
+    and the top-level generated ``_ops.py`` are skipped. Symlinks are followed, to files and directories (a link
+    back to a directory above it is not walked again).
+    """
+    root = package_dir(project)
+    pyext = project.config.framework.pyext
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        rel_dir = Path(dirpath).relative_to(root)
+        ancestors = {os.path.realpath(root.joinpath(*rel_dir.parts[:i])) for i in range(len(rel_dir.parts))}
+        if os.path.realpath(dirpath) in ancestors:  # a link back up the tree: its files are listed already
+            dirnames[:] = []
+            continue
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in filenames:
+            rel = (rel_dir / name).as_posix()
+            if is_shipped(rel, pyext) and (Path(dirpath) / name).is_file():
+                found.append(rel)
+    return sorted(found)
+
+
+def user_ops_file(project: KernelProject) -> Path | None:
+    """A user's own ``_ops.py``, which the generated one replaces (with a warning)."""
+    candidate = package_dir(project) / "_ops.py"
+    return candidate if candidate.is_file() else None
+
+
+def id_input_files(project: KernelProject) -> list[str]:
+    """Every file the unique id hashes, relative to the kernel root, sorted by ``/``-path bytes."""
+    config = project.config
+    files = {"build.toml"} if project.file.name == "build.toml" else {project.file.name}
+    framework = config.framework
+    files.update(getattr(framework, "src", ()))
+    for kernel in config.kernels:
+        files.update(kernel.src)
+    pkg_rel = package_dir(project).relative_to(project.root).as_posix()
+    files.update(f"{pkg_rel}/{f}" for f in shipped_python_files(project))
+    return sorted(files, key=lambda p: p.encode())

@@ -1,0 +1,1 @@
+"""Helpers every stage uses: diagnostics, processes, progress display, file-system rules."""

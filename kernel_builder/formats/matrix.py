@@ -1,0 +1,364 @@
+"""The variant matrix: which (Torch, compute, system) combinations are supported (docs/layout.md).
+
+The data lives in one file, ``kernel_builder/formats/build-matrix.json``, which the Nix flake reads too; nothing else
+may hard-code it. This module loads and validates it into frozen dataclasses.
+
+Choices behind the shipped data (JSON has no comments, so they are recorded here):
+
+- ``torch-pin`` is the ``.0`` release of each minor, except 2.14, pinned to 2.14.1 (the wheel the team's
+  machines have). Every cpu and cuda entry has one; metal, rocm and xpu entries are not built with pip yet and
+  have none.
+- ``index-url``: CPU entries use ``https://download.pytorch.org/whl/cpu``. PyPI publishes one CUDA flavour per
+  Torch release, and which one it is has changed between releases, so the matrix is conservative: every CUDA
+  entry of Torch 2.11–2.13 names PyTorch's index of its flavour (``…/whl/cu126``, ``…/whl/cu128``,
+  ``…/whl/cu130``, ``…/whl/cu132``), even the flavour PyPI may also serve. This is harmless: the index is passed
+  to pip as an *extra* index, and a local version such as ``2.13.0+cu130`` satisfies ``torch==2.13.0`` and is
+  preferred over PyPI's untagged wheel, so the flavour installed is always the one named. Only Torch 2.14's
+  cu130 flavour, known to be PyPI's default, has no ``index-url``.
+- Entries whose fields are all equal share one ``systems`` list.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib.resources
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from packaging.version import InvalidVersion, Version
+
+from kernel_builder.formats.variants import (
+    CPUS,
+    OPERATING_SYSTEMS,
+    compute_name,
+    framework_version_name,
+    parse_variant,
+    to_major_minor,
+    variant_for_entry,
+)
+
+__all__ = ["MATRIX_BACKENDS", "Matrix", "MatrixEntry", "MatrixError", "load_matrix", "parse_matrix"]
+
+MATRIX_FORMAT = 1
+MATRIX_BACKENDS = ("cpu", "cuda", "rocm", "xpu", "metal")
+"""Backends a matrix entry may name."""
+
+_VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
+_PIP_BACKENDS = ("cpu", "cuda")  # built in environments provisioned with pip: these need a torch-pin
+_FIELDS = ("torch", "torch-pin", "backend", "version", "systems", "required", "index-url", "tvm-ffi")
+_REQUIRED_FIELDS = ("torch", "backend", "systems", "required")
+_URL_SCHEMES = ("https", "http", "file")
+_DEFAULT_SOURCE = "kernel_builder/formats/build-matrix.json"
+
+_Fail = Callable[[str, str], None]
+"""The per-entry ``fail(field, message)`` callback."""
+
+_NUMBER = r"(?:0|[1-9][0-9]*)"
+_MAJOR_MINOR_RE = re.compile(rf"^{_NUMBER}\.{_NUMBER}$")
+_COMPUTE_VERSION_RE = re.compile(rf"^{_NUMBER}(?:\.{_NUMBER})+$")
+
+
+class MatrixError(ValueError):
+    """An invalid variant matrix; ``problems`` lists every problem found, each naming its entry and field."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(f"invalid variant matrix {source}:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class MatrixEntry:
+    """One entry of the matrix: a Torch minor and a compute flavour on one or more systems."""
+
+    torch: tuple[int, int]
+    """Torch ``(major, minor)``."""
+    torch_pin: str | None
+    """The exact Torch version a provisioned build environment installs (``"2.13.0"``)."""
+    backend: str
+    """``cpu``, ``cuda``, ``rocm``, ``xpu`` or ``metal``."""
+    version: tuple[int, ...] | None
+    """The compute version (cuda, rocm and xpu only), e.g. ``(13, 0)`` or ``(2025, 3)``."""
+    systems: tuple[str, ...]
+    """``<cpu>-<os>`` strings, e.g. ``x86_64-linux``."""
+    required: bool
+    """Whether the entry is in the required (release) set."""
+    index_url: str | None
+    """The package index publishing this Torch flavour; ``None`` means PyPI."""
+    tvm_ffi: tuple[int, int] | None = None
+    """tvm-ffi ``(major, minor)`` (parse only)."""
+
+    @property
+    def torch_str(self) -> str:
+        """``"2.13"``."""
+        return f"{self.torch[0]}.{self.torch[1]}"
+
+    @property
+    def version_str(self) -> str | None:
+        """``"13.0"``, or ``None`` for backends without a version."""
+        return None if self.version is None else ".".join(str(part) for part in self.version)
+
+    @property
+    def compute(self) -> str:
+        """The compute part of the entry's variant names: ``cpu``, ``cu130``, ``xpu20253``, …"""
+        return compute_name(self.backend, None if self.version is None else to_major_minor(self.version))
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The validated matrix. ``source`` names the file it came from (for messages)."""
+
+    entries: tuple[MatrixEntry, ...]
+    source: str = _DEFAULT_SOURCE
+
+    def pairs(self, backend: str | None = None) -> Iterator[tuple[MatrixEntry, str]]:
+        """Every (entry, system) pair in file order, optionally only those of one backend."""
+        for entry in self.entries:
+            if backend is None or entry.backend == backend:
+                for system in entry.systems:
+                    yield entry, system
+
+    @property
+    def torch_versions(self) -> tuple[tuple[int, int], ...]:
+        """The distinct Torch ``(major, minor)`` versions, oldest first."""
+        return tuple(sorted({entry.torch for entry in self.entries}))
+
+
+def load_matrix(path: Path | None = None) -> Matrix:
+    """Load and validate the matrix: the packaged ``build-matrix.json``, or the file at ``path`` (tests).
+
+    The packaged matrix is read once per process. Raises :class:`MatrixError`.
+    """
+    if path is None:
+        return _packaged_matrix()
+    return _parse_text(path.read_text(encoding="utf-8"), str(path))
+
+
+@functools.cache
+def _packaged_matrix() -> Matrix:
+    text = (
+        importlib.resources.files("kernel_builder.formats")
+        .joinpath("build-matrix.json")
+        .read_text(encoding="utf-8")
+    )
+    return _parse_text(text, _DEFAULT_SOURCE)
+
+
+def _parse_text(text: str, source: str) -> Matrix:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise MatrixError(
+            source, [f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"]
+        ) from None
+    return parse_matrix(data, source)
+
+
+def parse_matrix(data: object, source: str = "<matrix>") -> Matrix:
+    """Validate decoded JSON. Collects every problem, then raises one :class:`MatrixError` listing them all."""
+    problems: list[str] = []
+    if not isinstance(data, dict):
+        raise MatrixError(
+            source, [f"expected a JSON object with 'format' and 'entries', got {_json_type(data)}"]
+        )
+    for key in data:
+        if key not in ("format", "entries"):
+            problems.append(f"{key}: unknown field{_suggest(key, ('format', 'entries'))}")
+    file_format = data.get("format")
+    if "format" not in data:
+        problems.append("format: missing (expected 1)")
+    elif file_format != MATRIX_FORMAT or isinstance(file_format, bool):
+        problems.append(f"format: unsupported format {json.dumps(file_format)} (expected {MATRIX_FORMAT})")
+    raw_entries = data.get("entries")
+    if not isinstance(raw_entries, list):
+        found = "missing" if "entries" not in data else f"expected a list, got {_json_type(raw_entries)}"
+        problems.append(f"entries: {found}")
+        raise MatrixError(source, problems)
+
+    entries: list[MatrixEntry] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raw_entries):
+        entry = _parse_entry(raw, f"entries[{index}]", problems)
+        if entry is None:
+            continue
+        entries.append(entry)
+        for system in entry.systems:
+            try:
+                variant = variant_for_entry(entry, system)
+                name = variant.name
+                round_trip = parse_variant(name) == variant
+            except ValueError as error:
+                problems.append(f"entries[{index}] on {system}: {error}")
+                continue
+            if not round_trip:
+                problems.append(f"entries[{index}] on {system}: the name {name} does not parse back")
+            if name in seen:
+                problems.append(
+                    f"entries[{index}]: Torch {entry.torch_str} {_compute_label(entry)} on {system} "
+                    f"already appears in entries[{seen[name]}]"
+                )
+            else:
+                seen[name] = index
+    if problems:
+        raise MatrixError(source, problems)
+    return Matrix(entries=tuple(entries), source=source)
+
+
+def _parse_entry(raw: object, where: str, problems: list[str]) -> MatrixEntry | None:
+    """Validate one entry, appending to ``problems``; ``None`` if it had any."""
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: expected an object, got {_json_type(raw)}")
+        return None
+    before = len(problems)
+
+    def fail(field: str, message: str) -> None:
+        problems.append(f"{where}.{field}: {message}")
+
+    for key in raw:
+        if key not in _FIELDS:
+            fail(key, f"unknown field{_suggest(key, _FIELDS)}")
+    for key in _REQUIRED_FIELDS:
+        if key not in raw:
+            fail(key, "missing")
+
+    torch = _major_minor_field(raw, "torch", "'2.13'", fail, "Torch")
+    tvm_ffi = _major_minor_field(raw, "tvm-ffi", "'0.1'", fail, "tvm-ffi")
+
+    backend = raw.get("backend")
+    if "backend" in raw and backend not in MATRIX_BACKENDS:
+        fail(
+            "backend", f"unknown backend {json.dumps(backend)} (expected one of {', '.join(MATRIX_BACKENDS)})"
+        )
+        backend = None
+
+    version: tuple[int, ...] | None = None
+    raw_version = raw.get("version")
+    if isinstance(backend, str) and backend in _VERSIONED_BACKENDS:
+        if "version" not in raw:
+            fail("version", f"missing (required for {backend} entries)")
+        elif not isinstance(raw_version, str) or not _COMPUTE_VERSION_RE.match(raw_version):
+            fail("version", f"expected a version such as '13.0', got {json.dumps(raw_version)}")
+        else:
+            version = tuple(int(part) for part in raw_version.split("."))
+            try:
+                compute_name(backend, to_major_minor(version))
+            except ValueError as error:
+                fail("version", str(error))
+    elif "version" in raw and backend is not None:
+        fail("version", f"not allowed for {backend} entries (only {', '.join(_VERSIONED_BACKENDS)} have one)")
+
+    torch_pin = raw.get("torch-pin")
+    if "torch-pin" in raw:
+        if not isinstance(torch_pin, str):
+            fail("torch-pin", f"expected a string such as '2.13.0', got {json.dumps(torch_pin)}")
+        else:
+            _check_pin(torch_pin, torch, fail)
+    elif backend in _PIP_BACKENDS:
+        fail("torch-pin", f"missing (required for {' and '.join(_PIP_BACKENDS)} entries)")
+
+    index_url = raw.get("index-url")
+    if "index-url" in raw and (not isinstance(index_url, str) or not _valid_url(index_url)):
+        fail("index-url", f"expected an http(s) or file URL, got {json.dumps(index_url)}")
+
+    systems = _systems_field(raw.get("systems"), "systems" in raw, fail)
+
+    required = raw.get("required")
+    if "required" in raw and not isinstance(required, bool):
+        fail("required", f"expected true or false, got {json.dumps(required)}")
+
+    if len(problems) > before:
+        return None
+    assert torch is not None and isinstance(backend, str) and isinstance(required, bool)
+    return MatrixEntry(
+        torch=torch,
+        torch_pin=torch_pin if isinstance(torch_pin, str) else None,
+        backend=backend,
+        version=version,
+        systems=systems,
+        required=required,
+        index_url=index_url if isinstance(index_url, str) else None,
+        tvm_ffi=tvm_ffi,
+    )
+
+
+def _major_minor_field(
+    raw: dict[str, object], field: str, example: str, fail: _Fail, what: str
+) -> tuple[int, int] | None:
+    if field not in raw:
+        return None
+    value = raw[field]
+    if not isinstance(value, str) or not _MAJOR_MINOR_RE.match(value):
+        fail(field, f"expected major.minor such as {example}, got {json.dumps(value)}")
+        return None
+    major, minor = (int(part) for part in value.split("."))
+    try:
+        framework_version_name((major, minor), what)
+    except ValueError as error:
+        fail(field, str(error))
+        return None
+    return major, minor
+
+
+def _check_pin(pin: str, torch: tuple[int, int] | None, fail: _Fail) -> None:
+    try:
+        release = Version(pin).release
+    except InvalidVersion:
+        fail("torch-pin", f"{json.dumps(pin)} is not a valid version")
+        return
+    if torch is not None and (release + (0,))[:2] != torch:
+        fail("torch-pin", f"{json.dumps(pin)} is not a Torch {torch[0]}.{torch[1]} release")
+
+
+def _systems_field(value: object, present: bool, fail: _Fail) -> tuple[str, ...]:
+    if not present:
+        return ()
+    if not isinstance(value, list) or not value:
+        fail("systems", f"expected a non-empty list of '<cpu>-<os>' strings, got {json.dumps(value)}")
+        return ()
+    systems: list[str] = []
+    for position, system in enumerate(value):
+        cpu, _, os_name = system.partition("-") if isinstance(system, str) else ("", "", "")
+        if cpu not in CPUS or os_name not in OPERATING_SYSTEMS:
+            fail(
+                f"systems[{position}]",
+                f"expected '<cpu>-<os>' with cpu {' or '.join(CPUS)} and os {', '.join(OPERATING_SYSTEMS)}, "
+                f"got {json.dumps(system)}",
+            )
+        elif system in systems:
+            fail(f"systems[{position}]", f"{json.dumps(system)} is listed twice")
+        else:
+            systems.append(system)
+    return tuple(systems)
+
+
+def _valid_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in _URL_SCHEMES and bool(parts.netloc if parts.scheme != "file" else parts.path)
+
+
+def _compute_label(entry: MatrixEntry) -> str:
+    return entry.backend if entry.version_str is None else f"{entry.backend} {entry.version_str}"
+
+
+def _suggest(key: str, choices: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return "an object"

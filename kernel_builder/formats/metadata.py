@@ -1,0 +1,387 @@
+"""``metadata.json`` of a variant directory: the parsed record, and the file digest the builder writes.
+
+One module for both sides: the builder writes ``digest`` with :func:`digest_files` (docs/layout.md)
+and the loader checks it with :func:`verify_digest` (docs/loading.md), so the two can never disagree on which
+files count or how a value is spelled. :func:`read_metadata` parses the file per docs/loading.md: kebab-case
+keys, unknown keys ignored, every bad field reported with the file's path and the field's key path.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import keyword
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded, scan_tree
+from kernel_builder.formats.dependencies import KernelDependency
+from kernel_builder.formats.identifiers import repo_id_problem, revision_problem
+
+__all__ = [
+    "BACKEND_TYPES",
+    "DIGEST_ALGORITHMS",
+    "Digest",
+    "KernelDependency",
+    "Metadata",
+    "Provenance",
+    "ProvenanceEntry",
+    "digest_files",
+    "read_metadata",
+    "verify_digest",
+]
+
+logger = logging.getLogger("kernel_builder")
+
+METADATA_FILE = "metadata.json"
+#: Far above any real metadata.json (its digest lists one line per shipped file).
+METADATA_LIMIT = 16 << 20
+BACKEND_TYPES = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
+DIGEST_ALGORITHMS = ("sha256", "sha512")
+
+# Top-level files that are not part of the digest: the metadata itself and its (future) signature.
+_UNDIGESTED_TOP_LEVEL = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
+_NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Digest:
+    """``digest``: the algorithm and, per relative path, the padded base64 of the file's raw digest."""
+
+    algorithm: str
+    files: Mapping[str, str] = field(hash=False)
+
+
+@dataclass(frozen=True)
+class ProvenanceEntry:
+    """What one part of ``provenance`` (``kernel`` or ``kernel-builder``) says about its sources."""
+
+    version: str | None = None
+    commit: str | None = None
+    dirty: bool | None = None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """``provenance``; a legacy flat ``{"sha"|"commit", "dirty"}`` object is read as the ``kernel`` part."""
+
+    kernel: ProvenanceEntry | None = None
+    kernel_builder: ProvenanceEntry | None = None
+
+    @property
+    def dirty_parts(self) -> tuple[str, ...]:
+        """The keys (``kernel``, ``kernel-builder``) whose ``dirty`` is true."""
+        parts = (("kernel", self.kernel), ("kernel-builder", self.kernel_builder))
+        return tuple(key for key, entry in parts if entry is not None and entry.dirty)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metadata:
+    """A parsed ``metadata.json`` (docs/loading.md); keyword-only, in the file's key order.
+
+    ``id`` is ``None`` only for legacy builds that predate it; the importer then derives one
+    (``_<python_name>_<hash>``) and the :class:`~kernel_builder.loader.LoadedKernel` it registers carries that
+    id.
+    """
+
+    name: str
+    id: str | None
+    version: int | None = None
+    license: str | None = None
+    upstream: str | None = None
+    source: str | None = None
+    python_depends: tuple[str, ...]
+    kernel_depends: tuple[KernelDependency, ...] = ()
+    backend_type: str
+    backend_archs: tuple[str, ...] | None = None
+    arch_selection: str | None = None
+    digest: Digest | None = None
+    provenance: Provenance | None = None
+
+    @property
+    def python_name(self) -> str:
+        """The kernel name as a Python identifier (``fused-gelu`` → ``fused_gelu``)."""
+        return self.name.replace("-", "_")
+
+
+class _Fields:
+    """Typed access to one JSON object, raising ``ValueError`` that names the file and the key path."""
+
+    def __init__(self, path: Path, data: Mapping[str, Any], prefix: str = "") -> None:
+        self.path = path
+        self.data = data
+        self.prefix = prefix
+
+    def error(self, key: str, reason: str) -> ValueError:
+        return ValueError(f"{self.path}: invalid field '{self.prefix}{key}': {reason}")
+
+    def missing(self, key: str) -> ValueError:
+        return ValueError(f"{self.path}: missing required field '{self.prefix}{key}'")
+
+    def get(self, key: str, kind: type, what: str, *, required: bool = False) -> Any:
+        if key not in self.data:
+            if required:
+                raise self.missing(key)
+            return None
+        value = self.data[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.error(key, f"expected {what}, got {json.dumps(value)}")
+        return value
+
+    def string(self, key: str, *, required: bool = False) -> str | None:
+        value: str | None = self.get(key, str, "a string", required=required)
+        return value
+
+    def strings(self, key: str, *, required: bool = False) -> tuple[str, ...] | None:
+        values = self.get(key, list, "a list of strings", required=required)
+        if values is None:
+            return None
+        for index, item in enumerate(values):
+            if not isinstance(item, str):
+                raise self.error(f"{key}[{index}]", f"expected a string, got {json.dumps(item)}")
+        return tuple(values)
+
+    def table(self, key: str, *, required: bool = False) -> _Fields | None:
+        value = self.get(key, dict, "an object", required=required)
+        if value is None:
+            return None
+        return _Fields(self.path, value, f"{self.prefix}{key}.")
+
+
+def _parse_kernel_depends(fields: _Fields) -> tuple[KernelDependency, ...]:
+    entries = fields.get("kernel-depends", list, "a list of objects")
+    if entries is None:
+        return ()
+    result = []
+    for index, entry in enumerate(entries):
+        key = f"kernel-depends[{index}]"
+        if not isinstance(entry, dict):
+            raise fields.error(key, f"expected an object, got {json.dumps(entry)}")
+        item = _Fields(fields.path, entry, f"{fields.prefix}{key}.")
+        repo_id = item.string("repo-id", required=True)
+        version: int | None = item.get("version", int, "an integer")
+        revision = item.string("revision")
+        if (version is None) == (revision is None):
+            raise fields.error(key, "expected exactly one of 'version' and 'revision'")
+        problem = repo_id_problem(repo_id) or (None if revision is None else revision_problem(revision))
+        if problem is not None:
+            raise fields.error(key, problem)
+        assert repo_id is not None
+        result.append(KernelDependency(repo_id, version, revision))
+    return tuple(result)
+
+
+def _parse_digest(fields: _Fields) -> Digest | None:
+    table = fields.table("digest")
+    if table is None:
+        return None
+    algorithm = table.string("algorithm", required=True)
+    files = table.get("files", dict, "an object mapping relative paths to base64 digests", required=True)
+    for relpath, value in files.items():
+        if not isinstance(value, str):
+            raise table.error(f"files.{relpath}", f"expected a base64 string, got {json.dumps(value)}")
+    assert algorithm is not None
+    return Digest(algorithm, MappingProxyType(dict(files)))
+
+
+def _parse_provenance_entry(table: _Fields) -> ProvenanceEntry:
+    commit = table.string("commit")
+    if commit is None:
+        commit = table.string("sha")  # legacy alias
+    dirty: bool | None = table.get("dirty", bool, "true or false")
+    return ProvenanceEntry(version=table.string("version"), commit=commit, dirty=dirty)
+
+
+def _parse_provenance(fields: _Fields) -> Provenance | None:
+    table = fields.table("provenance")
+    if table is None:
+        return None
+    kernel = table.table("kernel")
+    builder = table.table("kernel-builder")
+    if kernel is None and builder is None and any(key in table.data for key in ("commit", "sha", "dirty")):
+        return Provenance(kernel=_parse_provenance_entry(table))
+    return Provenance(
+        kernel=None if kernel is None else _parse_provenance_entry(kernel),
+        kernel_builder=None if builder is None else _parse_provenance_entry(builder),
+    )
+
+
+def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = None) -> Metadata:
+    """Parse a ``metadata.json`` file (or the one inside the directory ``path``).
+
+    ``default_name`` stands in for a missing ``name`` (a legacy nested build names its kernel by its package
+    directory). Raises ``FileNotFoundError`` naming the path when the file is missing and ``ValueError``
+    naming the path, the field and the reason when it is not valid.
+    """
+    file = Path(path)
+    if file.is_dir():
+        file = file / METADATA_FILE
+    try:
+        text = read_bounded(file, METADATA_LIMIT).decode("utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{file}: {METADATA_FILE} not found") from None
+    except UnsafeFileError as error:
+        raise ValueError(f"{file}: cannot be read: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{file}: not valid UTF-8 ({error})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{file}: not valid JSON: {error}") from None
+    except RecursionError:
+        raise ValueError(f"{file}: not valid metadata: nested too deeply") from None
+    if not isinstance(data, dict):  # a ValueError like every other invalid metadata (docs/loading.md)
+        raise ValueError(  # noqa: TRY004
+            f"{file}: expected a JSON object at the top level, got {type(data).__name__}"
+        )
+    fields = _Fields(file, data)
+
+    name = fields.string("name", required=default_name is None) or default_name
+    assert name is not None
+    if not _NAME_RE.fullmatch(name):
+        raise fields.error(
+            "name",
+            f"{name!r} is not a kernel name (lower-case letters, digits and '-', starting with a letter, "
+            f"not ending with '-')",
+        )
+    kernel_id = fields.string("id")
+    if kernel_id is not None and (not kernel_id.isidentifier() or keyword.iskeyword(kernel_id)):
+        raise fields.error("id", f"{kernel_id!r} is not a Python identifier")
+    python_depends = fields.strings("python-depends", required=True)
+    assert python_depends is not None
+    backend = fields.table("backend", required=True)
+    assert backend is not None
+    backend_type = backend.string("type", required=True)
+    if backend_type not in BACKEND_TYPES:
+        raise backend.error("type", f"expected one of {', '.join(BACKEND_TYPES)}, got {backend_type!r}")
+    version: int | None = fields.get("version", int, "an integer")
+    return Metadata(
+        name=name,
+        id=kernel_id,
+        python_depends=python_depends,
+        backend_type=backend_type,
+        version=version,
+        license=fields.string("license"),
+        upstream=fields.string("upstream"),
+        source=fields.string("source"),
+        kernel_depends=_parse_kernel_depends(fields),
+        backend_archs=backend.strings("archs"),
+        digest=_parse_digest(fields),
+        provenance=_parse_provenance(fields),
+        arch_selection=fields.string("arch-selection"),
+    )
+
+
+# --- digest -------------------------------------------------------------------------------------------------
+
+
+def _skip(relpath: str, is_directory: bool) -> bool:
+    """What the digest leaves out: ``__pycache__`` directories, ``*.pyc`` and the top-level metadata files."""
+    name = relpath.rsplit("/", 1)[-1]
+    if is_directory:
+        return name == "__pycache__"
+    return name.endswith(".pyc") or relpath in _UNDIGESTED_TOP_LEVEL
+
+
+def _scan(variant_dir: Path) -> TreeScan:
+    """The files that count for the digest; directory symlinks and special files are reported, not entered."""
+    return scan_tree(variant_dir, skip=_skip)
+
+
+def _refused(scan: TreeScan) -> dict[str, str]:
+    """Entries a variant directory must not have, by path: directory links, special files, unlistable dirs."""
+    refused = {relpath: "a symlink to a directory (not followed)" for relpath in scan.directory_links}
+    refused.update(scan.special)
+    refused.update({relpath: f"unreadable directory ({why})" for relpath, why in scan.unreadable.items()})
+    return refused
+
+
+def _hash_file(path: Path, algorithm: str) -> str:
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return base64.b64encode(digest.digest()).decode("ascii")
+
+
+def digest_files(variant_dir: str | os.PathLike[str], algorithm: str = "sha256") -> dict[str, str]:
+    """The ``digest.files`` mapping of a variant directory, sorted by path.
+
+    Covers every file (a symlink to a file counts as that file) except the top-level ``metadata.json`` and
+    ``metadata.json.sigstore``, anything under a ``__pycache__`` directory and ``*.pyc`` files. A symlink to a
+    directory or a special file (FIFO, device) raises ``ValueError``: a variant directory holds neither. Keys use
+    ``/``; values are the standard padded base64 of the raw digest. ``algorithm`` is ``sha256`` or ``sha512``.
+    """
+    if algorithm not in DIGEST_ALGORITHMS:
+        raise ValueError(
+            f"unsupported digest algorithm {algorithm!r} (expected {' or '.join(DIGEST_ALGORITHMS)})"
+        )
+    scan = _scan(Path(variant_dir))
+    refused = _refused(scan)
+    if refused:
+        listed = ", ".join(f"{relpath} ({why})" for relpath, why in sorted(refused.items()))
+        raise ValueError(f"{variant_dir}: cannot digest {listed}")
+    return {relpath: _hash_file(scan.files[relpath], algorithm) for relpath in sorted(scan.files)}
+
+
+_verified: set[tuple[str, str, frozenset[tuple[str, str]]]] = set()
+_verified_lock = threading.Lock()
+
+
+def verify_digest(variant_dir: str | os.PathLike[str], metadata: Metadata) -> list[str]:
+    """Check a variant directory against its metadata's ``digest``; return the problems, empty when it passes.
+
+    Problems, one line each: ``unsupported algorithm``, then per path in order ``missing`` (listed, absent),
+    ``unknown`` (present, not listed), ``mismatch``, or what is wrong with an entry that must not be there at
+    all (a symlink to a directory, which is never entered; a FIFO or device, which is never opened). Without a ``digest`` nothing is checked. A
+    pass is remembered for the process per real path (and digest), so later loads of the same directory are
+    free.
+    """
+    digest = metadata.digest
+    if digest is None:
+        logger.debug("%s: metadata.json has no digest; files not verified", variant_dir)
+        return []
+    key = (os.path.realpath(variant_dir), digest.algorithm, frozenset(digest.files.items()))
+    with _verified_lock:
+        if key in _verified:
+            return []
+    scan = _scan(Path(variant_dir))
+    present = scan.files
+    refused = _refused(scan)
+    problems: list[str] = []
+    supported = digest.algorithm in DIGEST_ALGORITHMS
+    for relpath in sorted(set(present) | set(digest.files) | set(refused)):
+        if relpath in refused:
+            problems.append(f"{relpath}: {refused[relpath]}")
+        elif relpath not in present:
+            problems.append(f"{relpath}: missing (listed in the digest, not in the directory)")
+        elif relpath not in digest.files:
+            problems.append(f"{relpath}: unknown (in the directory, not listed in the digest)")
+        elif supported:
+            try:
+                actual = _hash_file(present[relpath], digest.algorithm)
+            except OSError as error:
+                problems.append(f"{relpath}: unreadable ({error.strerror or error})")
+                continue
+            expected = digest.files[relpath]
+            if actual != expected:
+                problems.append(
+                    f"{relpath}: mismatch ({digest.algorithm} is {actual}, digest lists {expected})"
+                )
+    if not supported:
+        problems.insert(
+            0, f"unsupported algorithm {digest.algorithm!r} (expected {' or '.join(DIGEST_ALGORITHMS)})"
+        )
+    if not problems:
+        with _verified_lock:
+            _verified.add(key)
+    return problems
