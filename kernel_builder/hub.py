@@ -43,6 +43,7 @@ from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
 
 from kernel_builder import __version__
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded, write_inside
+from kernel_builder.formats.files import HUB_IGNORE_PATTERNS
 from kernel_builder.formats.identifiers import is_commit_id, ref_name_problem
 
 __all__ = [
@@ -355,7 +356,8 @@ class Hub:
         return self.call(repo, download)
 
     def download_folder(self, repo: RemoteRepo, sha: str, folder: str) -> Path:
-        """Everything under ``folder`` at ``sha`` except bytecode; returns ``<snapshot>/<folder>``.
+        """The variant files (docs/layout.md: no bytecode, no hidden path) under ``folder`` at ``sha``; returns
+        ``<snapshot>/<folder>``.
 
         Offline the snapshot must already hold it (``local_files_only``). Raises ``FileNotFoundError`` naming
         repo, SHA and folder when the folder is absent afterwards.
@@ -368,7 +370,7 @@ class Hub:
                     repo_type=kind,
                     revision=sha,
                     allow_patterns=[f"{folder}/*"],
-                    ignore_patterns=["*.pyc", "**/__pycache__/**"],
+                    ignore_patterns=list(HUB_IGNORE_PATTERNS),
                     local_files_only=self.offline,
                     **self._common(),
                 )

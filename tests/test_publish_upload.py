@@ -458,10 +458,7 @@ def test_mixed_metadata_versions_are_refused(
         ),
         (
             lambda v: (v / "_ops.py").write_text("ops = 'tampered'\n"),
-            (
-                f"{CPU}: files do not match the digest in metadata.json: _ops.py: mismatch (sha256 differs "
-                f"from the digest's)"
-            ),
+            f"{CPU}: files do not match the digest in metadata.json: _ops.py: mismatch (sha256 is ",
         ),
         (
             lambda v: write_variant(v, extra={"arch-selection": "native"}),

@@ -36,7 +36,7 @@ from kernel_builder.build.package import Provenance, assemble, git_provenance, s
 from kernel_builder.build.plan.candidates import Candidate, Selection, select_candidates, with_availability
 from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build, plan_candidate
-from kernel_builder.build.plan.sources import id_input_files, user_ops_file
+from kernel_builder.build.plan.sources import hidden_python_files, id_input_files, package_dir, user_ops_file
 from kernel_builder.build.plan.unique_id import compute_unique_id, id_text
 from kernel_builder.common import processes
 from kernel_builder.common.diagnostics import Diagnostic, Severity
@@ -272,6 +272,10 @@ class Builder:
                 report.results.append(VariantResult(name, "skipped", message=reason))
             jobs.extend((variant, interpreter) for variant in plan.variants)
         self.warnings = report.diagnostics
+        for rel in hidden_python_files(self.project):
+            self.warn(
+                f"{package_dir(self.project).relative_to(self.project.root)}/{rel}: hidden, not shipped"
+            )
         if user_ops_file(self.project) is not None:
             self.warn(
                 f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant"

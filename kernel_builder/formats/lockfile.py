@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
+from kernel_builder.formats.files import is_variant_file
 from kernel_builder.formats.identifiers import is_commit_id, is_repo_id
 from kernel_builder.formats.variants import parse_variant
 
@@ -36,13 +37,14 @@ __all__ = [
     "egg_info_writer",
     "find_entry",
     "group_variant_files",
-    "is_bytecode",
     "parse_lock",
     "read_lock",
     "render_lock",
     "variant_hash",
     "write_lock",
 ]
+
+T = TypeVar("T")
 
 LOCK_FILE = "kernels.lock"
 HASH_TYPE = "git_lfs_concat"
@@ -75,19 +77,15 @@ class LockEntry:
 # --- the variant hash (docs/loading.md) --------------------------------------------------------------------------------
 
 
-def is_bytecode(relpath: str) -> bool:
-    """``*.pyc`` files and anything under a ``__pycache__`` directory (never part of a hash)."""
-    return relpath.endswith(".pyc") or "__pycache__" in relpath.split("/")
-
-
 def variant_hash(files: Iterable[tuple[str, str]]) -> str:
     """The ``git_lfs_concat`` hash of a variant's ``(relative path, object id)`` pairs.
 
     The object id is the LFS SHA-256 for LFS-tracked files, else the git blob SHA-1 (hex). Pairs are sorted
     by the path's UTF-8 bytes; each path's bytes and then the id's raw bytes feed one SHA-256, without
-    separators. Bytecode is left out.
+    separators. Only variant files count (:func:`~kernel_builder.formats.files.is_variant_file`: no bytecode,
+    no hidden path).
     """
-    pairs = sorted((path.encode("utf-8"), object_id) for path, object_id in files if not is_bytecode(path))
+    pairs = sorted((path.encode("utf-8"), object_id) for path, object_id in files if is_variant_file(path))
     digest = hashlib.sha256()
     for key, object_id in pairs:
         if not _OBJECT_ID_RE.fullmatch(object_id):
@@ -97,17 +95,18 @@ def variant_hash(files: Iterable[tuple[str, str]]) -> str:
     return "sha256-" + digest.hexdigest()
 
 
-def group_variant_files(files: Iterable[tuple[str, str]]) -> dict[str, dict[str, str]]:
-    """Repository ``(path, object id)`` pairs grouped per variant: ``{variant: {relpath: object id}}``.
+def group_variant_files(files: Iterable[tuple[str, T]]) -> dict[str, dict[str, T]]:
+    """Repository ``(path, value)`` pairs (a value is an object id, or a tree entry) grouped per variant:
+    ``{variant: {relpath: value}}``.
 
-    Only files under ``build/<variant>/`` whose ``<variant>`` parses as a variant name count; bytecode is left
-    out. Variants come out sorted by name.
+    Only variant files (no bytecode, no hidden path) under ``build/<variant>/`` whose ``<variant>`` parses as a
+    variant name count. Variants come out sorted by name.
     """
-    grouped: dict[str, dict[str, str]] = {}
+    grouped: dict[str, dict[str, T]] = {}
     parseable: dict[str, bool] = {}
-    for path, object_id in files:
+    for path, value in files:
         parts = path.split("/", 2)
-        if len(parts) < 3 or parts[0] != "build" or is_bytecode(parts[2]):
+        if len(parts) < 3 or parts[0] != "build" or not is_variant_file(parts[2]):
             continue
         name = parts[1]
         if name not in parseable:
@@ -118,7 +117,7 @@ def group_variant_files(files: Iterable[tuple[str, str]]) -> dict[str, dict[str,
             else:
                 parseable[name] = True
         if parseable[name]:
-            grouped.setdefault(name, {})[parts[2]] = object_id
+            grouped.setdefault(name, {})[parts[2]] = value
     return {name: grouped[name] for name in sorted(grouped)}
 
 

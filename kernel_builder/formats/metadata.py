@@ -8,8 +8,6 @@ keys, unknown keys ignored, every bad field reported with the file's path and th
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import keyword
 import logging
@@ -22,8 +20,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded, scan_tree
+from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded
 from kernel_builder.formats.dependencies import KernelDependency
+from kernel_builder.formats.files import digest_value, file_hashes, is_variant_file, scan_variant
 from kernel_builder.formats.identifiers import repo_id_problem, revision_problem
 
 __all__ = [
@@ -35,6 +34,7 @@ __all__ = [
     "Provenance",
     "ProvenanceEntry",
     "digest_files",
+    "digest_problems",
     "read_metadata",
     "verify_digest",
 ]
@@ -50,7 +50,6 @@ DIGEST_ALGORITHMS = ("sha256", "sha512")
 # Top-level files that are not part of the digest: the metadata itself and its (future) signature.
 _UNDIGESTED_TOP_LEVEL = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
 _NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -284,17 +283,13 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
 # --- digest -------------------------------------------------------------------------------------------------
 
 
-def _skip(relpath: str, is_directory: bool) -> bool:
-    """What the digest leaves out: ``__pycache__`` directories, ``*.pyc`` and the top-level metadata files."""
-    name = relpath.rsplit("/", 1)[-1]
-    if is_directory:
-        return name == "__pycache__"
-    return name.endswith(".pyc") or relpath in _UNDIGESTED_TOP_LEVEL
-
-
 def _scan(variant_dir: Path) -> TreeScan:
-    """The files that count for the digest; directory symlinks and special files are reported, not entered."""
-    return scan_tree(variant_dir, skip=_skip)
+    """The files that count for the digest: the variant files (docs/layout.md) but the top-level metadata files;
+    directory symlinks and special files are reported, not entered."""
+    scan = scan_variant(variant_dir)
+    for name in _UNDIGESTED_TOP_LEVEL:
+        scan.files.pop(name, None)
+    return scan
 
 
 def _refused(scan: TreeScan) -> dict[str, str]:
@@ -306,18 +301,15 @@ def _refused(scan: TreeScan) -> dict[str, str]:
 
 
 def _hash_file(path: Path, algorithm: str) -> str:
-    digest = hashlib.new(algorithm)
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return base64.b64encode(digest.digest()).decode("ascii")
+    return digest_value(file_hashes(path, algorithm)[algorithm])
 
 
 def digest_files(variant_dir: str | os.PathLike[str], algorithm: str = "sha256") -> dict[str, str]:
     """The ``digest.files`` mapping of a variant directory, sorted by path.
 
-    Covers every file (a symlink to a file counts as that file) except the top-level ``metadata.json`` and
-    ``metadata.json.sigstore``, anything under a ``__pycache__`` directory and ``*.pyc`` files. A symlink to a
+    Covers every variant file (:func:`~kernel_builder.formats.files.is_variant_file`: no bytecode, no hidden
+    path; a symlink to a file counts as that file) except the top-level ``metadata.json`` and
+    ``metadata.json.sigstore``. A symlink to a
     directory or a special file (FIFO, device) raises ``ValueError``: a variant directory holds neither. Keys use
     ``/``; values are the standard padded base64 of the raw digest. ``algorithm`` is ``sha256`` or ``sha512``.
     """
@@ -337,12 +329,54 @@ _verified: set[tuple[str, str, frozenset[tuple[str, str]]]] = set()
 _verified_lock = threading.Lock()
 
 
+def digest_problems(
+    digest: Digest,
+    present: Mapping[str, Path],
+    *,
+    refused: Mapping[str, str] | None = None,
+    where: str = "in the directory",
+) -> list[str]:
+    """``present`` (relative path → file) against ``digest``: the problems, one line each, empty when it matches.
+
+    ``unsupported algorithm`` first, then per path in order ``missing`` (listed, absent), ``unknown`` (present,
+    not listed), ``mismatch``, or why a ``refused`` entry must not be there at all. Only variant files count
+    (docs/layout.md): an entry the rule leaves out (a hidden file an older build listed) is not checked.
+    ``where`` says where the files are (``in the directory``, ``uploaded``).
+    """
+    supported = digest.algorithm in DIGEST_ALGORITHMS
+    problems: list[str] = []
+    if not supported:
+        problems.append(
+            f"unsupported algorithm {digest.algorithm!r} (expected {' or '.join(DIGEST_ALGORITHMS)})"
+        )
+    refused = refused or {}
+    listed = {relpath: value for relpath, value in digest.files.items() if is_variant_file(relpath)}
+    for relpath in sorted(set(present) | set(listed) | set(refused)):
+        if relpath in refused:
+            problems.append(f"{relpath}: {refused[relpath]}")
+        elif relpath not in present:
+            problems.append(f"{relpath}: missing (listed in the digest, not {where})")
+        elif relpath not in listed:
+            problems.append(f"{relpath}: unknown ({where}, not listed in the digest)")
+        elif supported:
+            try:
+                actual = _hash_file(present[relpath], digest.algorithm)
+            except OSError as error:
+                problems.append(f"{relpath}: unreadable ({error.strerror or error})")
+                continue
+            if actual != listed[relpath]:
+                problems.append(
+                    f"{relpath}: mismatch ({digest.algorithm} is {actual}, digest lists {listed[relpath]})"
+                )
+    return problems
+
+
 def verify_digest(variant_dir: str | os.PathLike[str], metadata: Metadata) -> list[str]:
     """Check a variant directory against its metadata's ``digest``; return the problems, empty when it passes.
 
-    Problems, one line each: ``unsupported algorithm``, then per path in order ``missing`` (listed, absent),
-    ``unknown`` (present, not listed), ``mismatch``, or what is wrong with an entry that must not be there at
-    all (a symlink to a directory, which is never entered; a FIFO or device, which is never opened). Without a ``digest`` nothing is checked. A
+    The problems are :func:`digest_problems`'s, with what is wrong with an entry that must not be there at all
+    (a symlink to a directory, which is never entered; a FIFO or device, which is never opened). Files that are
+    not variant files (bytecode, hidden paths) are not looked at. Without a ``digest`` nothing is checked. A
     pass is remembered for the process per real path (and digest), so later loads of the same directory are
     free.
     """
@@ -355,32 +389,7 @@ def verify_digest(variant_dir: str | os.PathLike[str], metadata: Metadata) -> li
         if key in _verified:
             return []
     scan = _scan(Path(variant_dir))
-    present = scan.files
-    refused = _refused(scan)
-    problems: list[str] = []
-    supported = digest.algorithm in DIGEST_ALGORITHMS
-    for relpath in sorted(set(present) | set(digest.files) | set(refused)):
-        if relpath in refused:
-            problems.append(f"{relpath}: {refused[relpath]}")
-        elif relpath not in present:
-            problems.append(f"{relpath}: missing (listed in the digest, not in the directory)")
-        elif relpath not in digest.files:
-            problems.append(f"{relpath}: unknown (in the directory, not listed in the digest)")
-        elif supported:
-            try:
-                actual = _hash_file(present[relpath], digest.algorithm)
-            except OSError as error:
-                problems.append(f"{relpath}: unreadable ({error.strerror or error})")
-                continue
-            expected = digest.files[relpath]
-            if actual != expected:
-                problems.append(
-                    f"{relpath}: mismatch ({digest.algorithm} is {actual}, digest lists {expected})"
-                )
-    if not supported:
-        problems.insert(
-            0, f"unsupported algorithm {digest.algorithm!r} (expected {' or '.join(DIGEST_ALGORITHMS)})"
-        )
+    problems = digest_problems(digest, scan.files, refused=_refused(scan))
     if not problems:
         with _verified_lock:
             _verified.add(key)

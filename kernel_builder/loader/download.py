@@ -16,11 +16,16 @@ from pathlib import Path
 from kernel_builder import __version__
 from kernel_builder.formats.lockfile import LOCK_FILE, LockEntry, group_variant_files, read_lock
 from kernel_builder.hub import REQUEST_ERRORS, RemoteRepo
+from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.locked import choose_variant, fetch_locked_variant
+from kernel_builder.loader.remote import Target, start_operation, variant_metadata
 from kernel_builder.publish.errors import ProjectConfigError, PublishError, describe
 
 __all__ = ["DownloadOutcome", "download_locked"]
 
 Log = Callable[[str], None]
+# What fails one entry (no variant here, verification, failed request) without stopping the others.
+_FAILURES: tuple[type[Exception], ...] = (NoCompatibleVariantError, ValueError, ImportError, *REQUEST_ERRORS)
 
 
 @dataclass(frozen=True)
@@ -54,17 +59,6 @@ def download_locked(
     Raises :class:`ProjectConfigError` (exit 2) when the lock is missing or invalid and :class:`PublishError`
     when offline.
     """
-    from kernel_builder.loader.errors import NoCompatibleVariantError
-    from kernel_builder.loader.locked import choose_variant, fetch_locked_variant, variant_tree
-    from kernel_builder.loader.remote import Target, start_operation, variant_metadata
-
-    # What fails one entry (no variant here, verification, failed request) without stopping the others.
-    failures: tuple[type[Exception], ...] = (
-        NoCompatibleVariantError,
-        ValueError,
-        ImportError,
-        *REQUEST_ERRORS,
-    )
     directory = Path(project_dir)
     lock_path, entries = _read(directory)
     operation = start_operation(None, f"kernel-builder-cli/{__version__}")
@@ -75,15 +69,14 @@ def download_locked(
     for entry in entries:
         repo = RemoteRepo(entry.repo_id)
         try:
-            files = hub.tree_files(repo, entry.sha)
+            trees = group_variant_files((file.path, file) for file in hub.tree_files(repo, entry.sha))
             if all_variants:
                 chosen = sorted(entry.variants)
             else:
-                present = group_variant_files((file.path, file.content_id) for file in files)
                 target = Target(repo, entry.sha, None)
                 chosen = [
                     choose_variant(
-                        present,
+                        trees,
                         operation,
                         f"{entry.repo_id} at {entry.sha} (locked in {lock_path})",
                         partial(variant_metadata, hub, target),
@@ -96,11 +89,11 @@ def download_locked(
             paths = []
             for variant in chosen:
                 variant_dir, _ = fetch_locked_variant(
-                    hub, repo, entry, variant, variant_tree(files, variant), lock=str(lock_path), fix=fix
+                    hub, repo, entry, variant, trees.get(variant, {}), lock=str(lock_path), fix=fix
                 )
                 paths.append(variant_dir)
                 log(f"downloaded {entry.repo_id} {variant} at {entry.sha}")
-        except failures as error:
+        except _FAILURES as error:
             outcomes.append(DownloadOutcome(entry.repo_id, entry.sha, error=describe(error)))
             continue
         outcomes.append(DownloadOutcome(entry.repo_id, entry.sha, tuple(chosen), tuple(paths)))

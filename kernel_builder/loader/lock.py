@@ -25,6 +25,9 @@ from kernel_builder.formats.lockfile import (
     write_lock,
 )
 from kernel_builder.hub import REQUEST_ERRORS, Hub
+from kernel_builder.loader.errors import UntrustedKernelError
+from kernel_builder.loader.remote import follow_redirects_from_main, resolve_version
+from kernel_builder.loader.trust import require_trusted
 from kernel_builder.publish.errors import ProjectConfigError, PublishError, describe
 
 if sys.version_info >= (3, 11):
@@ -100,9 +103,6 @@ def read_dependencies(project_dir: str | os.PathLike[str]) -> list[Dependency]:
 
 
 def _lock_one(hub: Hub, dependency: Dependency, trust_remote_code: bool) -> LockEntry:
-    from kernel_builder.loader.remote import follow_redirects_from_main, resolve_version
-    from kernel_builder.loader.trust import require_trusted
-
     def gate(repo_id: str) -> None:
         if not trust_remote_code:
             require_trusted(hub, repo_id)
@@ -127,8 +127,6 @@ def lock_project(
     Per-repo failures (untrusted publisher, missing version, failed request, …) are collected in the report;
     the lock is then left as it was.
     """
-    from kernel_builder.loader.errors import UntrustedKernelError
-
     dependencies = read_dependencies(project_dir)
     path = Path(project_dir) / LOCK_FILE
     hub = Hub(agent=f"kernel-builder-cli/{__version__}")

@@ -9,14 +9,14 @@ request; the callers pass listings and directories in.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from kernel_builder.formats.lockfile import HASH_TYPE, LockEntry, is_bytecode, variant_hash
+from kernel_builder.formats.files import git_blob_id, scan_variant, sha256_hex
+from kernel_builder.formats.lockfile import HASH_TYPE, LockEntry, variant_hash
 from kernel_builder.hub import RemoteFile
 from kernel_builder.loader.errors import KernelIntegrityError
 
@@ -24,7 +24,6 @@ __all__ = [
     "check_cache_hash",
     "check_files_against_tree",
     "check_tree_hash",
-    "git_blob_id",
     "local_files",
     "relock_hint",
     "require_covered",
@@ -33,7 +32,6 @@ __all__ = [
 logger = logging.getLogger("kernel_builder")
 
 _BLOB_NAME_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_CHUNK = 1 << 20
 
 
 def relock_hint(lock: str) -> str:
@@ -43,43 +41,13 @@ def relock_hint(lock: str) -> str:
     )
 
 
-def git_blob_id(path: Path) -> str:
-    """The git blob SHA-1 of a file: ``sha1(b"blob <size>\\0" + data)``, read in chunks."""
-    digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def local_files(variant_dir: Path) -> dict[str, Path]:
-    """Every file of a variant directory by ``/``-separated relative path, bytecode left out.
+    """The variant files of a directory (docs/layout.md) by ``/``-separated relative path.
 
-    Directories are walked following symlinks (a cache snapshot's entries are links); link cycles are cut.
+    A cache snapshot's files are links to blobs, which count as the files they point to; a link to a
+    directory is not entered (its files are then missing).
     """
-    found: dict[str, Path] = {}
-
-    def walk(directory: Path, prefix: str, seen: frozenset[str]) -> None:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                relpath = prefix + entry.name
-                if entry.is_dir(follow_symlinks=True):
-                    real = os.path.realpath(entry.path)
-                    if entry.name != "__pycache__" and real not in seen:
-                        walk(Path(entry.path), relpath + "/", seen | {real})
-                elif not is_bytecode(relpath):
-                    found[relpath] = Path(entry.path)
-
-    walk(variant_dir, "", frozenset({os.path.realpath(variant_dir)}))
-    return found
+    return scan_variant(variant_dir).files
 
 
 def _integrity_error(headline: str, problems: list[str], remedy: str) -> KernelIntegrityError:
@@ -135,7 +103,7 @@ def check_files_against_tree(variant_dir: Path, tree: Mapping[str, RemoteFile], 
         if path is None:
             problems.append(f"{relpath}: missing (in the repository's tree, not downloaded)")
             continue
-        actual = _sha256(path) if remote.sha256 is not None else git_blob_id(path)
+        actual = sha256_hex(path) if remote.sha256 is not None else git_blob_id(path)
         if actual != remote.content_id:
             kind = "LFS SHA-256" if remote.sha256 is not None else "git blob SHA-1"
             problems.append(f"{relpath}: mismatch ({kind} is {actual}, the tree lists {remote.content_id})")
@@ -174,7 +142,7 @@ def check_cache_hash(entry: LockEntry, variant: str, variant_dir: Path, *, lock:
         if not _BLOB_NAME_RE.fullmatch(name):
             problems.append(f"{relpath}: links to {name!r}, which is not a git or LFS object id")
             continue
-        actual = git_blob_id(path) if len(name) == 40 else _sha256(path)
+        actual = git_blob_id(path) if len(name) == 40 else sha256_hex(path)
         if actual != name:
             problems.append(f"{relpath}: mismatch (its content hashes to {actual}, its cache blob is {name})")
         names[relpath] = name

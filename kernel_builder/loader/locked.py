@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from kernel_builder.formats.lockfile import LockEntry, is_bytecode
+from kernel_builder.formats.lockfile import LockEntry, group_variant_files
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
 from kernel_builder.loader import resolve
@@ -66,13 +66,8 @@ _LOAD_ANYWAY = "To load it anyway, pass verify_digest=False or set KERNEL_BUILDE
 
 
 def variant_tree(files: Iterable[RemoteFile], variant: str) -> dict[str, RemoteFile]:
-    """The tree entries of ``build/<variant>/``, by path relative to it, bytecode left out."""
-    prefix = f"build/{variant}/"
-    return {
-        file.path[len(prefix) :]: file
-        for file in files
-        if file.path.startswith(prefix) and not is_bytecode(file.path[len(prefix) :])
-    }
+    """The tree entries of ``build/<variant>/`` that are variant files (docs/layout.md), by path relative to it."""
+    return group_variant_files((file.path, file) for file in files).get(variant, {})
 
 
 def choose_variant(

@@ -2,21 +2,21 @@
 
 :func:`collect_content` finds the variants directory (``result/``, ``build/`` or the kernel directory itself),
 checks every variant (its name, ``metadata.json``, package and digest; ``--arch native`` builds are refused)
-and lists exactly the files to send: each variant's regular files, ``benchmarks/benchmark*.py`` and the card.
-Bytecode and hidden paths are never listed, and a symbolic link that leaves the variants directory (or the Nix
+and lists exactly the files to send: each variant's files (docs/layout.md: bytecode and hidden paths are not
+part of a variant, and hidden ones are warned about), ``benchmarks/benchmark*.py`` and the card. Nothing else is
+listed, and a symbolic link that leaves the variants directory (or the Nix
 store it lives in) refuses the whole upload, so nothing else (sources, virtualenvs, credentials) is read.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernel_builder.formats.metadata import DIGEST_ALGORITHMS, METADATA_FILE, Metadata
+from kernel_builder.formats.files import GIT_BLOB, file_hashes, is_bytecode, is_hidden
+from kernel_builder.formats.metadata import METADATA_FILE, Metadata, digest_problems
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.importer import read_variant_metadata
 from kernel_builder.publish.errors import PublishError
@@ -29,7 +29,6 @@ BENCHMARKS = "benchmarks"
 _BENCHMARK_RE = re.compile(r"benchmarks/benchmark[^/]*\.py")
 _NIX_HASH_RE = re.compile(r"[0-9a-z]{32}-.+")
 _UNDIGESTED = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -44,14 +43,8 @@ class LocalFile:
 
     @classmethod
     def read(cls, path: str, source: Path) -> LocalFile:
-        size = source.stat().st_size
-        blob = hashlib.sha1(b"blob %d\0" % size)
-        plain = hashlib.sha256()
-        with open(source, "rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                blob.update(chunk)
-                plain.update(chunk)
-        return cls(path, source, size, blob.hexdigest(), plain.hexdigest())
+        hashes = file_hashes(source, GIT_BLOB, "sha256")
+        return cls(path, source, source.stat().st_size, hashes[GIT_BLOB], hashes["sha256"])
 
 
 @dataclass(frozen=True)
@@ -140,10 +133,10 @@ class _Walker:
             for entry in sorted(current.iterdir()):
                 name = entry.name
                 relpath = prefix + name
-                if name.startswith("."):
-                    self.warnings.append(f"{label}/{relpath}: hidden path, not uploaded")
+                if is_bytecode(relpath):
                     continue
-                if name == "__pycache__" or name.endswith((".pyc", ".pyo")):
+                if is_hidden(name):
+                    self.warnings.append(f"{label}/{relpath}: hidden path, not uploaded")
                     continue
                 if entry.is_symlink() and not self.allowed(entry, f"{label}/{relpath}"):
                     continue
@@ -163,36 +156,16 @@ class _Walker:
         return files
 
 
-def _encoded(file: LocalFile, algorithm: str) -> str:
-    if algorithm == "sha256":
-        return base64.b64encode(bytes.fromhex(file.sha256)).decode("ascii")
-    digest = hashlib.new(algorithm)
-    with open(file.source, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return base64.b64encode(digest.digest()).decode("ascii")
-
-
 def _digest_problems(variant: VariantDir, files: list[LocalFile]) -> list[str]:
     """The files about to be sent against the variant's digest: what a loader will check after download."""
     digest = variant.metadata.digest
     if digest is None:
         return []
-    if digest.algorithm not in DIGEST_ALGORITHMS:
-        return [f"unsupported algorithm {digest.algorithm!r} (expected {' or '.join(DIGEST_ALGORITHMS)})"]
     prefix = f"build/{variant.name}/"
-    sent = {f.path[len(prefix) :]: f for f in files}
+    sent = {f.path[len(prefix) :]: f.source for f in files}
     for name in _UNDIGESTED:
         sent.pop(name, None)
-    problems = []
-    for relpath in sorted(set(sent) | set(digest.files)):
-        if relpath not in sent:
-            problems.append(f"{relpath}: missing (listed in the digest, not uploaded)")
-        elif relpath not in digest.files:
-            problems.append(f"{relpath}: unknown (uploaded, not listed in the digest)")
-        elif _encoded(sent[relpath], digest.algorithm) != digest.files[relpath]:
-            problems.append(f"{relpath}: mismatch ({digest.algorithm} differs from the digest's)")
-    return problems
+    return digest_problems(digest, sent, where="uploaded")
 
 
 def _check_variant(directory: Path, walker: _Walker) -> VariantDir | None:

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from kernel_builder.config.model import KernelProject, TvmFfi
+from kernel_builder.formats.files import is_bytecode, is_variant_file, skipped_directory
 
 
 def package_dir(project: KernelProject) -> Path:
@@ -17,37 +18,61 @@ def package_dir(project: KernelProject) -> Path:
     return project.root / ext / project.py_name
 
 
-def is_shipped(rel: str, pyext: tuple[str, ...]) -> bool:
-    """Whether a file at ``rel`` (``/``-separated, relative to the package dir) is one a variant ships (docs/layout.md)."""
-    parts = rel.split("/")
-    suffix = Path(parts[-1]).suffix
-    if "__pycache__" in parts[:-1] or suffix == ".pyc" or rel == "_ops.py" or not suffix:
+def _selected(rel: str, pyext: tuple[str, ...]) -> bool:
+    """Whether the package's extension filter picks ``rel``: ``.py`` or a ``pyext`` suffix, not the top-level
+    ``_ops.py`` (generated)."""
+    suffix = Path(rel).suffix
+    if rel == "_ops.py" or not suffix:
         return False
     return suffix[1:] in pyext or suffix == ".py"
 
 
-def shipped_python_files(project: KernelProject) -> list[str]:
-    """Paths (``/``-separated, relative to the package dir) of the files copied into every variant.
+def is_shipped(rel: str, pyext: tuple[str, ...]) -> bool:
+    """Whether a file at ``rel`` (``/``-separated, relative to the package dir) is one a variant ships (docs/layout.md):
+    picked by the extension filter, and a variant file (:func:`~kernel_builder.formats.files.is_variant_file`)."""
+    return is_variant_file(rel) and _selected(rel, pyext)
 
-    Every ``.py`` file and every file whose extension is in ``pyext``, recursively; ``__pycache__``, ``*.pyc``
-    and the top-level generated ``_ops.py`` are skipped. Symlinks are followed, to files and directories (a link
+
+def _package_files(project: KernelProject) -> tuple[list[str], list[str]]:
+    """The files of the package the extension filter picks: the variant files, and the hidden files left out.
+
+    Bytecode and hidden directories are not entered. Symlinks are followed, to files and directories (a link
     back to a directory above it is not walked again).
     """
     root = package_dir(project)
     pyext = project.config.framework.pyext
-    found = []
+    shipped, hidden = [], []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         rel_dir = Path(dirpath).relative_to(root)
         ancestors = {os.path.realpath(root.joinpath(*rel_dir.parts[:i])) for i in range(len(rel_dir.parts))}
         if os.path.realpath(dirpath) in ancestors:  # a link back up the tree: its files are listed already
             dirnames[:] = []
             continue
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        dirnames[:] = sorted(d for d in dirnames if not skipped_directory(d))
         for name in filenames:
             rel = (rel_dir / name).as_posix()
-            if is_shipped(rel, pyext) and (Path(dirpath) / name).is_file():
-                found.append(rel)
-    return sorted(found)
+            if not _selected(rel, pyext) or not (Path(dirpath) / name).is_file():
+                continue
+            if is_variant_file(rel):
+                shipped.append(rel)
+            elif not is_bytecode(rel):
+                hidden.append(rel)
+    return sorted(shipped), sorted(hidden)
+
+
+def shipped_python_files(project: KernelProject) -> list[str]:
+    """Paths (``/``-separated, relative to the package dir) of the files copied into every variant.
+
+    Every ``.py`` file and every file whose extension is in ``pyext``, recursively, that is a variant file
+    (docs/layout.md): no bytecode (``__pycache__``, ``*.pyc``, ``*.pyo``) and no hidden path. The top-level
+    generated ``_ops.py`` is skipped.
+    """
+    return _package_files(project)[0]
+
+
+def hidden_python_files(project: KernelProject) -> list[str]:
+    """Hidden files the extension filter would pick (``.private.py``): not shipped, and the build says so."""
+    return _package_files(project)[1]
 
 
 def user_ops_file(project: KernelProject) -> Path | None:
