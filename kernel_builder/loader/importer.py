@@ -24,6 +24,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 
 from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
+from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
 from kernel_builder.loader.errors import KernelIntegrityError
 
@@ -188,7 +189,7 @@ def read_variant_metadata(variant_dir: str | os.PathLike[str]) -> Metadata:
         packages = sorted(
             entry.name
             for entry in directory.iterdir()
-            if entry.name != "__pycache__" and (entry / _INIT).is_file()
+            if not skipped_directory(entry.name) and (entry / _INIT).is_file()
         )
         if len(packages) == 1:
             default_name = packages[0].replace("_", "-")
