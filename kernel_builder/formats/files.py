@@ -37,6 +37,7 @@ __all__ = [
     "scan_variant",
     "sha256_hex",
     "skipped_directory",
+    "variant_directories",
 ]
 
 PYCACHE = "__pycache__"
@@ -66,6 +67,18 @@ def is_variant_file(relpath: str) -> bool:
 def skipped_directory(name: str) -> bool:
     """Whether a directory named ``name`` holds no variant file (a walk need not enter it)."""
     return name == PYCACHE or name.startswith(".")
+
+
+def variant_directories(build_dir: str | os.PathLike[str]) -> list[str]:
+    """The names of the directories in ``build_dir`` that may be variants, sorted: real directories (a link is
+    never a variant; a cache holds links to files only) whose name is not hidden (a builder's temporary)."""
+    try:
+        with os.scandir(build_dir) as entries:
+            return sorted(
+                e.name for e in entries if e.is_dir(follow_symlinks=False) and not is_hidden(e.name)
+            )
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _not_variant(relpath: str, is_directory: bool) -> bool:

@@ -5,8 +5,12 @@ Layers, each its own module: :mod:`~kernel_builder.loader.resolve` judges and so
 :mod:`~kernel_builder.loader.local` loads from local directories and ``LOCAL_KERNELS``, and
 :mod:`~kernel_builder.loader.remote` loads from the Hub (through :mod:`kernel_builder.hub`, the only module
 that makes HTTP requests) behind the trust gate of :mod:`~kernel_builder.loader.trust`;
-:mod:`~kernel_builder.loader.locked` loads the commits pinned in a ``kernels.lock``. The loader never
-prints: it warns with ``warnings.warn`` and logs to the ``kernel_builder`` logger.
+:mod:`~kernel_builder.loader.locked` loads the commits pinned in a ``kernels.lock``. Locks: the file format
+and the variant hash are :mod:`kernel_builder.formats.lockfile`'s; here :mod:`~kernel_builder.loader.lock`
+writes a project's lock (``kernel-builder lock``), :mod:`~kernel_builder.loader.download` fetches what it pins
+(``kernel-builder download``), :mod:`~kernel_builder.loader.caller` finds the lock of the calling code and
+:mod:`~kernel_builder.loader.lockcheck` checks files against a lock entry. The loader never prints: it warns
+with ``warnings.warn`` and logs to the ``kernel_builder`` logger.
 """
 
 from __future__ import annotations

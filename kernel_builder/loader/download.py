@@ -17,7 +17,7 @@ from kernel_builder import __version__
 from kernel_builder.formats.lockfile import LOCK_FILE, LockEntry, group_variant_files, read_lock
 from kernel_builder.hub import REQUEST_ERRORS, RemoteRepo
 from kernel_builder.loader.errors import NoCompatibleVariantError
-from kernel_builder.loader.locked import choose_variant, fetch_locked_variant
+from kernel_builder.loader.locked import cache_fix, choose_variant, fetch_locked_variant
 from kernel_builder.loader.remote import Target, start_operation, variant_metadata
 from kernel_builder.publish.errors import ProjectConfigError, PublishError, describe
 
@@ -82,10 +82,7 @@ def download_locked(
                         partial(variant_metadata, hub, target),
                     )
                 ]
-            fix = (
-                f"delete {hub.repo_folder(repo)} (the cached download of {entry.repo_id}) and run "
-                f"`kernel-builder download {directory}` again"
-            )
+            fix = cache_fix(hub, repo, directory)
             paths = []
             for variant in chosen:
                 variant_dir, _ = fetch_locked_variant(

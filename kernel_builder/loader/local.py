@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
@@ -91,17 +92,6 @@ def _resolve(repo_path: str | os.PathLike[str], backend: str | None) -> tuple[Pa
     return _locate(root, env, selected), selected
 
 
-def _subdirectories(directory: Path) -> list[str]:
-    try:
-        with os.scandir(directory) as entries:
-            # `.`-prefixed directories are temporaries of older builders, never variants.
-            return sorted(
-                e.name for e in entries if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
-            )
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
 def _has_variant(names: list[str]) -> bool:
     for name in names:
         try:
@@ -114,7 +104,7 @@ def _has_variant(names: list[str]) -> bool:
 
 def _locate(root: Path, env: environment.Environment, backend: str) -> Path:
     for base in (root, root / "build"):
-        names = _subdirectories(base)
+        names = variant_directories(base)
         if not _has_variant(names):
             continue
 

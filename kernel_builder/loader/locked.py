@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.lockfile import LockEntry, group_variant_files
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
@@ -40,6 +41,7 @@ from kernel_builder.loader.lockcheck import (
 from kernel_builder.loader.remote import Operation, Target, start_operation, variant_metadata
 
 __all__ = [
+    "cache_fix",
     "choose_variant",
     "fetch_locked_variant",
     "get_locked_kernel",
@@ -51,14 +53,16 @@ __all__ = [
 logger = logging.getLogger("kernel_builder")
 
 
-def _download_hint(match: LockMatch) -> str:
-    where = f" {match.project_dir}" if match.project_dir is not None else " [PROJECT_DIR]"
+def _download_hint(project_dir: Path | None) -> str:
+    where = f" {project_dir}" if project_dir is not None else " [PROJECT_DIR]"
     return f"run `kernel-builder download{where}`"
 
 
-def _cache_fix(hub: Hub, repo: RemoteRepo, match: LockMatch) -> str:
+def cache_fix(hub: Hub, repo: RemoteRepo, project_dir: Path | None) -> str:
+    """What to do about a cached locked download that fails its checks: delete it and download it again."""
     return (
-        f"delete {hub.repo_folder(repo)} (the cached download of {repo.repo_id}) and {_download_hint(match)}"
+        f"delete {hub.repo_folder(repo)} (the cached download of {repo.repo_id}) and "
+        f"{_download_hint(project_dir)}"
     )
 
 
@@ -136,13 +140,9 @@ def _start(match: LockMatch, operation: Operation) -> _Locked:
 def _candidates(locked: _Locked) -> list[str]:
     names = set(locked.entry.variants)
     if locked.repo is not None:
-        build = locked.operation.hub.snapshot(locked.repo, locked.entry.sha) / "build"
-        if build.is_dir():
-            names |= {
-                p.name
-                for p in build.iterdir()
-                if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
-            }
+        names.update(
+            variant_directories(locked.operation.hub.snapshot(locked.repo, locked.entry.sha) / "build")
+        )
     return sorted(names)
 
 
@@ -150,7 +150,7 @@ def _not_cached(locked: _Locked, variant: str | None = None) -> FileNotFoundErro
     what = f", variant {variant}," if variant is not None else ""
     return FileNotFoundError(
         f"{locked.entry.repo_id} at {locked.entry.sha}{what} (locked in {locked.match.source}) is not in the "
-        f"cache ({locked.operation.hub.cache_dir}): {_download_hint(locked.match)}"
+        f"cache ({locked.operation.hub.cache_dir}): {_download_hint(locked.match.project_dir)}"
     )
 
 
@@ -159,7 +159,7 @@ def _verify_cached(
 ) -> tuple[Path, Metadata]:
     hub = locked.operation.hub
     variant_dir = hub.snapshot(repo, locked.entry.sha) / "build" / variant
-    fix = _cache_fix(hub, repo, locked.match)
+    fix = cache_fix(hub, repo, locked.match.project_dir)
     require_covered(locked.entry, variant, lock=locked.match.source)
     if env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify is None else verify:
         remedy = f"To fix it, {fix}. {_LOAD_ANYWAY}"
@@ -262,7 +262,7 @@ def get_locked_match(
             variant,
             tree,
             lock=locked.match.source,
-            fix=_cache_fix(hub, repo, locked.match),
+            fix=cache_fix(hub, repo, locked.match.project_dir),
             load_anyway=_LOAD_ANYWAY,
             verify_files=verify,
             verify_digest=verify,

@@ -22,6 +22,7 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem, revision_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
 from kernel_builder.formats.variants import compute_name
@@ -320,16 +321,7 @@ def variant_metadata(hub: Hub, target: Target, variant: str) -> Metadata | None:
 
 def _variant_names(hub: Hub, target: Target) -> list[str]:
     if hub.offline:
-        build = hub.snapshot(target.repo, target.sha) / "build"
-        try:
-            # A link is never a variant: the cache holds real directories (and links to files only).
-            return sorted(
-                p.name
-                for p in build.iterdir()
-                if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
-            )
-        except (FileNotFoundError, NotADirectoryError):
-            return []
+        return variant_directories(hub.snapshot(target.repo, target.sha) / "build")
     return hub.folders(target.repo, target.sha, "build")
 
 
