@@ -49,6 +49,9 @@ class Generated:
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Generated:
     root = copy_example("relu", tmp_path_factory.mktemp("generate") / "relu")
+    # Not files of a variant (docs/layout.md), so not in the wheel either.
+    (root / "torch-ext" / "relu" / ".private.py").write_text("SECRET = 1\n", encoding="utf-8")
+    (root / "torch-ext" / "relu" / "legacy.pyo").write_bytes(b"bytecode")
     git_init(root)
     run = run_cli(["generate", root]).check()
     after_generate = changes_outside_state(root)

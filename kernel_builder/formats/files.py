@@ -25,6 +25,7 @@ from kernel_builder.common.safe_fs import TreeScan, scan_tree
 
 __all__ = [
     "BYTECODE_SUFFIXES",
+    "GITIGNORE_PATTERNS",
     "GIT_BLOB",
     "HUB_IGNORE_PATTERNS",
     "PYCACHE",
@@ -45,6 +46,8 @@ BYTECODE_SUFFIXES = (".pyc", ".pyo")
 #: The same rule as ``huggingface_hub`` ``ignore_patterns`` (``fnmatch``, where ``*`` also matches ``/``), so a
 #: download never fetches a file that is not part of the variant.
 HUB_IGNORE_PATTERNS = ("*.pyc", "*.pyo", f"{PYCACHE}/*", f"*/{PYCACHE}/*", ".*", "*/.*")
+#: The same rule as gitignore-style patterns (scikit-build-core's ``wheel.exclude``), for the wheel of a kernel.
+GITIGNORE_PATTERNS = (f"**/{PYCACHE}", "**/*.pyc", "**/*.pyo", "**/.*")
 GIT_BLOB = "git-blob"
 _CHUNK = 1 << 20
 
