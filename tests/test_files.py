@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, build, copy_example, write_tree
+from build_fixtures import CPU_VARIANT, build, copy_example, cpu_python, run_json, write_tree
 from hub_server import HubServer, git_blob_oid
 from huggingface_hub.utils import filter_repo_objects
 from loader_fixtures import write_variant
@@ -213,12 +213,25 @@ def test_hidden_and_pyo_files_agree_across_build_digest_upload_lock_and_download
     (variant_dir / ".DS_Store").write_bytes(b"finder")
     (variant_dir / "stale.pyo").write_bytes(b"bytecode")
 
-    # 1. The digest: it lists every shipped file but metadata.json, and the directory passes the check.
+    # 1. The digest lists every shipped file but metadata.json; the directory passes the check, and the loader
+    # (which verifies the digest before importing) loads it.
     metadata = read_metadata(variant_dir)
     assert metadata.digest is not None
     digested = set(metadata.digest.files)
     assert digested == shipped - {"metadata.json"}
     assert verify_digest(variant_dir, metadata) == []
+    loaded = run_json(
+        cpu_python(),
+        """
+        import json, sys
+        from pathlib import Path
+        import kernel_builder
+        module = kernel_builder.get_local_kernel(Path(sys.argv[1]), backend="cpu")
+        print(json.dumps(Path(module.__file__).parent.name))
+        """,
+        root / "build",
+    )
+    assert loaded == CPU_VARIANT
 
     # 2. The upload sends exactly the shipped files.
     hub.add_organization("org")
