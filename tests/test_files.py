@@ -254,6 +254,14 @@ def test_hidden_and_pyo_files_agree_across_build_digest_upload_lock_and_download
     (entry,) = read_lock(app / "kernels.lock")
     assert entry.sha == sha
     assert entry.variants[CPU_VARIANT].hash == _lock_hash(hub, sha, CPU_VARIANT, shipped)
+    # The `kernels` loader's lock hashes every file of the tree under build/<variant>/ but *.pyc and
+    # __pycache__: for this build, the same files, so its lock and ours are interchangeable.
+    in_tree = {
+        path[len(prefix) :]
+        for path in hub.files(REPO, sha)
+        if path.startswith(prefix) and not path.endswith(".pyc") and "__pycache__" not in path.split("/")
+    }
+    assert in_tree == shipped
 
     # 4. The download fetches and verifies exactly the shipped files.
     download = run_cli(capsys, "download", str(app), "--all-variants")
