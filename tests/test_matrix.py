@@ -38,7 +38,9 @@ def _expected_names() -> dict[str, bool]:
 
 def _raw_matrix() -> dict[str, Any]:
     text = (
-        importlib.resources.files("kernel_builder.formats").joinpath("build-matrix.json").read_text(encoding="utf-8")
+        importlib.resources.files("kernel_builder.formats")
+        .joinpath("build-matrix.json")
+        .read_text(encoding="utf-8")
     )
     data: dict[str, Any] = json.loads(text)
     return data

@@ -20,6 +20,7 @@ from types import ModuleType
 
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
+import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.formats import runtime as environment
 from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem, revision_problem
@@ -27,7 +28,6 @@ from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metada
 from kernel_builder.formats.variants import compute_name
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
-from kernel_builder.loader import resolve
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments
 from kernel_builder.loader.errors import KernelIntegrityError, NoCompatibleVariantError
