@@ -176,7 +176,7 @@ def _parse_entry(source: str, index: int, item: object) -> LockEntry:
         raise _invalid(source, f"{where}: sha", f"expected a 40-hex commit SHA, got {json.dumps(sha)}")
     if not isinstance(variants, dict):
         raise _invalid(source, f"{where}: variants", "expected an object")
-    if redirected is not None and not isinstance(redirected, str):
+    if redirected is not None and not is_repo_id(redirected):
         raise _invalid(source, f"{where}: redirected_from", "expected a repo id")
     parsed: dict[str, LockedVariant] = {}
     for name, value in variants.items():

@@ -23,7 +23,7 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.formats import runtime as environment
-from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem, revision_problem
+from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, repo_id_problem, revision_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
 from kernel_builder.formats.variants import compute_name
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
@@ -73,7 +73,6 @@ ALLOW_NO_DIGEST = "KERNEL_BUILDER_ALLOW_NO_DIGEST"
 STATUS_FILE = "kernel-status.toml"
 _STATUS_LIMIT = 64 << 10  # a status file holds three short keys
 _VERSION_BRANCH_RE = re.compile(r"v(0|[1-9][0-9]*)")
-_NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 
 
 class _VersionNotFound(ValueError):
@@ -305,7 +304,7 @@ def follow_redirects_from_main(
 def _default_name(repo_id: str) -> str:
     """A stand-in kernel name for a legacy ``metadata.json`` without one, before its package is downloaded."""
     name = repo_id.rsplit("/", 1)[-1].lower().replace("_", "-")
-    return name if _NAME_RE.fullmatch(name) else "kernel"
+    return name if is_kernel_name(name) else "kernel"
 
 
 def variant_metadata(hub: Hub, target: Target, variant: str) -> Metadata | None:
