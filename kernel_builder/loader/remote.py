@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from types import ModuleType
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
 import kernel_builder.loader.resolve as resolve
+from kernel_builder.common import toml
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.formats import runtime as environment
 from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, repo_id_problem, revision_problem
@@ -43,11 +43,6 @@ from kernel_builder.loader.importer import (
 )
 from kernel_builder.loader.local import load_local_override
 from kernel_builder.loader.trust import check_trust_argument, require_trusted
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
     "ALLOW_NO_DIGEST",
@@ -201,11 +196,11 @@ def _status(hub: Hub, target: Target) -> Mapping[str, object] | None:
     if path is None:
         return None
     try:
-        status: dict[str, object] = tomllib.loads(read_bounded(path, _STATUS_LIMIT).decode("utf-8"))
+        status: dict[str, object] = toml.loads(read_bounded(path, _STATUS_LIMIT).decode("utf-8"))
         return status
     except UnsafeFileError as error:
         raise ValueError(f"{target.label}: {STATUS_FILE} cannot be read: {error}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
+    except (toml.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise ValueError(f"{target.label}: {STATUS_FILE} is not valid TOML: {error}") from None
 
 
