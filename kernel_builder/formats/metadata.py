@@ -9,6 +9,7 @@ keys, unknown keys ignored, every bad field reported with the file's path and th
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import keyword
 import logging
@@ -20,7 +21,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from kernel_builder.common.hashing import file_digest
 from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded, scan_tree
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.identifiers import is_kernel_name, repo_id_problem, revision_problem
@@ -48,6 +48,7 @@ DIGEST_ALGORITHMS = ("sha256", "sha512")
 
 # Top-level files that are not part of the digest: the metadata itself and its (future) signature.
 _UNDIGESTED_TOP_LEVEL = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
+_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -303,7 +304,11 @@ def _refused(scan: TreeScan) -> dict[str, str]:
 
 
 def _hash_file(path: Path, algorithm: str) -> str:
-    return base64.b64encode(file_digest(path, algorithm).digest()).decode("ascii")
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return base64.b64encode(digest.digest()).decode("ascii")
 
 
 def digest_files(variant_dir: str | os.PathLike[str], algorithm: str = "sha256") -> dict[str, str]:

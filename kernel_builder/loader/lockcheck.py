@@ -9,13 +9,13 @@ request; the callers pass listings and directories in.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from kernel_builder.common.hashing import file_digest, git_blob_id
 from kernel_builder.formats.lockfile import HASH_TYPE, LockEntry, is_bytecode, variant_hash
 from kernel_builder.hub import RemoteFile
 from kernel_builder.loader.errors import KernelIntegrityError
@@ -33,6 +33,7 @@ __all__ = [
 logger = logging.getLogger("kernel_builder")
 
 _BLOB_NAME_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_CHUNK = 1 << 20
 
 
 def relock_hint(lock: str) -> str:
@@ -42,8 +43,21 @@ def relock_hint(lock: str) -> str:
     )
 
 
+def git_blob_id(path: Path) -> str:
+    """The git blob SHA-1 of a file: ``sha1(b"blob <size>\\0" + data)``, read in chunks."""
+    digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _sha256(path: Path) -> str:
-    return file_digest(path).hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def local_files(variant_dir: Path) -> dict[str, Path]:

@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernel_builder.common.hashing import feed_file, file_digest
 from kernel_builder.formats.metadata import DIGEST_ALGORITHMS, METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.importer import read_variant_metadata
@@ -30,6 +29,7 @@ BENCHMARKS = "benchmarks"
 _BENCHMARK_RE = re.compile(r"benchmarks/benchmark[^/]*\.py")
 _NIX_HASH_RE = re.compile(r"[0-9a-z]{32}-.+")
 _UNDIGESTED = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
+_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,12 @@ class LocalFile:
     @classmethod
     def read(cls, path: str, source: Path) -> LocalFile:
         size = source.stat().st_size
-        blob = hashlib.sha1(b"blob %d\0" % size)  # the git blob id and the sha256 in one read
+        blob = hashlib.sha1(b"blob %d\0" % size)
         plain = hashlib.sha256()
-        feed_file(source, blob, plain)
+        with open(source, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                blob.update(chunk)
+                plain.update(chunk)
         return cls(path, source, size, blob.hexdigest(), plain.hexdigest())
 
 
@@ -163,7 +166,11 @@ class _Walker:
 def _encoded(file: LocalFile, algorithm: str) -> str:
     if algorithm == "sha256":
         return base64.b64encode(bytes.fromhex(file.sha256)).decode("ascii")
-    return base64.b64encode(file_digest(file.source, algorithm).digest()).decode("ascii")
+    digest = hashlib.new(algorithm)
+    with open(file.source, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return base64.b64encode(digest.digest()).decode("ascii")
 
 
 def _digest_problems(variant: VariantDir, files: list[LocalFile]) -> list[str]:
