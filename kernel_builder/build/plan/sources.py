@@ -6,9 +6,9 @@ exactly what is shipped.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from kernel_builder.common.safe_fs import scan_tree
 from kernel_builder.config.model import KernelProject, TvmFfi
 
 
@@ -33,21 +33,15 @@ def shipped_python_files(project: KernelProject) -> list[str]:
     and the top-level generated ``_ops.py`` are skipped. Symlinks are followed, to files and directories (a link
     back to a directory above it is not walked again).
     """
-    root = package_dir(project)
     pyext = project.config.framework.pyext
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        rel_dir = Path(dirpath).relative_to(root)
-        ancestors = {os.path.realpath(root.joinpath(*rel_dir.parts[:i])) for i in range(len(rel_dir.parts))}
-        if os.path.realpath(dirpath) in ancestors:  # a link back up the tree: its files are listed already
-            dirnames[:] = []
-            continue
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in filenames:
-            rel = (rel_dir / name).as_posix()
-            if is_shipped(rel, pyext) and (Path(dirpath) / name).is_file():
-                found.append(rel)
-    return sorted(found)
+    # The author's own tree: every link is followed (:func:`~kernel_builder.common.safe_fs.scan_tree` cuts
+    # the loops); dangling links and special files are not files to ship.
+    scan = scan_tree(package_dir(project), skip=_skip_pycache, follow=lambda relpath, target: True)
+    return sorted(rel for rel in scan.files if is_shipped(rel, pyext))
+
+
+def _skip_pycache(relpath: str, is_directory: bool) -> bool:
+    return is_directory and relpath.rsplit("/", 1)[-1] == "__pycache__"
 
 
 def user_ops_file(project: KernelProject) -> Path | None:
