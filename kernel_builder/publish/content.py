@@ -148,10 +148,12 @@ class _Walker:
 
         def skip(relpath: str, is_directory: bool) -> bool:
             name = relpath.rsplit("/", 1)[-1]
+            if name == "__pycache__" or name.endswith((".pyc", ".pyo")):
+                return True
             if name.startswith("."):
                 warnings.append(f"{label}/{relpath}: hidden path, not uploaded")
                 return True
-            return name == "__pycache__" or name.endswith((".pyc", ".pyo"))
+            return False
 
         def follow(relpath: str, target: Path) -> bool:
             problem = self._outside(directory / relpath, target, f"{label}/{relpath}")
