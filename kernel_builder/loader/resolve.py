@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from kernel_builder.formats.archs import CAPABILITY_RE, device_runs, rocm_device_runs
+from kernel_builder.build.plan.capabilities import CAPABILITY_RE, device_runs, rocm_device_runs
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.formats.variants import Variant, compute_name, parse_variant
