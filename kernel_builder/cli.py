@@ -378,8 +378,8 @@ def _run_list_variants(args: argparse.Namespace) -> int:
 def _run_matrix(args: argparse.Namespace) -> int:
     import json
 
+    from kernel_builder.build.plan.github_matrix import github_matrix
     from kernel_builder.config import load_project
-    from kernel_builder.formats.github_matrix import github_matrix
 
     result = load_project(args.path)
     _print_diagnostics(result.diagnostics)

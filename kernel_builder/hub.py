@@ -321,18 +321,8 @@ class Hub:
     def folders(self, repo: RemoteRepo, sha: str, path: str) -> list[str]:
         """Names of the folders directly under ``path`` at ``sha``; none when ``path`` does not exist."""
 
-        def listing(kind: str) -> list[str]:
-            try:
-                entries = list(
-                    self.api.list_repo_tree(
-                        repo.repo_id, path_in_repo=path, revision=sha, repo_type=kind, recursive=False
-                    )
-                )
-            except RemoteEntryNotFoundError:
-                return []
-            return sorted(e.path.rsplit("/", 1)[-1] for e in entries if isinstance(e, RepoFolder))
-
-        return self.call(repo, listing)
+        entries = self._tree(repo, sha, path, recursive=False)
+        return sorted(e.path.rsplit("/", 1)[-1] for e in entries if isinstance(e, RepoFolder))
 
     def file_exists(self, repo: RemoteRepo, sha: str, filename: str) -> bool:
         return self.call(
@@ -393,21 +383,29 @@ class Hub:
         A ``path`` that does not exist gives an empty list.
         """
 
-        def listing(kind: str) -> list[RemoteFile]:
+        files = [
+            RemoteFile(e.path, e.size, e.blob_id, e.lfs.sha256 if e.lfs is not None else None)
+            for e in self._tree(repo, revision, path, recursive=True)
+            if isinstance(e, RepoFile)
+        ]
+        return sorted(files, key=lambda file: file.path)
+
+    def _tree(self, repo: RemoteRepo, revision: str, path: str | None, *, recursive: bool) -> list[object]:
+        """The entries of the repository tree under ``path`` at ``revision``; none when ``path`` does not exist."""
+
+        def listing(kind: str) -> list[object]:
             try:
-                entries = list(
+                return list(
                     self.api.list_repo_tree(
-                        repo.repo_id, path_in_repo=path, revision=revision, repo_type=kind, recursive=True
+                        repo.repo_id,
+                        path_in_repo=path,
+                        revision=revision,
+                        repo_type=kind,
+                        recursive=recursive,
                     )
                 )
             except RemoteEntryNotFoundError:
                 return []
-            files = [
-                RemoteFile(e.path, e.size, e.blob_id, e.lfs.sha256 if e.lfs is not None else None)
-                for e in entries
-                if isinstance(e, RepoFile)
-            ]
-            return sorted(files, key=lambda file: file.path)
 
         return self.call(repo, listing)
 

@@ -8,7 +8,6 @@ problem only. ``diagnose(text)`` loads it and returns every diagnostic rendered,
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,15 +15,11 @@ from typing import Any, Protocol
 import pytest
 from hub_server import hub  # noqa: F401  (the Hub double's fixture, loader spec §7)
 
+from kernel_builder.common import toml as tomllib
 from kernel_builder.config import load as config_load
 from kernel_builder.config import load_project
 from kernel_builder.errors import ConfigError
 from kernel_builder.formats.matrix import Matrix
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 #: The directory ``make_project`` writes into, relative to ``tmp_path`` (the tests' working directory).
 PROJECT = "kernel"

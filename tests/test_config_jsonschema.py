@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from kernel_builder.authoring.scaffold import InitOptions, project_files
 from kernel_builder.cli import main
+from kernel_builder.common import toml as tomllib
 from kernel_builder.config import load_project, schema
 from kernel_builder.config.jsonschema import build_toml_schema
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -22,11 +22,7 @@ from build_fixtures import CPU_VARIANT, CliRun, copy_example, git, git_init, pri
 from stage_fixtures import load, write_files
 
 from kernel_builder.build.generate.pyproject import pyproject_text
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+from kernel_builder.common import toml as tomllib
 
 
 def changes_outside_state(root: Path) -> list[str]:

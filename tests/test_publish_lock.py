@@ -583,10 +583,7 @@ def test_code_outside_distributions_searches_up_to_the_project(tmp_path: Path, h
 def test_egg_info_writer_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+    from kernel_builder.common import toml as tomllib
 
     declared = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
     target = declared["egg_info.writers"]["kernels.lock"]

@@ -107,6 +107,57 @@ def test_scan_tree_lists_files_and_reports_what_it_does_not_enter(tmp_path: Path
     assert scan.unreadable == {}
 
 
+def _linked_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A package whose links lead to a shared directory outside it, back up into itself, and to a file."""
+    root, shared = tmp_path / "pkg", tmp_path / "shared"
+    (root / "sub").mkdir(parents=True)
+    shared.mkdir()
+    (root / "sub" / "a.py").write_text("a")
+    (shared / "s.py").write_text("s")
+    (shared / "back").symlink_to(shared, target_is_directory=True)  # a loop inside the followed directory
+    (root / "sub" / "shared").symlink_to(shared, target_is_directory=True)
+    (root / "sub" / "up").symlink_to(root, target_is_directory=True)  # back to an ancestor
+    (root / "again").symlink_to(root / "sub", target_is_directory=True)  # a sibling: not a loop
+    (root / "file.py").symlink_to(shared / "s.py")
+    (root / "dangling").symlink_to(tmp_path / "nowhere")
+    return root, shared
+
+
+def test_scan_tree_follows_accepted_links_and_cuts_loops(tmp_path: Path) -> None:
+    root, shared = _linked_tree(tmp_path)
+    asked: list[str] = []
+    scan = scan_tree(root, follow=lambda rel, target: asked.append(rel) or True)
+    assert sorted(scan.files) == [
+        "again/a.py",
+        "again/shared/s.py",
+        "file.py",
+        "sub/a.py",
+        "sub/shared/s.py",
+    ]
+    assert scan.loops == {
+        "again/shared/back": shared,
+        "again/up": root,
+        "sub/shared/back": shared,
+        "sub/up": root,
+    }
+    assert scan.directory_links == [] and scan.refused_links == {}
+    assert scan.special == {"dangling": "a dangling symlink"}
+    assert "dangling" not in asked and "file.py" in asked
+
+
+def test_scan_tree_reports_refused_links_without_entering_them(tmp_path: Path) -> None:
+    root, shared = _linked_tree(tmp_path)
+    real_root = Path(os.path.realpath(root))
+    scan = scan_tree(root, follow=lambda rel, target: target == real_root or real_root in target.parents)
+    assert sorted(scan.files) == ["again/a.py", "sub/a.py"]
+    assert scan.refused_links == {
+        "again/shared": shared,
+        "file.py": shared / "s.py",
+        "sub/shared": shared,
+    }
+    assert scan.loops == {"again/up": root, "sub/up": root}
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every directory")
 def test_scan_tree_reports_unreadable_directories(tmp_path: Path) -> None:
     (tmp_path / "locked").mkdir()

@@ -8,7 +8,8 @@ Three functions, each the one way the tool does that thing with untrusted paths:
   is created fresh and renamed into place, so a link planted at the target is replaced, not followed, and a
   path that would leave the root is refused before anything is written.
 * :func:`scan_tree` lists a directory tree without following directory symlinks, and reports those links and
-  every entry that is not a regular file, so a caller can refuse them without walking or opening them.
+  every entry that is not a regular file, so a caller can refuse them without walking or opening them; or,
+  asked to, follows the links its caller accepts (a link back up the tree is reported, never walked again).
 """
 
 from __future__ import annotations
@@ -145,24 +146,39 @@ class TreeScan:
     ``files``: regular files, and symlinks to regular files (the cache stores downloads as such links).
     ``directory_links``: symlinks to directories, not entered. ``special``: everything else (FIFOs, devices,
     sockets, dangling links), with what it is; none was opened. ``unreadable``: directories that could not be
-    listed, with the error.
+    listed, with the error. With ``follow``: ``refused_links``, the links ``follow`` refused, with their
+    resolved targets; ``loops``, the directory links that lead back to a directory they are in, with it.
     """
 
     files: dict[str, Path] = field(default_factory=dict)
     directory_links: list[str] = field(default_factory=list)
     special: dict[str, str] = field(default_factory=dict)
     unreadable: dict[str, str] = field(default_factory=dict)
+    refused_links: dict[str, Path] = field(default_factory=dict)
+    loops: dict[str, Path] = field(default_factory=dict)
 
 
-def scan_tree(root: str | os.PathLike[str], *, skip: Callable[[str, bool], bool] | None = None) -> TreeScan:
-    """List every entry under ``root`` without following directory symlinks (iteratively, no recursion limit).
+def scan_tree(
+    root: str | os.PathLike[str],
+    *,
+    skip: Callable[[str, bool], bool] | None = None,
+    follow: Callable[[str, Path], bool] | None = None,
+) -> TreeScan:
+    """List every entry under ``root`` (iteratively, no recursion limit).
 
-    ``skip(relpath, is_directory)`` leaves an entry out (a skipped directory is not entered).
+    ``skip(relpath, is_directory)`` leaves an entry out (a skipped directory is not entered). Without
+    ``follow``, directory symlinks are reported, not entered, and file symlinks count as their files. With
+    ``follow``, it is asked about every symlink that resolves, with its real target: a refused link is reported
+    (``refused_links``) and neither read nor entered; an accepted one counts as its file or is entered as a
+    directory, except a directory link back to a directory it is in (``loops``), so no walk goes round forever.
     """
     result = TreeScan()
-    pending: list[tuple[str, str]] = [(os.fspath(root), "")]
+    start = os.fspath(root)
+    pending: list[tuple[str, str, tuple[str, ...]]] = [
+        (start, "", (os.path.realpath(start),) if follow else ())
+    ]
     while pending:
-        directory, prefix = pending.pop()
+        directory, prefix, ancestors = pending.pop()
         try:
             with os.scandir(directory) as entries:
                 listed = list(entries)
@@ -180,7 +196,8 @@ def scan_tree(root: str | os.PathLike[str], *, skip: Callable[[str, bool], bool]
             if skip is not None and skip(relpath, is_dir):
                 continue
             if is_dir:
-                pending.append((entry.path, relpath + "/"))
+                inside = (*ancestors, os.path.realpath(entry.path)) if follow else ()
+                pending.append((entry.path, relpath + "/", inside))
                 continue
             try:
                 info = os.stat(entry.path)  # follows a file link: the cache's files are links to blobs
@@ -188,9 +205,19 @@ def scan_tree(root: str | os.PathLike[str], *, skip: Callable[[str, bool], bool]
                 dangling = is_link and error.errno in (errno.ENOENT, errno.ELOOP)
                 result.special[relpath] = "a dangling symlink" if dangling else (error.strerror or str(error))
                 continue
+            target = Path(os.path.realpath(entry.path)) if is_link and follow is not None else None
+            if target is not None and follow is not None and not follow(relpath, target):
+                result.refused_links[relpath] = target
+                continue
             if stat.S_ISDIR(info.st_mode):
-                if skip is None or not skip(relpath, True):
+                if skip is not None and skip(relpath, True):
+                    continue
+                if target is None:
                     result.directory_links.append(relpath)
+                elif str(target) in ancestors:
+                    result.loops[relpath] = target
+                else:
+                    pending.append((entry.path, relpath + "/", (*ancestors, str(target))))
             elif stat.S_ISREG(info.st_mode):
                 result.files[relpath] = Path(entry.path)
             else:

@@ -53,6 +53,35 @@ def backends_hint(doc: dict[str, Any]) -> str:
     return f"add `backends = [{listed}]` to [general]"
 
 
+# Keys that only files of a form >= 4 have: (how messages name it, its table (``None``: top level), its key).
+_V4_TRAITS: tuple[tuple[str, str | None, str], ...] = (
+    ("`general.source`", "general", "source"),
+    ("`[torch-noarch]`", None, "torch-noarch"),
+    ("`[tvm-ffi]`", None, "tvm-ffi"),
+    ("`torch.cxx-flags`", "torch", "cxx-flags"),
+    ("`torch.stable-abi`", "torch", "stable-abi"),
+)
+# Keys that only files of a form >= 3 have (the v4 traits are v3-or-later traits too).
+_V3_TRAITS = (
+    ("`[general.cuda]`", "general", "cuda"),
+    ("`[general.xpu]`", "general", "xpu"),
+    ("`[general.neuron]`", "general", "neuron"),
+    ("`general.version`", "general", "version"),
+    ("`general.license`", "general", "license"),
+    ("`general.upstream`", "general", "upstream"),
+    *_V4_TRAITS,
+)
+
+
+def _first_trait(doc: dict[str, Any], traits: tuple[tuple[str, str | None, str], ...]) -> str | None:
+    """How messages name the first of ``traits`` that ``doc`` has, or ``None``."""
+    for label, table, key in traits:
+        section = doc if table is None else doc.get(table)
+        if isinstance(section, dict) and key in section:
+            return label
+    return None
+
+
 def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
     """The form of ``doc``, or None after reporting why it cannot be read."""
     general = doc.get("general")
@@ -129,43 +158,22 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
             "add `edition = 5` to [general]",
         )
         return None
+    v4_trait = _first_trait(doc, _V4_TRAITS)
     if "backends" in general:
-        v4_traits = [
-            ("[torch-noarch]", "torch-noarch" in doc),
-            ("[tvm-ffi]", "tvm-ffi" in doc),
-            ("`general.source`", "source" in general),
-            ("`torch.cxx-flags`", "cxx-flags" in torch),
-            ("`torch.stable-abi`", "stable-abi" in torch),
-        ]
-        for trait, present in v4_traits:
-            if present:
-                return Form(4, f"{trait} without 'edition'")
+        if v4_trait is not None:
+            return Form(4, f"{v4_trait} without 'edition'")
         if "version" in general and "license" in general and "torch" in doc:
             return Form(4, "'backends', 'version', 'license' and [torch] without 'edition'")
         return Form(3, "[general] has 'backends' but no 'edition'")
 
-    v3_traits = [
-        ("`[general.cuda]`", "cuda" in general),
-        ("`[general.xpu]`", "xpu" in general),
-        ("`[general.neuron]`", "neuron" in general),
-        ("`general.version`", "version" in general),
-        ("`general.license`", "license" in general),
-        ("`general.upstream`", "upstream" in general),
-        ("`general.source`", "source" in general),
-        ("`[torch-noarch]`", "torch-noarch" in doc),
-        ("`[tvm-ffi]`", "tvm-ffi" in doc),
-        # v4 traits are v3-or-later traits too
-        ("`torch.cxx-flags`", "cxx-flags" in torch),
-        ("`torch.stable-abi`", "stable-abi" in torch),
-    ]
-    for trait, present in v3_traits:
-        if present:
-            ctx.error(
-                f"`general.backends` is missing (required since v3; this file uses {trait})",
-                ("general",),
-                backends_hint(doc),
-            )
-            return None
+    v3_trait = _first_trait(doc, _V3_TRAITS)
+    if v3_trait is not None:
+        ctx.error(
+            f"`general.backends` is missing (required since v3; this file uses {v3_trait})",
+            ("general",),
+            backends_hint(doc),
+        )
+        return None
 
     v2_traits: list[tuple[str, KeyPath]] = [
         (f"[kernel.{n}] has `backend`", ("kernel", n, "backend"))
@@ -212,17 +220,17 @@ def _feature_path(doc: dict[str, Any], feature: str) -> tuple[str, ...]:
     return ("torch", "stable-abi")
 
 
+# TOML's value types as messages name them; bool before int (a bool is an int to Python).
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a float"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "a table"),
+)
+
+
 def type_name(value: object) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return "a date/time"
+    """What a TOML value is, in words (``an integer``); the only other type TOML has is a date or time."""
+    return next((name for kind, name in _TYPE_NAMES if isinstance(value, kind)), "a date/time")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernel_builder.common import toml
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList, Severity
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.config.archs import E20_HINT, E20_ROCM_HINT, arch_problems
@@ -28,11 +28,6 @@ from kernel_builder.config.positions import scan_positions
 from kernel_builder.config.schema import TOP_LEVEL, suggest_table
 from kernel_builder.errors import ConfigError
 from kernel_builder.formats.matrix import Matrix, load_matrix
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 _AT_END = " (at end of document)"
@@ -127,9 +122,9 @@ def parse_toml(text: str, diags: DiagnosticList) -> dict[str, Any]:
         )
         raise ConfigError(diags.sorted())
     try:
-        doc: dict[str, Any] = tomllib.loads(text)
+        doc: dict[str, Any] = toml.loads(text)
         return doc
-    except tomllib.TOMLDecodeError as exc:
+    except toml.TOMLDecodeError as exc:
         message = str(exc)
         match = _TOML_POSITION.search(message)
         line = col = None

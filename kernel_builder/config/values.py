@@ -6,7 +6,9 @@ import functools
 import re
 from dataclasses import dataclass
 
-NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]\Z")  # \Z: `$` would accept a final newline
+from kernel_builder.formats.identifiers import KERNEL_NAME_RE
+
+NAME_RE = KERNEL_NAME_RE  # one rule for build.toml, metadata.json and the loader
 VERSION_RE = re.compile(r"^[0-9]+(\.[0-9]+)*\Z")
 KERNEL_SECTION_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")
 _GIT_URL_RE = re.compile(r"^(https|http|git|ssh|git\+ssh|git\+https|git\+http)://[^/\s]+/\S+$")

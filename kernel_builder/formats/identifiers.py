@@ -1,4 +1,4 @@
-"""Repository ids, commit ids and ref names: the one place that decides which of them are valid.
+"""Repository ids, kernel names, commit ids and ref names: the one place that decides which of them are valid.
 
 Every name that comes from a user, a configuration file, a lock file or a Hub answer passes through here
 before it becomes part of a path, a request or a ``sys.modules`` key. A name that passes is safe to use as a
@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "KERNEL_NAME_RE",
     "MAX_REF_LENGTH",
     "REPO_ID_PATTERN",
     "is_commit_id",
+    "is_kernel_name",
     "is_ref_name",
     "is_repo_id",
     "ref_name_problem",
@@ -32,6 +34,9 @@ _REPO_PART_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")
 #: The shape of ``<org>/<name>`` as one anchored regular expression (for JSON Schema); :func:`repo_id_problem`
 #: also limits the length and refuses ``--`` and ``..``.
 REPO_ID_PATTERN = f"^{_REPO_PART_RE.pattern}/{_REPO_PART_RE.pattern}$"
+KERNEL_NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]\Z")  # \Z: `$` would accept a final newline
+"""A kernel's name (``build.toml``'s ``general.name``, ``metadata.json``'s ``name``): lower-case letters, digits
+and ``-``, starting with a letter and not ending with ``-``; anchored, so ``match`` tests the whole string."""
 # git check-ref-format: control characters, space and ~^:?*[\ are never part of a ref name.
 _REF_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 
@@ -39,6 +44,11 @@ _REF_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 def is_commit_id(value: object) -> bool:
     """A full commit id: exactly 40 lower-case hex digits (what the Hub and the cache use)."""
     return isinstance(value, str) and _COMMIT_RE.fullmatch(value) is not None
+
+
+def is_kernel_name(value: object) -> bool:
+    """Whether ``value`` is a kernel name (:data:`KERNEL_NAME_RE`)."""
+    return isinstance(value, str) and KERNEL_NAME_RE.match(value) is not None
 
 
 def repo_id_problem(value: object) -> str | None:

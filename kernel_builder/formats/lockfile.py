@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,14 +19,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from kernel_builder.common import toml
 from kernel_builder.formats.files import is_variant_file
 from kernel_builder.formats.identifiers import is_commit_id, is_repo_id
 from kernel_builder.formats.variants import parse_variant
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
     "HASH_TYPE",
@@ -175,7 +170,7 @@ def _parse_entry(source: str, index: int, item: object) -> LockEntry:
         raise _invalid(source, f"{where}: sha", f"expected a 40-hex commit SHA, got {json.dumps(sha)}")
     if not isinstance(variants, dict):
         raise _invalid(source, f"{where}: variants", "expected an object")
-    if redirected is not None and not isinstance(redirected, str):
+    if redirected is not None and not is_repo_id(redirected):
         raise _invalid(source, f"{where}: redirected_from", "expected a repo id")
     parsed: dict[str, LockedVariant] = {}
     for name, value in variants.items():
@@ -219,8 +214,8 @@ def find_entry(entries: Iterable[LockEntry], repo_id: str) -> LockEntry | None:
 
 def _has_kernel_dependencies(pyproject: Path) -> bool:
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = toml.read_toml(pyproject)
+    except (OSError, UnicodeDecodeError, toml.TOMLDecodeError):
         return False
     tool = data.get("tool")
     kernels = tool.get("kernels") if isinstance(tool, dict) else None

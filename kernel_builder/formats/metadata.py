@@ -12,7 +12,6 @@ import json
 import keyword
 import logging
 import os
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import digest_value, file_hashes, is_variant_file, scan_variant
-from kernel_builder.formats.identifiers import repo_id_problem, revision_problem
+from kernel_builder.formats.identifiers import is_kernel_name, repo_id_problem, revision_problem
 
 __all__ = [
     "BACKEND_TYPES",
@@ -49,7 +48,6 @@ DIGEST_ALGORITHMS = ("sha256", "sha512")
 
 # Top-level files that are not part of the digest: the metadata itself and its (future) signature.
 _UNDIGESTED_TOP_LEVEL = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
-_NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 
 
 @dataclass(frozen=True)
@@ -246,7 +244,7 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
 
     name = fields.string("name", required=default_name is None) or default_name
     assert name is not None
-    if not _NAME_RE.fullmatch(name):
+    if not is_kernel_name(name):
         raise fields.error(
             "name",
             f"{name!r} is not a kernel name (lower-case letters, digits and '-', starting with a letter, "

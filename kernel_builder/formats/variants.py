@@ -15,12 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from kernel_builder.formats.runtime import Environment, detect_environment, normalize_cpu
-
-if TYPE_CHECKING:
-    from kernel_builder.formats.matrix import MatrixEntry
 
 __all__ = [
     "BACKENDS",
@@ -295,8 +292,24 @@ def noarch_variant(backend: str) -> Variant:
     return Variant("noarch", None, None, None, canonical, None, None)
 
 
+class MatrixEntryLike(Protocol):
+    """What :func:`variant_for_entry` reads of a :class:`kernel_builder.formats.matrix.MatrixEntry`.
+
+    A protocol rather than an import: the matrix module builds on this one, so this one must not import it.
+    """
+
+    @property
+    def torch(self) -> tuple[int, int]: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def version(self) -> tuple[int, ...] | None: ...
+    @property
+    def systems(self) -> tuple[str, ...]: ...
+
+
 def variant_for_entry(
-    entry: MatrixEntry, system: str, stable_abi: tuple[int, int] | str | None = None
+    entry: MatrixEntryLike, system: str, stable_abi: tuple[int, int] | str | None = None
 ) -> Variant:
     """The variant of a matrix entry on one of its systems (``<cpu>-<os>``).
 

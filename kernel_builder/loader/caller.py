@@ -15,6 +15,7 @@ from pathlib import Path
 from types import FrameType
 
 from kernel_builder.formats.lockfile import LOCK_FILE, LockEntry, find_entry, parse_lock, read_lock
+from kernel_builder.loader.arguments import check_repo_id
 from kernel_builder.loader.errors import KernelNotLockedError
 
 __all__ = ["Caller", "LockMatch", "find_caller", "find_locked"]
@@ -91,8 +92,9 @@ def find_locked(repo_id: str, lockfile: str | os.PathLike[str] | None, frame: Fr
     """The lock entry for ``repo_id``: from ``lockfile`` if given, else from the caller's project (above).
 
     Raises :class:`KernelNotLockedError` naming the repo and every place searched, ``FileNotFoundError`` for
-    a given ``lockfile`` that does not exist and ``ValueError`` for an invalid lock.
+    a given ``lockfile`` that does not exist and ``ValueError`` for an invalid lock or repo id.
     """
+    check_repo_id(repo_id)
     searched: list[str] = []
     if lockfile is not None:
         path = Path(os.path.abspath(lockfile))

@@ -9,12 +9,12 @@ when every repo succeeded; unchanged inputs give identical bytes.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernel_builder import __version__
+from kernel_builder.common import toml
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.lockfile import (
     LOCK_FILE,
@@ -29,11 +29,6 @@ from kernel_builder.loader.errors import UntrustedKernelError
 from kernel_builder.loader.remote import follow_redirects_from_main, resolve_version
 from kernel_builder.loader.trust import require_trusted
 from kernel_builder.publish.errors import ProjectConfigError, PublishError, describe
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = ["Dependency", "LockReport", "lock_project", "read_dependencies"]
 
@@ -70,12 +65,12 @@ def read_dependencies(project_dir: str | os.PathLike[str]) -> list[Dependency]:
     """
     file = Path(project_dir) / PYPROJECT
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        data = toml.read_toml(file)
     except FileNotFoundError:
         raise ProjectConfigError(
             f"{file}: not found; `kernel-builder lock` reads the kernels to lock from its {TABLE} table"
         ) from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+    except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as error:
         raise ProjectConfigError(f"{file}: cannot read it: {error}") from None
     tool = data.get("tool")
     kernels = tool.get("kernels") if isinstance(tool, dict) else None

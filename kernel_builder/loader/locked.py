@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+import kernel_builder.loader.resolve as resolve
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.lockfile import LockEntry, group_variant_files
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
-from kernel_builder.loader import resolve
 from kernel_builder.loader.caller import LockMatch, find_locked
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +19,16 @@ from types import ModuleType
 
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
+import kernel_builder.loader.resolve as resolve
+from kernel_builder.common import toml
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.formats import runtime as environment
 from kernel_builder.formats.files import variant_directories
-from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem, revision_problem
+from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, repo_id_problem, revision_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
 from kernel_builder.formats.variants import compute_name
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
-from kernel_builder.loader import resolve
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments
 from kernel_builder.loader.errors import KernelIntegrityError, NoCompatibleVariantError
@@ -44,11 +44,6 @@ from kernel_builder.loader.importer import (
 )
 from kernel_builder.loader.local import load_local_override
 from kernel_builder.loader.trust import check_trust_argument, require_trusted
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
     "ALLOW_NO_DIGEST",
@@ -74,7 +69,6 @@ ALLOW_NO_DIGEST = "KERNEL_BUILDER_ALLOW_NO_DIGEST"
 STATUS_FILE = "kernel-status.toml"
 _STATUS_LIMIT = 64 << 10  # a status file holds three short keys
 _VERSION_BRANCH_RE = re.compile(r"v(0|[1-9][0-9]*)")
-_NAME_RE = re.compile(r"[a-z][-a-z0-9]*[a-z0-9]")
 
 
 class _VersionNotFound(ValueError):
@@ -203,11 +197,11 @@ def _status(hub: Hub, target: Target) -> Mapping[str, object] | None:
     if path is None:
         return None
     try:
-        status: dict[str, object] = tomllib.loads(read_bounded(path, _STATUS_LIMIT).decode("utf-8"))
+        status: dict[str, object] = toml.loads(read_bounded(path, _STATUS_LIMIT).decode("utf-8"))
         return status
     except UnsafeFileError as error:
         raise ValueError(f"{target.label}: {STATUS_FILE} cannot be read: {error}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
+    except (toml.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
         raise ValueError(f"{target.label}: {STATUS_FILE} is not valid TOML: {error}") from None
 
 
@@ -306,7 +300,7 @@ def follow_redirects_from_main(
 def _default_name(repo_id: str) -> str:
     """A stand-in kernel name for a legacy ``metadata.json`` without one, before its package is downloaded."""
     name = repo_id.rsplit("/", 1)[-1].lower().replace("_", "-")
-    return name if _NAME_RE.fullmatch(name) else "kernel"
+    return name if is_kernel_name(name) else "kernel"
 
 
 def variant_metadata(hub: Hub, target: Target, variant: str) -> Metadata | None:

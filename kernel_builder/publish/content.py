@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernel_builder.common.safe_fs import scan_tree
 from kernel_builder.formats.files import GIT_BLOB, file_hashes, is_bytecode, is_hidden
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, digest_problems
 from kernel_builder.formats.variants import parse_variant
@@ -117,43 +118,55 @@ class _Walker:
         if not target.exists():
             self.problems.append(f"{what}: symbolic link {link} -> {os.readlink(link)} is dangling")
             return False
-        if not any(target == root or root in target.parents for root in self.roots):
-            roots = " or ".join(str(root) for root in self.roots)
-            self.problems.append(
-                f"{what}: symbolic link {link} points to {target}, outside {roots}; refusing to read it"
-            )
-            return False
-        return True
+        problem = self._outside(link, target, what)
+        if problem is not None:
+            self.problems.append(problem)
+        return problem is None
+
+    def _outside(self, link: Path, target: Path, what: str) -> str | None:
+        """The problem with a link whose target is outside the allowed roots, or ``None``."""
+        if any(target == root or root in target.parents for root in self.roots):
+            return None
+        roots = " or ".join(str(root) for root in self.roots)
+        return f"{what}: symbolic link {link} points to {target}, outside {roots}; refusing to read it"
 
     def walk(self, directory: Path, repo_prefix: str, label: str) -> list[LocalFile]:
-        files: list[LocalFile] = []
-        seen = {os.path.realpath(directory)}
+        """The files of one variant directory to send; hidden paths are warned about, bytecode is left out.
 
-        def visit(current: Path, prefix: str) -> None:
-            for entry in sorted(current.iterdir()):
-                name = entry.name
-                relpath = prefix + name
-                if is_bytecode(relpath):
-                    continue
-                if is_hidden(name):
-                    self.warnings.append(f"{label}/{relpath}: hidden path, not uploaded")
-                    continue
-                if entry.is_symlink() and not self.allowed(entry, f"{label}/{relpath}"):
-                    continue
-                if entry.is_dir():
-                    real = os.path.realpath(entry)
-                    if real in seen:
-                        self.problems.append(f"{label}/{relpath}: symbolic link loop (back to {real})")
-                        continue
-                    seen.add(real)
-                    visit(entry, relpath + "/")
-                elif entry.is_file():
-                    files.append(LocalFile.read(repo_prefix + relpath, entry))
-                else:
-                    self.problems.append(f"{label}/{relpath}: not a regular file or directory")
+        The walk is :func:`~kernel_builder.common.safe_fs.scan_tree`'s: a link is followed only into the
+        allowed roots, and a link back up the tree is a problem, never walked again.
+        """
+        warnings: list[str] = []
+        problems: list[str] = []
 
-        visit(directory, "")
-        return files
+        def skip(relpath: str, is_directory: bool) -> bool:
+            if is_bytecode(relpath):
+                return True
+            if is_hidden(relpath.rsplit("/", 1)[-1]):
+                warnings.append(f"{label}/{relpath}: hidden path, not uploaded")
+                return True
+            return False
+
+        def follow(relpath: str, target: Path) -> bool:
+            problem = self._outside(directory / relpath, target, f"{label}/{relpath}")
+            if problem is not None:
+                problems.append(problem)
+            return problem is None
+
+        scan = scan_tree(directory, skip=skip, follow=follow)
+        for relpath, real in scan.loops.items():
+            problems.append(f"{label}/{relpath}: symbolic link loop (back to {real})")
+        for relpath, what in scan.special.items():
+            link = directory / relpath
+            if link.is_symlink() and what == "a dangling symlink":
+                problems.append(f"{label}/{relpath}: symbolic link {link} -> {os.readlink(link)} is dangling")
+            else:
+                problems.append(f"{label}/{relpath}: not a regular file or directory ({what})")
+        for relpath, why in scan.unreadable.items():
+            problems.append(f"{label}/{relpath}: unreadable directory ({why})")
+        self.warnings += sorted(warnings)
+        self.problems += sorted(problems)
+        return [LocalFile.read(repo_prefix + relpath, path) for relpath, path in sorted(scan.files.items())]
 
 
 def _digest_problems(variant: VariantDir, files: list[LocalFile]) -> list[str]:

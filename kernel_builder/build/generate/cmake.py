@@ -178,7 +178,8 @@ def write_project(
         shim = _cuda_library_headers(project_dir / "cuda-library-headers", interpreter, toolkit)
         if shim is not None:
             late_includes.append(shim)
-    text = _cmakelists(root, plan, interpreter, details, toolkit, options, project_dir, late_includes, compat)
+    inputs = _Inputs(root, plan, interpreter, details, toolkit, options)
+    text = _cmakelists(inputs, project_dir, late_includes, compat)
     (project_dir / "CMakeLists.txt").write_text(text, encoding="utf-8")
     # Installed beside the extension, so the project also builds a complete package (a wheel through
     # scikit-build-core, `kernel-builder generate`); `build` assembles its variants itself and ignores it.
@@ -232,17 +233,29 @@ def _cuda_library_headers(shim: Path, interpreter: BuildInterpreter, toolkit: Cu
     return shim
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    """What :func:`write_project` was given, passed on whole to :func:`_cmakelists`."""
+
+    root: Path
+    plan: VariantPlan
+    interpreter: BuildInterpreter
+    details: TorchDetails
+    toolkit: CudaToolkit | None
+    options: ProjectOptions
+
+
 def _cmakelists(
-    root: Path,
-    plan: VariantPlan,
-    interpreter: BuildInterpreter,
-    details: TorchDetails,
-    toolkit: CudaToolkit | None,
-    options: ProjectOptions,
-    project_dir: Path,
-    late_includes: list[Path],
-    compat: tuple[Path, Path] | None = None,
+    inputs: _Inputs, project_dir: Path, late_includes: list[Path], compat: tuple[Path, Path] | None = None
 ) -> str:
+    root, plan, interpreter, details, toolkit, options = (
+        inputs.root,
+        inputs.plan,
+        inputs.interpreter,
+        inputs.details,
+        inputs.toolkit,
+        inputs.options,
+    )
     cuda = plan.backend == "cuda"
     languages = "CXX CUDA" if cuda else "CXX"
     standard = cxx_standard(interpreter.torch_major_minor)

@@ -6,9 +6,9 @@ exactly what is shipped.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from kernel_builder.common.safe_fs import scan_tree
 from kernel_builder.config.model import KernelProject, TvmFfi
 from kernel_builder.formats.files import is_bytecode, is_variant_file, skipped_directory
 
@@ -39,25 +39,23 @@ def _package_files(project: KernelProject) -> tuple[list[str], list[str]]:
     Bytecode and hidden directories are not entered. Symlinks are followed, to files and directories (a link
     back to a directory above it is not walked again).
     """
-    root = package_dir(project)
     pyext = project.config.framework.pyext
+    # The author's own tree: every link is followed (:func:`~kernel_builder.common.safe_fs.scan_tree` cuts
+    # the loops); dangling links and special files are not files to ship.
+    scan = scan_tree(
+        package_dir(project),
+        skip=lambda rel, is_dir: is_dir and skipped_directory(rel.rsplit("/", 1)[-1]),
+        follow=lambda rel, target: True,
+    )
     shipped, hidden = [], []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        rel_dir = Path(dirpath).relative_to(root)
-        ancestors = {os.path.realpath(root.joinpath(*rel_dir.parts[:i])) for i in range(len(rel_dir.parts))}
-        if os.path.realpath(dirpath) in ancestors:  # a link back up the tree: its files are listed already
-            dirnames[:] = []
+    for rel in sorted(scan.files):
+        if not _selected(rel, pyext):
             continue
-        dirnames[:] = sorted(d for d in dirnames if not skipped_directory(d))
-        for name in filenames:
-            rel = (rel_dir / name).as_posix()
-            if not _selected(rel, pyext) or not (Path(dirpath) / name).is_file():
-                continue
-            if is_variant_file(rel):
-                shipped.append(rel)
-            elif not is_bytecode(rel):
-                hidden.append(rel)
-    return sorted(shipped), sorted(hidden)
+        if is_variant_file(rel):
+            shipped.append(rel)
+        elif not is_bytecode(rel):
+            hidden.append(rel)
+    return shipped, hidden
 
 
 def shipped_python_files(project: KernelProject) -> list[str]:

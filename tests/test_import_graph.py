@@ -1,0 +1,174 @@
+"""The package's import graph: no two modules import each other, and the layers point one way.
+
+The graph is read from the source with :mod:`ast` (nothing is imported), counting every import: at module level,
+inside functions and under ``if TYPE_CHECKING:``, since a lazy import is still a dependency. ``from pkg import
+name`` is an edge to ``pkg`` and, where ``name`` is a submodule, to ``pkg.name`` too. The layering follows the
+package layout in the README: the shared formats depend on neither the builder nor the loader (nor the
+publishing, authoring or command layers), and the loader does not depend on the builder.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+import kernel_builder
+
+PACKAGE_DIR = Path(kernel_builder.__file__).parent
+
+#: Package prefix → the packages it must not import (the prefix itself and every module below it).
+FORBIDDEN = {
+    "kernel_builder.formats": (
+        "kernel_builder.build",
+        "kernel_builder.loader",
+        "kernel_builder.publish",
+        "kernel_builder.authoring",
+        "kernel_builder.commands",
+        "kernel_builder.cli",
+    ),
+    "kernel_builder.loader": ("kernel_builder.build",),
+}
+
+
+def module_files(package_dir: Path) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name → (its file, whether it is a package's ``__init__``), for every module below."""
+    modules = {}
+    for file in sorted(package_dir.rglob("*.py")):
+        parts = list(file.relative_to(package_dir.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        modules[".".join(parts)] = (file, is_package)
+    return modules
+
+
+def _imported(node: ast.AST, package: str) -> Iterable[str]:
+    """The dotted names an import statement may import (its module, and each name as a submodule)."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            parts = package.split(".")
+            base = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+        else:
+            base = node.module or ""
+        yield base
+        yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """Module → the modules of the same package it imports, anywhere in its body."""
+    modules = module_files(package_dir)
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, (file, is_package) in modules.items():
+        package = name if is_package else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"), str(file))):
+            graph[name].update(t for t in _imported(node, package) if t in modules and t != name)
+    return graph
+
+
+def mutual_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Every pair of modules that import each other, sorted."""
+    return sorted({(a, b) if a < b else (b, a) for a in graph for b in graph[a] if a in graph.get(b, ())})
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+#: Edges that break the layering today and are being removed: ``(importer, imported)``. The loader's GPU check
+#: asks the build's capability module; the backend registry (``kernel_builder/backends/``) takes that module
+#: over in the same restructuring, and this entry goes with it. An entry no longer in the graph is harmless.
+KNOWN_VIOLATIONS = frozenset({("kernel_builder.loader.resolve", "kernel_builder.build.plan.capabilities")})
+
+
+def layering_violations(
+    graph: dict[str, set[str]],
+    forbidden: dict[str, tuple[str, ...]],
+    known: frozenset[tuple[str, str]] = frozenset(),
+) -> list[str]:
+    """``importer -> imported`` for every edge from a layer to a package it must not depend on, but ``known``."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for layer, banned in forbidden.items()
+        if _within(module, layer)
+        for target in targets
+        if any(_within(target, b) for b in banned) and (module, target) not in known
+    )
+
+
+# --- the package ----------------------------------------------------------------------------------------------
+
+
+def test_no_two_modules_import_each_other() -> None:
+    assert mutual_imports(import_graph(PACKAGE_DIR)) == []
+
+
+def test_formats_and_loader_keep_to_their_layer() -> None:
+    assert layering_violations(import_graph(PACKAGE_DIR), FORBIDDEN, KNOWN_VIOLATIONS) == []
+
+
+def test_the_graph_covers_the_package() -> None:
+    graph = import_graph(PACKAGE_DIR)
+    # the loader's lazy, function-level import of the Hub half and a TYPE_CHECKING import are both edges
+    assert "kernel_builder.loader.remote" in graph["kernel_builder.loader"]
+    assert "kernel_builder.hub" in graph["kernel_builder.loader.remote"]
+    assert "kernel_builder.formats.variants" in graph["kernel_builder.formats.matrix"]
+
+
+# --- the walker itself, on a small package made for it ---------------------------------------------------------
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    for relpath, text in files.items():
+        path = root / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root / "toy"
+
+
+def test_a_planted_cycle_is_found(tmp_path: Path) -> None:
+    package = _package(
+        tmp_path,
+        {
+            "toy/__init__.py": "",
+            "toy/a.py": "from toy import b\n",
+            "toy/b.py": "def f():\n    from toy.a import thing\n",
+            "toy/sub/__init__.py": "from .c import x\n",
+            "toy/sub/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .. import sub\n",
+            "toy/d.py": "import toy.a\n",
+        },
+    )
+    graph = import_graph(package)
+    assert graph["toy.d"] == {"toy.a"}
+    assert mutual_imports(graph) == [("toy.a", "toy.b"), ("toy.sub", "toy.sub.c")]
+
+
+def test_a_planted_layering_violation_is_found(tmp_path: Path) -> None:
+    package = _package(
+        tmp_path,
+        {
+            "toy/__init__.py": "",
+            "toy/formats/__init__.py": "",
+            "toy/formats/names.py": "def f():\n    import toy.build.plan\n",
+            "toy/build/__init__.py": "from toy.formats import names\n",
+            "toy/build/plan.py": "",
+        },
+    )
+    graph = import_graph(package)
+    assert layering_violations(graph, {"toy.formats": ("toy.build",)}) == [
+        "toy.formats.names -> toy.build.plan"
+    ]
+    assert layering_violations(graph, {"toy.build": ("toy.loader",)}) == []
+    known = frozenset({("toy.formats.names", "toy.build.plan")})
+    assert layering_violations(graph, {"toy.formats": ("toy.build",)}, known) == []
+
+
+@pytest.mark.parametrize("text", ["from . import b\n", "from .b import g\n", "import toy.b\n"])
+def test_relative_and_absolute_imports_are_edges(tmp_path: Path, text: str) -> None:
+    package = _package(tmp_path, {"toy/__init__.py": "", "toy/a.py": text, "toy/b.py": "from toy import a\n"})
+    assert mutual_imports(import_graph(package)) == [("toy.a", "toy.b")]
