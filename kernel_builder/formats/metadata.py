@@ -20,6 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from kernel_builder import backends
 from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import digest_value, file_hashes, is_variant_file, scan_variant
@@ -44,7 +45,8 @@ logger = logging.getLogger("kernel_builder")
 METADATA_FILE = "metadata.json"
 #: Far above any real metadata.json (its digest lists one line per shipped file).
 METADATA_LIMIT = 16 << 20
-BACKEND_TYPES = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
+BACKEND_TYPES = tuple(sorted(backends.names()))
+"""The built-in backends; reading asks the registry (:mod:`kernel_builder.backends`), which may hold more."""
 DIGEST_ALGORITHMS = ("sha256", "sha512")
 
 # Top-level files that are not part of the digest: the metadata itself and its (future) signature.
@@ -260,8 +262,9 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
     backend = fields.table("backend", required=True)
     assert backend is not None
     backend_type = backend.string("type", required=True)
-    if backend_type not in BACKEND_TYPES:
-        raise backend.error("type", f"expected one of {', '.join(BACKEND_TYPES)}, got {backend_type!r}")
+    if backends.find(backend_type) is None:
+        known = ", ".join(sorted(backends.names()))
+        raise backend.error("type", f"expected one of {known}, got {backend_type!r}")
     version: int | None = fields.get("version", int, "an integer")
     return Metadata(
         name=name,

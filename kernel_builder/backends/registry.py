@@ -1,0 +1,190 @@
+"""The backend registry: every module asks it what a backend is instead of comparing backend names.
+
+A :class:`Backend` gathers everything the tool knows about one compute backend (cpu, cuda, rocm, …): the
+build.toml keys that belong to it, how its compute part of a variant name is spelled, whether this tool can
+compile it and with which CMake language and toolchain, which GPU architectures its variants list and how the
+loader judges a variant against the running environment. One module per backend (``cpu.py``, ``cuda.py``, …)
+builds its ``Backend`` and :mod:`kernel_builder.backends` registers them in a fixed order; adding a backend means
+adding one such module and its tests (docs/backends.md).
+
+This module is imported by the config validator, the shared formats, the build stages and the loader, so it
+imports nothing of theirs and nothing heavy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "Backend",
+    "BackendExistsError",
+    "GpuArchKind",
+    "UnknownBackendError",
+    "all_backends",
+    "find",
+    "get",
+    "names",
+    "register",
+    "unregister",
+]
+
+GpuArchKind = Literal["capability", "gfx"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One compute backend. Only ``name`` is required: the defaults describe a backend that variants and
+    build.toml may name but that has no compiled kernel sections, no ``[general.<name>]`` table and no build
+    support here (the state of neuron or tpu today)."""
+
+    name: str
+    """The name used in build.toml ``backends``, metadata.json ``backend.type`` and ``backend=`` of the loader."""
+
+    # --- variant names (docs/layout.md) -----------------------------------------------------------------------
+    compute_prefix: str | None = None
+    """Versioned backends: the prefix of the compute part (``cu`` → ``cu130``). ``None``: the compute part is
+    the name itself and takes no version (``cpu``, ``metal``)."""
+    noarch_token: str | None = None
+    """The word after ``torch-`` of the backend's noarch variant; ``None`` means its name (cann publishes
+    ``torch-npu``)."""
+    aliases: tuple[str, ...] = ()
+    """Other names the loader's ``backend=`` accepts for this backend (``npu`` for cann)."""
+
+    # --- build.toml (docs/build-toml.md) ----------------------------------------------------------------------
+    kernel_sections: bool = False
+    """Whether ``[kernel.<name>]`` sections may use ``backend = "<name>"`` (the backend has a compiled form)."""
+    kernel_keys: tuple[str, ...] = ()
+    """``[kernel.<name>]`` keys valid only with this backend (``cuda-capabilities``, …)."""
+    general_table: frozenset[str] | None = None
+    """The keys of its ``[general.<name>]`` table, ``None`` when it has none."""
+    source_suffixes: tuple[str, ...] = ()
+    """Source suffixes that only this backend (and others listing them) compiles (``.cu``, ``.metal``, …)."""
+
+    # --- the variant matrix (kernel_builder/formats/build-matrix.json) ----------------------------------------
+    in_matrix: bool = False
+    """Whether matrix entries may name the backend."""
+    pip_provisioned: bool = False
+    """Whether its build environments are provisioned with pip (its matrix entries then need a ``torch-pin``)."""
+
+    # --- building (docs/building.md) --------------------------------------------------------------------------
+    buildable: bool = False
+    """Whether this kernel-builder compiles its variants (on the buildable host)."""
+    cmake_define: str | None = None
+    """The ``<NAME>_KERNEL`` definition that tells sources which backend they are compiled for."""
+    use_define: str | None = None
+    """An extra ``USE_<NAME>=1`` definition Torch extension headers expect, if any."""
+    cmake_languages: tuple[str, ...] = ("CXX",)
+    """The languages of the generated CMake ``project()``."""
+    needs_nvcc: bool = False
+    """Whether the build needs a CUDA toolkit (nvcc), matched to the Torch's CUDA version."""
+    ships_triton: bool = False
+    """Whether Torch's Linux builds for this backend install Triton (a kernel may import it unconditionally)."""
+
+    # --- architectures and loading (docs/loading.md) ----------------------------------------------------------
+    gpu_arch: GpuArchKind | None = None
+    """How its metadata.json ``backend.archs`` read: CUDA capabilities (``9.0``), ROCm ``gfx`` names, or none."""
+    noarch_arch_key: str | None = None
+    """The ``[torch-noarch]`` key listing the architectures its noarch variant declares."""
+    abi_compatible_minor: bool = False
+    """Loader rule for versioned backends: ``True`` accepts a variant of the same major and an older or equal
+    minor (CUDA's compatibility promise); ``False`` needs the exact compute version."""
+    min_macos: tuple[int, int] | None = None
+    """The oldest macOS its variants load on (metal)."""
+
+    @property
+    def versioned(self) -> bool:
+        """Whether its compiled variants carry a compute version (``cu130``, ``rocm63``)."""
+        return self.compute_prefix is not None
+
+    @property
+    def noarch_name(self) -> str:
+        """The word after ``torch-`` of its noarch variant directory."""
+        return self.noarch_token or self.name
+
+    def variant_part(self, version: tuple[int, int] | None) -> str:
+        """The compute part of a compiled variant name: ``cuda`` and ``(13, 0)`` → ``cu130``; ``cpu`` → ``cpu``."""
+        if self.compute_prefix is None:
+            if version is not None:
+                raise ValueError(f"backend {self.name} takes no version, got {version[0]}.{version[1]}")
+            return self.name
+        if version is None:
+            raise ValueError(f"backend {self.name} needs a version to name a compiled variant")
+        major, minor = version
+        if major < 0 or not 0 <= minor <= 9:
+            raise ValueError(
+                f"{self.name} version {major}.{minor} cannot be encoded in a variant name: the minor must be "
+                "one digit"
+            )
+        return f"{self.compute_prefix}{major}{minor}"
+
+    def compatible_version(self, built: tuple[int, int], running: tuple[int, int]) -> bool:
+        """Whether a variant built for compute version ``built`` loads where ``running`` is installed."""
+        if self.abi_compatible_minor:
+            return built[0] == running[0] and built[1] <= running[1]
+        return built == running
+
+
+class UnknownBackendError(KeyError):
+    """No backend of that name is registered."""
+
+
+class BackendExistsError(ValueError):
+    """A backend of that name (or one of its spellings) is registered already."""
+
+
+_REGISTRY: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    """Add a backend; its name, noarch token, compute prefix and aliases must not clash with another's."""
+    for other in _REGISTRY.values():
+        mine = {backend.name, backend.noarch_name, *backend.aliases}
+        theirs = {other.name, other.noarch_name, *other.aliases}
+        if mine & theirs:
+            raise BackendExistsError(
+                f"backend {backend.name!r} clashes with {other.name!r}: {sorted(mine & theirs)}"
+            )
+        if backend.compute_prefix is not None and backend.compute_prefix == other.compute_prefix:
+            raise BackendExistsError(f"backend {backend.name!r} uses {other.name!r}'s compute prefix")
+        if backend.compute_prefix is None and backend.name == other.compute_prefix:
+            raise BackendExistsError(f"backend {backend.name!r} is {other.name!r}'s compute prefix")
+    _REGISTRY[backend.name] = backend
+    return backend
+
+
+def unregister(name: str) -> None:
+    """Remove a backend (tests that register their own)."""
+    if _REGISTRY.pop(name, None) is None:
+        raise UnknownBackendError(name)
+
+
+def get(name: str) -> Backend:
+    """The backend of that name; :class:`UnknownBackendError` when there is none."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownBackendError(name) from None
+
+
+def find(name: str) -> Backend | None:
+    """The backend of that name, or ``None``."""
+    return _REGISTRY.get(name)
+
+
+def all_backends() -> tuple[Backend, ...]:
+    """Every registered backend, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+def names(*, where: str | None = None) -> tuple[str, ...]:
+    """Registered backend names in registration order; ``where`` keeps those whose attribute of that name is
+    true (``names(where="kernel_sections")``)."""
+    return tuple(b.name for b in _iter(where))
+
+
+def _iter(where: str | None) -> Iterator[Backend]:
+    for backend in _REGISTRY.values():
+        if where is None or getattr(backend, where):
+            yield backend
