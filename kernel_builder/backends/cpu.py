@@ -9,4 +9,5 @@ BACKEND = Backend(
     pip_provisioned=True,
     buildable=True,
     cmake_define="CPU_KERNEL",
+    loads_everywhere=True,
 )

@@ -5,7 +5,24 @@ equal minor (CUDA's minor-version compatibility) and checks the visible GPUs' ca
 variant's ``backend.archs``.
 """
 
-from kernel_builder.backends.registry import Backend
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kernel_builder.backends.gpu_archs import CAPABILITY_RE, device_runs
+from kernel_builder.backends.registry import Backend, GpuArchs
+
+
+def _runs(device: tuple[int, int]) -> Callable[[str], bool]:
+    return lambda entry: device_runs(device, entry)
+
+
+GPU = GpuArchs(
+    kind="capability",
+    entry_valid=lambda entry: CAPABILITY_RE.fullmatch(entry) is not None,
+    device_runs=_runs,
+    describe_device=lambda device: f"compute capability {device[0]}.{device[1]}",
+)
 
 BACKEND = Backend(
     name="cuda",
@@ -22,7 +39,8 @@ BACKEND = Backend(
     cmake_languages=("CXX", "CUDA"),
     needs_nvcc=True,
     ships_triton=True,
-    gpu_arch="capability",
+    gpu=GPU,
     noarch_arch_key="cuda-capabilities",
+    title="CUDA",
     abi_compatible_minor=True,
 )

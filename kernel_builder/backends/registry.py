@@ -13,14 +13,15 @@ imports nothing of theirs and nothing heavy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "Backend",
     "BackendExistsError",
     "GpuArchKind",
+    "GpuArchs",
     "UnknownBackendError",
     "all_backends",
     "find",
@@ -31,6 +32,20 @@ __all__ = [
 ]
 
 GpuArchKind = Literal["capability", "gfx"]
+
+
+@dataclass(frozen=True)
+class GpuArchs:
+    """How a GPU backend's variants list architectures and how the loader checks a visible GPU against them."""
+
+    kind: GpuArchKind
+    """``capability``: CUDA compute capabilities (``9.0``); ``gfx``: ROCm architecture names (``gfx942``)."""
+    entry_valid: Callable[[str], bool]
+    """Whether a metadata.json ``backend.archs`` entry is one the loader can judge (others are ignored)."""
+    device_runs: Callable[[Any], Callable[[str], bool]]
+    """``device_runs(device)(entry)``: whether a visible device runs code built for ``entry``."""
+    describe_device: Callable[[Any], str]
+    """How messages name a device: ``compute capability 9.0``, ``architecture gfx942``."""
 
 
 @dataclass(frozen=True)
@@ -83,20 +98,34 @@ class Backend:
     """Whether Torch's Linux builds for this backend install Triton (a kernel may import it unconditionally)."""
 
     # --- architectures and loading (docs/loading.md) ----------------------------------------------------------
-    gpu_arch: GpuArchKind | None = None
-    """How its metadata.json ``backend.archs`` read: CUDA capabilities (``9.0``), ROCm ``gfx`` names, or none."""
+    gpu: GpuArchs | None = None
+    """Its GPU architectures (metadata.json ``backend.archs``, the loader's device check); ``None``: it has none."""
     noarch_arch_key: str | None = None
     """The ``[torch-noarch]`` key listing the architectures its noarch variant declares."""
+    title: str | None = None
+    """How messages name the backend with a version (``CUDA 13.0``); ``None`` means its name."""
     abi_compatible_minor: bool = False
     """Loader rule for versioned backends: ``True`` accepts a variant of the same major and an older or equal
     minor (CUDA's compatibility promise); ``False`` needs the exact compute version."""
+    loads_everywhere: bool = False
+    """Whether every environment can load its variants (cpu): the fallback of the loader and of ``dev``."""
     min_macos: tuple[int, int] | None = None
     """The oldest macOS its variants load on (metal)."""
+
+    @property
+    def gpu_arch(self) -> GpuArchKind | None:
+        """The kind of its architecture entries, ``None`` for backends without GPU architectures."""
+        return None if self.gpu is None else self.gpu.kind
 
     @property
     def versioned(self) -> bool:
         """Whether its compiled variants carry a compute version (``cu130``, ``rocm63``)."""
         return self.compute_prefix is not None
+
+    @property
+    def compute_part_stem(self) -> str:
+        """What its compute part starts with: the prefix of a versioned backend, else the name."""
+        return self.compute_prefix or self.name
 
     @property
     def noarch_name(self) -> str:
@@ -143,13 +172,12 @@ def register(backend: Backend) -> Backend:
         mine = {backend.name, backend.noarch_name, *backend.aliases}
         theirs = {other.name, other.noarch_name, *other.aliases}
         if mine & theirs:
+            taken = ", ".join(sorted(mine & theirs))
+            raise BackendExistsError(f"backend {backend.name}: {taken} already names backend {other.name}")
+        if backend.compute_part_stem == other.compute_part_stem:
             raise BackendExistsError(
-                f"backend {backend.name!r} clashes with {other.name!r}: {sorted(mine & theirs)}"
+                f"backend {backend.name}: compute part {backend.compute_part_stem!r} is backend {other.name}'s already"
             )
-        if backend.compute_prefix is not None and backend.compute_prefix == other.compute_prefix:
-            raise BackendExistsError(f"backend {backend.name!r} uses {other.name!r}'s compute prefix")
-        if backend.compute_prefix is None and backend.name == other.compute_prefix:
-            raise BackendExistsError(f"backend {backend.name!r} is {other.name!r}'s compute prefix")
     _REGISTRY[backend.name] = backend
     return backend
 
@@ -176,6 +204,14 @@ def find(name: str) -> Backend | None:
 def all_backends() -> tuple[Backend, ...]:
     """Every registered backend, in registration order."""
     return tuple(_REGISTRY.values())
+
+
+def by_alias(name: str) -> Backend | None:
+    """The backend of that name or alias (the loader's ``backend="npu"`` is cann), or ``None``."""
+    found = _REGISTRY.get(name)
+    if found is not None:
+        return found
+    return next((b for b in _REGISTRY.values() if name in b.aliases), None)
 
 
 def names(*, where: str | None = None) -> tuple[str, ...]:

@@ -4,7 +4,24 @@ Variants are named ``rocm<major><minor>`` and list ``gfx`` architectures, which 
 visible GPUs' ``gcnArchName``.
 """
 
-from kernel_builder.backends.registry import Backend
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kernel_builder.backends.gpu_archs import rocm_device_runs
+from kernel_builder.backends.registry import Backend, GpuArchs
+
+
+def _runs(device: str) -> Callable[[str], bool]:
+    return lambda entry: rocm_device_runs(device, entry)
+
+
+GPU = GpuArchs(
+    kind="gfx",
+    entry_valid=lambda entry: entry.split(":", 1)[0].startswith("gfx"),
+    device_runs=_runs,
+    describe_device=lambda device: f"architecture {device.split(':', 1)[0]}",
+)
 
 BACKEND = Backend(
     name="rocm",
@@ -16,6 +33,6 @@ BACKEND = Backend(
     cmake_define="ROCM_KERNEL",
     use_define="USE_ROCM=1",
     ships_triton=True,
-    gpu_arch="gfx",
+    gpu=GPU,
     noarch_arch_key="rocm-archs",
 )

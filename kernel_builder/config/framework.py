@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernel_builder.build.plan import capabilities
+from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.config.context import Context, describe
 from kernel_builder.config.general import check_bounds, check_keys
 from kernel_builder.config.model import Framework, Torch, TorchNoarch, TvmFfi

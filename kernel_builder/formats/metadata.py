@@ -262,7 +262,7 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
     backend = fields.table("backend", required=True)
     assert backend is not None
     backend_type = backend.string("type", required=True)
-    if backends.find(backend_type) is None:
+    if backend_type is None or backends.find(backend_type) is None:
         known = ", ".join(sorted(backends.names()))
         raise backend.error("type", f"expected one of {known}, got {backend_type!r}")
     version: int | None = fields.get("version", int, "an integer")
