@@ -37,6 +37,12 @@ BACKEND = Backend(
     cmake_define="CUDA_KERNEL",
     use_define="USE_CUDA=1",
     cmake_languages=("CXX", "CUDA"),
+    torch_libraries=(
+        r"libtorch_cuda\.so",
+        r"libc10_cuda\.so",
+        r"lib(cudart|cublas|cublasLt|cusparse|cusparseLt|cusolver|cufft|curand|nvrtc|nvrtc-builtins|nvToolsExt"
+        r"|nvJitLink|cudnn\w*|nccl|cupti|cufile|nvshmem_host|nvperf_host)\.so(\.\d+)*",
+    ),
     needs_nvcc=True,
     ships_triton=True,
     gpu=GPU,

@@ -92,6 +92,9 @@ class Backend:
     """An extra ``USE_<NAME>=1`` definition Torch extension headers expect, if any."""
     cmake_languages: tuple[str, ...] = ("CXX",)
     """The languages of the generated CMake ``project()``."""
+    torch_libraries: tuple[str, ...] = ()
+    """Regular expressions of the shared libraries its Torch wheels bring, which an extension may link
+    (``DT_NEEDED``) beyond libtorch's common ones (the ABI check)."""
     needs_nvcc: bool = False
     """Whether the build needs a CUDA toolkit (nvcc), matched to the Torch's CUDA version."""
     ships_triton: bool = False
