@@ -46,7 +46,7 @@ BACKEND = Backend(
     needs_nvcc=True,
     ships_triton=True,
     gpu=GPU,
-    noarch_arch_key="cuda-capabilities",
+    arch_key="cuda-capabilities",
     title="CUDA",
     abi_compatible_minor=True,
 )

@@ -103,8 +103,9 @@ class Backend:
     # --- architectures and loading (docs/loading.md) ----------------------------------------------------------
     gpu: GpuArchs | None = None
     """Its GPU architectures (metadata.json ``backend.archs``, the loader's device check); ``None``: it has none."""
-    noarch_arch_key: str | None = None
-    """The ``[torch-noarch]`` key listing the architectures its noarch variant declares."""
+    arch_key: str | None = None
+    """The build.toml key listing its GPU architectures, in kernel sections and ``[torch-noarch]``
+    (``cuda-capabilities``, ``rocm-archs``)."""
     title: str | None = None
     """How messages name the backend with a version (``CUDA 13.0``); ``None`` means its name."""
     abi_compatible_minor: bool = False

@@ -34,5 +34,5 @@ BACKEND = Backend(
     use_define="USE_ROCM=1",
     ships_triton=True,
     gpu=GPU,
-    noarch_arch_key="rocm-archs",
+    arch_key="rocm-archs",
 )

@@ -132,11 +132,12 @@ def _read_kernel(
     reader.require("depends", 'add `depends = []` (or `depends = ["torch"]`)')
     depends = _read_depends(ctx, reader, backend, edition5)
     caps = None
-    if "cuda-capabilities" in section and backend == "cuda":
+    # Each architecture key is read only in a section of the backend it belongs to.
+    if "cuda-capabilities" in section and backend_keys["cuda-capabilities"] == backend:
         items = reader.string_list("cuda-capabilities", '["8.0", "9.0"]')
         caps = read_capability_list(ctx, reader, "cuda-capabilities", items) if items is not None else None
     archs = None
-    if "rocm-archs" in section and backend == "rocm":
+    if "rocm-archs" in section and backend_keys["rocm-archs"] == backend:
         items = reader.string_list("rocm-archs", '["gfx90a", "gfx942"]')
         archs = read_rocm_arch_list(ctx, reader, "rocm-archs", items) if items is not None else None
     kernel = Kernel(

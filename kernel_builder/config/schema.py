@@ -124,7 +124,8 @@ def suggest_key(
     if alias is not None and alias in allowed:
         return f"did you mean `{alias}`?"
     if norm in _ARCH_ALIASES:
-        wanted = "rocm-archs" if backend == "rocm" else "cuda-capabilities"
+        spec = _backends.find(backend) if backend is not None else None
+        wanted = spec.arch_key if spec is not None and spec.arch_key else "cuda-capabilities"
         if wanted in allowed or backend is None:
             return f"did you mean `{wanted}`?"
     close = closest(norm, allowed)

@@ -315,7 +315,8 @@ def resolve_variants(
     ``metadata(name)``. With ``first_only`` it stops at the first accepted candidate: later candidates are
     returned as accepted without their GPU check (enough for a load, which takes the first).
     """
-    backend = "cann" if backend == "npu" else backend
+    spec = backends.by_alias(backend)
+    backend = backend if spec is None else spec.name
     variants: dict[str, Variant] = {}
     for name in names:
         try:

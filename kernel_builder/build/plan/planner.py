@@ -95,7 +95,7 @@ def noarch_plans(project: KernelProject, unique_id: str) -> list[VariantPlan]:
     for backend in backends:
         archs: tuple[str, ...] = ()
         if isinstance(framework, TorchNoarch):
-            archs = framework.archs_for(registry.get(backend).noarch_arch_key) or ()
+            archs = framework.archs_for(registry.get(backend).arch_key) or ()
         plans.append(
             VariantPlan(
                 noarch_variant(backend), backend, ops_name(project.py_name, backend, unique_id), archs=archs
