@@ -43,11 +43,9 @@ from kernel_builder.formats.variants import (
     variant_for_entry,
 )
 
-__all__ = ["MATRIX_BACKENDS", "Matrix", "MatrixEntry", "MatrixError", "load_matrix", "parse_matrix"]
+__all__ = ["Matrix", "MatrixEntry", "MatrixError", "load_matrix", "parse_matrix"]
 
 MATRIX_FORMAT = 1
-MATRIX_BACKENDS = backends.names(where="in_matrix")
-"""The built-in backends a matrix entry may name (validation asks the registry each time)."""
 _FIELDS = ("torch", "torch-pin", "backend", "version", "systems", "required", "index-url", "tvm-ffi")
 _REQUIRED_FIELDS = ("torch", "backend", "systems", "required")
 _URL_SCHEMES = ("https", "http", "file")

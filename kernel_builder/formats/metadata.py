@@ -27,7 +27,6 @@ from kernel_builder.formats.files import digest_value, file_hashes, is_variant_f
 from kernel_builder.formats.identifiers import repo_id_problem, revision_problem
 
 __all__ = [
-    "BACKEND_TYPES",
     "DIGEST_ALGORITHMS",
     "Digest",
     "KernelDependency",
@@ -45,8 +44,6 @@ logger = logging.getLogger("kernel_builder")
 METADATA_FILE = "metadata.json"
 #: Far above any real metadata.json (its digest lists one line per shipped file).
 METADATA_LIMIT = 16 << 20
-BACKEND_TYPES = tuple(sorted(backends.names()))
-"""The built-in backends; reading asks the registry (:mod:`kernel_builder.backends`), which may hold more."""
 DIGEST_ALGORITHMS = ("sha256", "sha512")
 
 # Top-level files that are not part of the digest: the metadata itself and its (future) signature.

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from kernel_builder.formats.matrix import MatrixEntry
 
 __all__ = [
-    "BACKENDS",
     "CPUS",
     "OPERATING_SYSTEMS",
     "UnsupportedEnvironmentError",
@@ -43,8 +42,6 @@ __all__ = [
 VariantKind = Literal["torch", "torch-stable-abi", "tvm-ffi", "noarch", "universal"]
 CxxAbi = Literal["cxx11", "cxx98"]
 
-BACKENDS = backends.names()
-"""The built-in backends a variant can name (the registry, :func:`kernel_builder.backends.names`, has every one)."""
 CPUS = ("x86_64", "aarch64")
 OPERATING_SYSTEMS = ("linux", "darwin", "windows")
 
