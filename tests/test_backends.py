@@ -23,7 +23,13 @@ from kernel_builder.formats.matrix import parse_matrix
 from kernel_builder.formats.metadata import read_metadata
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.formats.variants import Variant, compute_name, noarch_variant, parse_variant
-from kernel_builder.loader.resolve import VariantAccepted, allowed_backends, resolve_variants, select_backend
+from kernel_builder.loader.resolve import (
+    VariantAccepted,
+    VariantRejected,
+    allowed_backends,
+    resolve_variants,
+    select_backend,
+)
 
 TOY = backends.Backend(name="toyaccel", compute_prefix="toy", aliases=("toy-npu",), in_matrix=True)
 
@@ -75,16 +81,6 @@ def test_variant_part_refuses_a_missing_or_extra_version() -> None:
         backends.get("cuda").variant_part(None)
     with pytest.raises(ValueError, match="the minor must be one digit"):
         backends.get("cuda").variant_part((12, 10))
-
-
-def test_cuda_minor_version_compatibility() -> None:
-    cuda = backends.get("cuda")
-    assert cuda.compatible_version((12, 6), (12, 8))
-    assert not cuda.compatible_version((12, 8), (12, 6))
-    assert not cuda.compatible_version((12, 8), (13, 0))
-    rocm = backends.get("rocm")
-    assert rocm.compatible_version((6, 3), (6, 3))
-    assert not rocm.compatible_version((6, 2), (6, 3))
 
 
 def test_gpu_arch_checks_live_with_their_backend() -> None:
@@ -270,3 +266,30 @@ def test_matrix_metadata_and_loader_know_the_toy_backend(tmp_path: Path, toyacce
 def test_schema_reads_the_registry_each_time(toyaccel: backends.Backend) -> None:
     assert "toyaccel" in schema.backend_names()
     assert "toyaccel" not in schema.kernel_backend_names()
+
+
+def test_loader_minor_compatibility_is_a_backend_fact() -> None:
+    """A backend that promises CUDA-style minor compatibility gets CUDA's loader rule, with its own title."""
+    toy = backends.register(
+        backends.Backend(name="toyminor", compute_prefix="tm", title="TM", abi_compatible_minor=True)
+    )
+    try:
+        env = Environment(
+            cpu="x86_64",
+            os="linux",
+            torch_version=(2, 13),
+            cxx11_abi=True,
+            backend=toy.name,
+            backend_version=(1, 2),
+        )
+        names = [f"torch213-cxx11-tm{v}-x86_64-linux" for v in ("11", "12", "13", "21")]
+        decisions = {d.variant.name: d for d in resolve_variants(names, env, toy.name)}
+        assert [n for n, d in decisions.items() if isinstance(d, VariantAccepted)] == [names[1], names[0]]
+        assert isinstance(rejected := decisions[names[2]], VariantRejected)
+        assert rejected.reason == "built for TM 1.3 (tm13), minor version newer than the environment's TM 1.2"
+        assert isinstance(rejected := decisions[names[3]], VariantRejected)
+        assert (
+            rejected.reason == "built for TM 2.1 (tm21), major version differs from the environment's TM 1.2"
+        )
+    finally:
+        backends.unregister(toy.name)

@@ -152,12 +152,6 @@ class Backend:
             )
         return f"{self.compute_prefix}{major}{minor}"
 
-    def compatible_version(self, built: tuple[int, int], running: tuple[int, int]) -> bool:
-        """Whether a variant built for compute version ``built`` loads where ``running`` is installed."""
-        if self.abi_compatible_minor:
-            return built[0] == running[0] and built[1] <= running[1]
-        return built == running
-
 
 class UnknownBackendError(KeyError):
     """No backend of that name is registered."""
