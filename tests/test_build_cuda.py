@@ -52,8 +52,8 @@ from build_fixtures import (
     variant_files,
 )
 
+from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.generate.registration import registration_header
-from kernel_builder.build.plan import capabilities
 from kernel_builder.build.plan.unique_id import compute_unique_id
 from kernel_builder.config import load_project
 

@@ -1,10 +1,10 @@
-"""Unit tests for kernel_builder.build.plan.capabilities (build-output spec §6, §10 cases 5, 6, 12; loader spec §2.5)."""
+"""Unit tests for kernel_builder.backends.gpu_archs (build-output spec §6, §10 cases 5, 6, 12; loader spec §2.5)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernel_builder.build.plan.capabilities import (
+from kernel_builder.backends.gpu_archs import (
     CAPABILITY_RE,
     ROCM_ARCH_RE,
     ROCM_SUPPORTED_ARCHS,

@@ -20,13 +20,13 @@ from fake_torch import make_fake_torch
 from stage_fixtures import CU130_213, fake_host, fake_interpreter, load, write_files
 
 import kernel_builder
+from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.compile import toolchain
 from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
 from kernel_builder.build.compile.toolchain import CudaToolkit
 from kernel_builder.build.generate.cmake import ProjectOptions, project_fingerprint, write_project
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.build.generate.registration import GENERATED_MARKER, is_generated, registration_header
-from kernel_builder.build.plan import capabilities
 from kernel_builder.build.plan.planner import VariantPlan, plan_build
 from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.errors import BuildError

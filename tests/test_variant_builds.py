@@ -37,7 +37,7 @@ from build_fixtures import (
     write_tree,
 )
 
-from kernel_builder.build.plan import capabilities
+from kernel_builder.backends import gpu_archs as capabilities
 
 pytestmark = [pytest.mark.slow, pytest.mark.cuda]
 

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+import kernel_builder.backends as registry
 from kernel_builder import __version__
 from kernel_builder.build import state
 from kernel_builder.build.check.abi import Violation
@@ -142,12 +143,16 @@ def _variant_name(interpreter: BuildInterpreter, stable_abi: tuple[int, int] | N
 def _toolkit_for(interpreter: BuildInterpreter) -> toolchain.CudaToolkit:
     """nvcc of the interpreter's CUDA version: the system's, or one its environment brought from PyPI."""
     backend, version = interpreter.backend()
-    return toolchain.cuda_toolkit(interpreter.purelib, version if backend == "cuda" else None)
+    return toolchain.cuda_toolkit(interpreter.purelib, version if registry.get(backend).needs_nvcc else None)
 
 
 def _wants_pypi_toolkit(candidate: Candidate) -> tuple[int, int] | None:
     """The CUDA version whose toolkit the environment must bring, when the system's nvcc is another one."""
-    if candidate.backend != "cuda" or candidate.entry is None or candidate.entry.version is None:
+    if (
+        not registry.get(candidate.backend).needs_nvcc
+        or candidate.entry is None
+        or candidate.entry.version is None
+    ):
         return None
     wanted = (candidate.entry.version[0], candidate.entry.version[1])
     try:
@@ -173,10 +178,6 @@ def _offline_mismatch(
         f"--offline: {have}, not {candidate.name}; run kernel-builder with --python naming an interpreter whose "
         f"torch is {entry.torch_str} ({compute}), or drop --offline to let kernel-builder create that environment"
     )
-
-
-#: Backends whose Torch builds depend on Triton (Linux wheels), so a kernel may import it unconditionally.
-_TRITON_BACKENDS = frozenset({"cuda", "rocm", "xpu"})
 
 
 class ProgressSink(Protocol):
@@ -415,7 +416,7 @@ class Builder:
                 from kernel_builder.build.generate.manylinux import compat_fingerprint
 
                 inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
-            if variant.backend == "cuda":
+            if registry.get(variant.backend).needs_nvcc:
                 inputs["nvcc"] = toolchain.fingerprint(_toolkit_for(interpreter))
         return inputs
 
@@ -522,7 +523,7 @@ class Builder:
                 f"torch {details.version} was not built with the C++11 ABI; kernel-builder needs one that is"
             )
         toolkit = None
-        if variant.backend == "cuda":
+        if registry.get(variant.backend).needs_nvcc:
             toolkit = _toolkit_for(interpreter)
             toolchain.check_cuda_match(toolkit, interpreter.cuda)
         compiler = toolchain.host_compiler().path
@@ -674,6 +675,6 @@ class Builder:
                 return (
                     f"the kernel declares it (python-depends: {name}), so users install {dependency.pip_name}"
                 )
-        if top == "triton" and variant.backend in _TRITON_BACKENDS:
+        if top == "triton" and registry.get(variant.backend).ships_triton:
             return f"Torch's {variant.backend} builds install it"
         return None

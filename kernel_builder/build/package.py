@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kernel_builder.backends as registry
 from kernel_builder import __version__
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.build.plan.planner import VariantPlan
@@ -102,7 +103,7 @@ def metadata_dict(
         for d in general.kernel_depends_for(plan.backend)
     ]
     backend: dict[str, Any] = {"type": plan.backend}
-    if plan.backend in ("cuda", "rocm") and plan.archs:
+    if registry.get(plan.backend).gpu is not None and plan.archs:
         backend["archs"] = list(plan.archs)
     data["backend"] = backend
     if plan.arch_selection:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kernel_builder.build.plan import capabilities
+import kernel_builder.backends as registry
+from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.config.model import BuildConfig, Kernel, Torch
 from kernel_builder.config.values import within_bounds
 from kernel_builder.formats.matrix import Matrix, MatrixEntry
@@ -29,9 +30,9 @@ class ArchProblem:
 
 
 def applicable_entries(config: BuildConfig, matrix: Matrix, backend: str) -> Iterable[MatrixEntry]:
-    """Matrix entries of ``backend`` within the project's Torch and CUDA bounds (docs/build-toml.md)."""
+    """Matrix entries of ``backend`` within the project's Torch and compute-version bounds (docs/build-toml.md)."""
     framework = config.framework
-    cuda = config.general.cuda
+    bounds = config.general.settings(backend)
     for entry in matrix.entries:
         if entry.backend != backend:
             continue
@@ -41,11 +42,7 @@ def applicable_entries(config: BuildConfig, matrix: Matrix, backend: str) -> Ite
             abi = framework.stable_abi_for(backend)
             if abi is not None and entry.torch < abi.major_minor:
                 continue
-        if (
-            backend == "cuda"
-            and entry.version is not None
-            and not within_bounds(entry.version, cuda.minver, cuda.maxver)
-        ):
+        if entry.version is not None and not within_bounds(entry.version, bounds.minver, bounds.maxver):
             continue
         yield entry
 
@@ -69,9 +66,10 @@ def arch_problems(config: BuildConfig, matrix: Matrix) -> list[ArchProblem]:
     for kernel in config.kernels:
         if kernel.backend not in backends:
             continue
-        if kernel.backend == "cuda":
+        gpu_arch = registry.get(kernel.backend).gpu_arch
+        if gpu_arch == "capability":
             problems.extend(_cuda_problems(config, matrix, kernel))
-        elif kernel.backend == "rocm":
+        elif gpu_arch == "gfx":
             archs = capabilities.select_rocm_archs(kernel.rocm_archs)
             entries = list(applicable_entries(config, matrix, "rocm"))
             if not archs and entries:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from kernel_builder.common.diagnostics import DiagnosticList
 from kernel_builder.config.positions import KeyPath, Positions
+from kernel_builder.config.schema import GENERAL_SUBTABLES
 
 
 def describe(path: KeyPath) -> str:
@@ -13,7 +14,7 @@ def describe(path: KeyPath) -> str:
     names = [str(p) for p in path if not isinstance(p, int)]
     if not names:
         return "the file"
-    sub_table = names[0] == "general" and names[1:2] in (["hub"], ["cuda"], ["xpu"], ["neuron"], ["tpu"])
+    sub_table = names[0] == "general" and len(names) > 1 and names[1] in GENERAL_SUBTABLES
     if (names[0] == "kernel" and len(names) >= 2) or sub_table:
         table, keys = names[:2], names[2:]
     else:

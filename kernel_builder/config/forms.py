@@ -11,7 +11,10 @@ from typing import Any
 
 from kernel_builder.config.context import Context
 from kernel_builder.config.positions import KeyPath
-from kernel_builder.config.schema import ALL_FIVE_BACKENDS
+from kernel_builder.config.schema import ALL_FIVE_BACKENDS, GENERAL_BACKEND
+
+#: The `[general.<backend>]` tables that may hold `kernel-depends` (an edition-5 feature).
+_KERNEL_DEPENDS_TABLES = tuple(b for b, keys in GENERAL_BACKEND.items() if "kernel-depends" in keys)
 
 CURRENT_EDITION = 5
 PRE_RELEASE = "pre-release build.toml format, not supported; see update-build"
@@ -144,7 +147,7 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
     kernels = _kernels(doc)
     v5_features = []
     if "kernel-depends" in general or any(
-        isinstance(general.get(b), dict) and "kernel-depends" in general[b] for b in ("cuda", "xpu", "neuron")
+        isinstance(general.get(b), dict) and "kernel-depends" in general[b] for b in _KERNEL_DEPENDS_TABLES
     ):
         v5_features.append("`kernel-depends`")
     if "tpu" in general:
@@ -212,7 +215,7 @@ def _feature_path(doc: dict[str, Any], feature: str) -> tuple[str, ...]:
     if feature == "`kernel-depends`":
         if "kernel-depends" in general:
             return ("general", "kernel-depends")
-        for backend in ("cuda", "xpu", "neuron"):
+        for backend in _KERNEL_DEPENDS_TABLES:
             if isinstance(general.get(backend), dict) and "kernel-depends" in general[backend]:
                 return ("general", backend, "kernel-depends")
     if feature == "`[general.tpu]`":

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernel_builder.build.plan import capabilities
+from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.config.context import Context, describe
 from kernel_builder.config.general import check_bounds, check_keys
 from kernel_builder.config.model import Framework, Torch, TorchNoarch, TvmFfi
 from kernel_builder.config.paths import check_path
 from kernel_builder.config.positions import KeyPath
 from kernel_builder.config.readers import Reader
-from kernel_builder.config.schema import BACKENDS, TORCH, TORCH_NOARCH, TVM_FFI
+from kernel_builder.config.schema import TORCH, TORCH_NOARCH, TVM_FFI, backend_names
 from kernel_builder.config.values import Version
 
 DEFAULT_PYEXT = ("py", "pyi")
@@ -139,11 +139,11 @@ def _read_stable_abi(
     entries: list[tuple[str, Version]] = []
     reader = Reader(ctx, value, path)
     for backend in value:
-        if backend not in BACKENDS:
+        if backend not in backend_names():
             ctx.error(
                 f"unknown backend `{backend}` in `stable-abi`",
                 (*path, backend),
-                f"backends are: {', '.join(BACKENDS)}",
+                f"backends are: {', '.join(backend_names())}",
             )
             continue
         version = reader.version(backend)

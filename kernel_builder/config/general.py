@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from kernel_builder.config.context import Context, describe
@@ -10,7 +11,14 @@ from kernel_builder.config.limits import MAX_NAME
 from kernel_builder.config.model import BackendSettings, General, Hub
 from kernel_builder.config.positions import KeyPath
 from kernel_builder.config.readers import Reader
-from kernel_builder.config.schema import BACKENDS, GENERAL, GENERAL_BACKEND, HUB, suggest_key, suggest_value
+from kernel_builder.config.schema import (
+    GENERAL,
+    HUB,
+    backend_names,
+    general_backend_tables,
+    suggest_key,
+    suggest_value,
+)
 from kernel_builder.config.values import NAME_RE, Version, is_git_url, normalise_legacy_name, py_name_of
 from kernel_builder.formats.dependencies import (
     PYTHON_DEPENDENCIES,
@@ -19,7 +27,11 @@ from kernel_builder.formats.dependencies import (
 )
 from kernel_builder.formats.identifiers import is_repo_id
 
-_NO_SUCH_TABLE = ("cpu", "metal", "rocm", "cann")
+
+def _and_list(words: Collection[str]) -> str:
+    """``a, b and c``."""
+    *head, last = list(words)
+    return f"{', '.join(head)} and {last}" if head else last
 
 
 def check_keys(
@@ -39,15 +51,16 @@ def check_keys(
 def read_general(ctx: Context, general: dict[str, Any], *, py_name_override: str | None) -> General | None:
     path: KeyPath = ("general",)
     reader = Reader(ctx, general, path)
+    tables = general_backend_tables()
     for key, value in general.items():
-        if key in _NO_SUCH_TABLE and isinstance(value, dict):
+        if key in backend_names() and key not in tables and isinstance(value, dict):
             ctx.error(
                 f"unknown table `[general.{key}]`",
                 (*path, key),
-                f"there is no `[general.{key}]` table; only cuda, xpu, neuron and tpu have one",
+                f"there is no `[general.{key}]` table; only {_and_list(tables)} have one",
                 key=True,
             )
-        elif key not in GENERAL:
+        elif key not in GENERAL and key not in tables:
             ctx.error(
                 f"unknown key `{key}` in [general]",
                 (*path, key),
@@ -139,11 +152,12 @@ def _read_backends(ctx: Context, reader: Reader) -> tuple[str, ...] | None:
         ctx.error("`backends` is empty", path, 'list at least one backend, e.g. `backends = ["cuda"]`')
         return None
     good: list[tuple[int, str]] = []
+    known = backend_names()
     for i, backend in items:
-        if backend in BACKENDS:
+        if backend in known:
             good.append((i, backend))
         else:
-            hint = suggest_value(backend, BACKENDS) or f"backends are: {', '.join(BACKENDS)}"
+            hint = suggest_value(backend, known) or f"backends are: {', '.join(known)}"
             ctx.error(f"unknown backend `{backend}` in `backends`", (*path, i), hint)
     if len(good) != len(items):
         return None
@@ -266,7 +280,7 @@ def _read_backend_settings(
     ctx: Context, general: dict[str, Any], backends: tuple[str, ...] | None
 ) -> tuple[tuple[str, BackendSettings], ...]:
     out: list[tuple[str, BackendSettings]] = []
-    for backend, allowed in GENERAL_BACKEND.items():
+    for backend, allowed in general_backend_tables().items():
         table = general.get(backend)
         if table is None:
             continue

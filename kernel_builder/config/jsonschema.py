@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel_builder.build.plan.capabilities import CAPABILITY_RE, ROCM_ARCH_RE
+from kernel_builder.backends.gpu_archs import CAPABILITY_RE, ROCM_ARCH_RE
 from kernel_builder.config import schema
 from kernel_builder.config.values import KERNEL_SECTION_RE, NAME_RE, VERSION_RE
 from kernel_builder.formats.dependencies import KERNEL_DEPENDS, PYTHON_DEPENDENCIES

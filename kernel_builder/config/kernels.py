@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import kernel_builder.backends as backends
 from kernel_builder.config.context import Context
 from kernel_builder.config.framework import read_capability_list, read_flags, read_paths, read_rocm_arch_list
 from kernel_builder.config.limits import MAX_NAME
@@ -14,8 +15,8 @@ from kernel_builder.config.positions import KeyPath
 from kernel_builder.config.readers import Reader
 from kernel_builder.config.schema import (
     KERNEL,
-    KERNEL_BACKEND_KEYS,
-    KERNEL_BACKENDS,
+    kernel_backend_keys,
+    kernel_backend_names,
     suggest_key,
     suggest_table,
     suggest_value,
@@ -24,13 +25,17 @@ from kernel_builder.config.values import KERNEL_SECTION_RE
 from kernel_builder.formats.dependencies import CUTLASS_PINS, KERNEL_DEPENDS
 
 COMPILED_EVERYWHERE = (".cpp", ".cc", ".cxx")
-COMPILED_BY_BACKEND = {
-    ".cu": ("cuda", "rocm"),
-    ".hip": ("rocm",),
-    ".metal": ("metal",),
-    ".m": ("metal",),
-    ".mm": ("metal",),
-}
+
+
+def compiled_by_backend() -> dict[str, tuple[str, ...]]:
+    """Source suffixes that only some backends compile, and those backends (``.cu``: cuda and rocm)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for backend in backends.all_backends():
+        for suffix in backend.source_suffixes:
+            out[suffix] = (*out.get(suffix, ()), backend.name)
+    return out
+
+
 HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
 _CUTLASS_RE = re.compile(r"^cutlass_(\d+)_(\d+)$")
 #: Section names become CMake targets beside the generated ones: the binding component (``_torch_binding``),
@@ -98,6 +103,7 @@ def _read_kernel(
     path: KeyPath = ("kernel", name)
     reader = Reader(ctx, section, path)
     backend = _read_backend(ctx, reader)
+    backend_keys = kernel_backend_keys()
     for key, value in section.items():
         if key not in KERNEL:
             table_hint = suggest_table(key, frozenset({"kernel"})) if isinstance(value, dict) else None
@@ -107,8 +113,8 @@ def _read_kernel(
                 table_hint or suggest_key(key, KERNEL, backend=backend, table=f"[kernel.{name}]"),
                 key=True,
             )
-        elif key in KERNEL_BACKEND_KEYS and backend is not None and KERNEL_BACKEND_KEYS[key] != backend:
-            wanted = KERNEL_BACKEND_KEYS[key]
+        elif key in backend_keys and backend is not None and backend_keys[key] != backend:
+            wanted = backend_keys[key]
             ctx.error(
                 f'`{key}` is only valid with `backend = "{wanted}"`',
                 (*path, key),
@@ -126,11 +132,12 @@ def _read_kernel(
     reader.require("depends", 'add `depends = []` (or `depends = ["torch"]`)')
     depends = _read_depends(ctx, reader, backend, edition5)
     caps = None
-    if "cuda-capabilities" in section and backend == "cuda":
+    # Each architecture key is read only in a section of the backend it belongs to.
+    if "cuda-capabilities" in section and backend_keys["cuda-capabilities"] == backend:
         items = reader.string_list("cuda-capabilities", '["8.0", "9.0"]')
         caps = read_capability_list(ctx, reader, "cuda-capabilities", items) if items is not None else None
     archs = None
-    if "rocm-archs" in section and backend == "rocm":
+    if "rocm-archs" in section and backend_keys["rocm-archs"] == backend:
         items = reader.string_list("rocm-archs", '["gfx90a", "gfx942"]')
         archs = read_rocm_arch_list(ctx, reader, "rocm-archs", items) if items is not None else None
     kernel = Kernel(
@@ -153,21 +160,22 @@ def _read_kernel(
 
 def _read_backend(ctx: Context, reader: Reader) -> str | None:
     path = reader.path
-    if not reader.require("backend", 'add `backend = "cuda"` (one of ' + ", ".join(KERNEL_BACKENDS) + ")"):
+    kernel_backends = kernel_backend_names()
+    if not reader.require("backend", 'add `backend = "cuda"` (one of ' + ", ".join(kernel_backends) + ")"):
         return None
     backend = reader.string("backend", '"cuda"')
     if backend is None:
         return None
-    if backend in KERNEL_BACKENDS:
+    if backend in kernel_backends:
         return backend
-    if backend in ("neuron", "tpu", "cann"):
+    if backend in backends.names():
         ctx.error(
             f"backend `{backend}` has no compiled form: kernel sections cannot use it",
             (*path, "backend"),
             f"ship {backend} code as Python in the package; list `{backend}` only in `general.backends`",
         )
         return None
-    hint = suggest_value(backend, KERNEL_BACKENDS) or f"kernel backends are: {', '.join(KERNEL_BACKENDS)}"
+    hint = suggest_value(backend, kernel_backends) or f"kernel backends are: {', '.join(kernel_backends)}"
     ctx.error(f"unknown backend `{backend}` in [{path[0]}.{path[1]}]", (*path, "backend"), hint)
     return None
 
@@ -175,10 +183,11 @@ def _read_backend(ctx: Context, reader: Reader) -> str | None:
 def _check_source_types(ctx: Context, reader: Reader, backend: str) -> None:
     items = reader.string_list("src") or []
     name = reader.path[1]
+    compiled_by = compiled_by_backend()
     for i, file in items:
         suffix = Path(file).suffix.lower() if "." in Path(file).name else ""
         where = (*reader.path, "src", i)
-        allowed = COMPILED_BY_BACKEND.get(Path(file).suffix)
+        allowed = compiled_by.get(Path(file).suffix)
         if allowed is not None and backend not in allowed:
             ctx.error(
                 f"`{file}` cannot be compiled by a `{backend}` kernel ([kernel.{name}])",

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kernel_builder.backends as registry
+from kernel_builder.backends.noarch import noarch_name
 from kernel_builder.common import toml
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList, Severity
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
@@ -268,7 +270,7 @@ def _report_unbuilt(ctx: Context, config: BuildConfig) -> None:
     if isinstance(config.framework, Torch):
         for backend in config.noarch_backends():
             ctx.note(
-                f"backend {backend} has no kernel sections; it is built as the pure-Python variant torch-{backend}",
+                f"backend {backend} has no kernel sections; it is built as the pure-Python variant {noarch_name(backend)}",
                 ("general", "backends"),
             )
 
@@ -276,7 +278,7 @@ def _report_unbuilt(ctx: Context, config: BuildConfig) -> None:
 def _report_arch_problems(ctx: Context, config: BuildConfig, matrix: Matrix) -> None:
     for problem in arch_problems(config, matrix):
         line = problem.kernel.line
-        hint = E20_ROCM_HINT if problem.backend == "rocm" else E20_HINT
+        hint = E20_ROCM_HINT if registry.get(problem.backend).gpu_arch == "gfx" else E20_HINT
         if problem.required:
             ctx.diags.error(problem.message, line, hint)
         else:

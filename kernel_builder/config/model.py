@@ -88,6 +88,10 @@ class TorchNoarch:
 
     kind = "torch-noarch"
 
+    def archs_for(self, key: str | None) -> tuple[str, ...] | None:
+        """The architectures listed under ``key`` (a backend's ``arch_key``: ``cuda-capabilities``, …)."""
+        return {"cuda-capabilities": self.cuda_capabilities, "rocm-archs": self.rocm_archs}.get(key or "")
+
 
 @dataclass(frozen=True)
 class TvmFfi:

@@ -8,44 +8,52 @@ from __future__ import annotations
 
 import difflib
 
-BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
-KERNEL_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
+from kernel_builder import backends as _backends
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every value `general.backends` may hold: the registered backends, sorted (the registry decides)."""
+    return tuple(sorted(_backends.names()))
+
+
+def kernel_backend_names() -> tuple[str, ...]:
+    """Every value a `[kernel.<name>]` `backend` may hold: backends with a compiled form, sorted."""
+    return tuple(sorted(_backends.names(where="kernel_sections")))
+
+
+def general_backend_tables() -> dict[str, frozenset[str]]:
+    """The `[general.<backend>]` tables and their keys, in registry order."""
+    return {b.name: b.general_table for b in _backends.all_backends() if b.general_table is not None}
+
+
+def kernel_backend_keys() -> dict[str, str]:
+    """Kernel keys valid only with one backend, and that backend."""
+    return {key: b.name for b in _backends.all_backends() for key in b.kernel_keys}
+
+
+#: The built-in backends (the registry at import time; validation asks the registry each time).
+BACKENDS = backend_names()
+KERNEL_BACKENDS = kernel_backend_names()
+#: What a legacy `universal = true` kernel lists in `backends` when migrated: frozen, it is a fact of old files.
 ALL_FIVE_BACKENDS = ("cpu", "cuda", "metal", "rocm", "xpu")
 FRAMEWORKS = ("torch", "torch-noarch", "tvm-ffi")
 
 TOP_LEVEL = frozenset({"general", *FRAMEWORKS, "kernel"})
+GENERAL_BACKEND = general_backend_tables()
 GENERAL = frozenset(
     {
         "name", "version", "edition", "license", "upstream", "source", "backends",
-        "python-depends", "kernel-depends", "hub", "cuda", "xpu", "neuron", "tpu",
+        "python-depends", "kernel-depends", "hub", *GENERAL_BACKEND,
     }
 )  # fmt: skip
-GENERAL_SUBTABLES = ("hub", "cuda", "xpu", "neuron", "tpu")
+GENERAL_SUBTABLES = ("hub", *GENERAL_BACKEND)
 HUB = frozenset({"repo-id", "branch"})
-GENERAL_BACKEND = {
-    "cuda": frozenset({"minver", "maxver", "python-depends", "kernel-depends"}),
-    "xpu": frozenset({"python-depends", "kernel-depends"}),
-    "neuron": frozenset({"python-depends", "kernel-depends"}),
-    "tpu": frozenset({"python-depends"}),
-}
 TORCH = frozenset({"src", "include", "pyext", "minver", "maxver", "cxx-flags", "stable-abi"})
 TORCH_NOARCH = frozenset({"pyext", "cuda-capabilities", "cuda_capabilities", "rocm-archs", "rocm_archs"})
 TVM_FFI = frozenset({"src", "include", "pyext", "cxx-flags"})
-KERNEL = frozenset(
-    {
-        "backend", "src", "depends", "include", "cxx-flags", "cuda-capabilities", "cuda-flags",
-        "cuda-minver", "rocm-archs", "hip-flags", "sycl-flags",
-    }
-)  # fmt: skip
 #: Kernel keys valid only with one backend.
-KERNEL_BACKEND_KEYS = {
-    "cuda-capabilities": "cuda",
-    "cuda-flags": "cuda",
-    "cuda-minver": "cuda",
-    "rocm-archs": "rocm",
-    "hip-flags": "rocm",
-    "sycl-flags": "xpu",
-}
+KERNEL_BACKEND_KEYS = kernel_backend_keys()
+KERNEL = frozenset({"backend", "src", "depends", "include", "cxx-flags", *KERNEL_BACKEND_KEYS})
 TABLE_KEYS = {"[torch]": TORCH, "[torch-noarch]": TORCH_NOARCH, "[tvm-ffi]": TVM_FFI}
 
 _ALIASES = {
@@ -71,12 +79,7 @@ _TABLE_RENAMES = {
 
 #: Where a key that is unknown in one table does belong (rule 4 of the unknown-key hints).
 _BELONGS = {
-    "cuda-capabilities": 'a `[kernel.<name>]` section with `backend = "cuda"`',
-    "cuda-flags": 'a `[kernel.<name>]` section with `backend = "cuda"`',
-    "cuda-minver": 'a `[kernel.<name>]` section with `backend = "cuda"`',
-    "rocm-archs": 'a `[kernel.<name>]` section with `backend = "rocm"`',
-    "hip-flags": 'a `[kernel.<name>]` section with `backend = "rocm"`',
-    "sycl-flags": 'a `[kernel.<name>]` section with `backend = "xpu"`',
+    **{key: f'a `[kernel.<name>]` section with `backend = "{b}"`' for key, b in KERNEL_BACKEND_KEYS.items()},
     "backend": "a `[kernel.<name>]` section",
     "depends": "a `[kernel.<name>]` section",
     "backends": "`[general]`",
@@ -121,7 +124,8 @@ def suggest_key(
     if alias is not None and alias in allowed:
         return f"did you mean `{alias}`?"
     if norm in _ARCH_ALIASES:
-        wanted = "rocm-archs" if backend == "rocm" else "cuda-capabilities"
+        spec = _backends.find(backend) if backend is not None else None
+        wanted = spec.arch_key if spec is not None and spec.arch_key else "cuda-capabilities"
         if wanted in allowed or backend is None:
             return f"did you mean `{wanted}`?"
     close = closest(norm, allowed)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import kernel_builder.backends as registry
+from kernel_builder.backends.noarch import noarch_name
 from kernel_builder.config.model import KernelProject, Torch, TorchNoarch
 
 if TYPE_CHECKING:
@@ -29,13 +31,14 @@ def describe_project(project: KernelProject) -> str:
     if isinstance(config.framework, Torch):
         noarch = config.noarch_backends()
         if noarch:
-            lines.append(f"  pure-Python variants: {', '.join('torch-' + b for b in noarch)}")
+            lines.append(f"  pure-Python variants: {', '.join(noarch_name(b) for b in noarch)}")
     if config.kernels:
         lines.append("  kernels:")
         width = max(len(k.name) for k in config.kernels)
         for kernel in config.kernels:
             detail = ""
-            if kernel.backend == "cuda":
+            gpu_arch = registry.get(kernel.backend).gpu_arch
+            if gpu_arch == "capability":
                 caps = kernel.cuda_capabilities
                 detail = (
                     f"capabilities: {', '.join(caps)}"
@@ -44,7 +47,7 @@ def describe_project(project: KernelProject) -> str:
                 )
                 if kernel.cuda_minver:
                     detail += f"; CUDA >= {kernel.cuda_minver}"
-            elif kernel.backend == "rocm":
+            elif gpu_arch == "gfx":
                 archs = kernel.rocm_archs
                 detail = f"archs: {', '.join(archs)}" if archs else "archs: all supported"
             built = "" if kernel.backend in general.backends else "  (not built: backend not in backends)"

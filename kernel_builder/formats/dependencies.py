@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import kernel_builder.backends as backends
+
 
 @dataclass(frozen=True)
 class KernelDependency:
@@ -40,7 +42,10 @@ PYTHON_DEPENDENCIES: dict[str, PythonDependency] = {
 }
 
 #: Levels that can hold ``python-depends`` and the names allowed there (``tpu`` has none).
-PYTHON_DEPENDENCY_LEVELS = ("general", "cuda", "xpu", "neuron", "tpu")
+PYTHON_DEPENDENCY_LEVELS = (
+    "general",
+    *(b.name for b in backends.all_backends() if b.general_table and "python-depends" in b.general_table),
+)
 
 
 def allowed_python_dependencies(level: str) -> list[str]:

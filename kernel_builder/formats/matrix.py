@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 from packaging.version import InvalidVersion, Version
 
+import kernel_builder.backends as backends
 from kernel_builder.formats.variants import (
     CPUS,
     OPERATING_SYSTEMS,
@@ -42,14 +43,9 @@ from kernel_builder.formats.variants import (
     variant_for_entry,
 )
 
-__all__ = ["MATRIX_BACKENDS", "Matrix", "MatrixEntry", "MatrixError", "load_matrix", "parse_matrix"]
+__all__ = ["Matrix", "MatrixEntry", "MatrixError", "load_matrix", "parse_matrix"]
 
 MATRIX_FORMAT = 1
-MATRIX_BACKENDS = ("cpu", "cuda", "rocm", "xpu", "metal")
-"""Backends a matrix entry may name."""
-
-_VERSIONED_BACKENDS = ("cuda", "rocm", "xpu")
-_PIP_BACKENDS = ("cpu", "cuda")  # built in environments provisioned with pip: these need a torch-pin
 _FIELDS = ("torch", "torch-pin", "backend", "version", "systems", "required", "index-url", "tvm-ffi")
 _REQUIRED_FIELDS = ("torch", "backend", "systems", "required")
 _URL_SCHEMES = ("https", "http", "file")
@@ -229,16 +225,19 @@ def _parse_entry(raw: object, where: str, problems: list[str]) -> MatrixEntry | 
     torch = _major_minor_field(raw, "torch", "'2.13'", fail, "Torch")
     tvm_ffi = _major_minor_field(raw, "tvm-ffi", "'0.1'", fail, "tvm-ffi")
 
+    matrix_backends = backends.names(where="in_matrix")
+    versioned = tuple(b for b in matrix_backends if backends.get(b).versioned)
+    pip_backends = backends.names(where="pip_provisioned")  # provisioned with pip: these need a torch-pin
     backend = raw.get("backend")
-    if "backend" in raw and backend not in MATRIX_BACKENDS:
+    if "backend" in raw and backend not in matrix_backends:
         fail(
-            "backend", f"unknown backend {json.dumps(backend)} (expected one of {', '.join(MATRIX_BACKENDS)})"
+            "backend", f"unknown backend {json.dumps(backend)} (expected one of {', '.join(matrix_backends)})"
         )
         backend = None
 
     version: tuple[int, ...] | None = None
     raw_version = raw.get("version")
-    if isinstance(backend, str) and backend in _VERSIONED_BACKENDS:
+    if isinstance(backend, str) and backend in versioned:
         if "version" not in raw:
             fail("version", f"missing (required for {backend} entries)")
         elif not isinstance(raw_version, str) or not _COMPUTE_VERSION_RE.match(raw_version):
@@ -250,7 +249,7 @@ def _parse_entry(raw: object, where: str, problems: list[str]) -> MatrixEntry | 
             except ValueError as error:
                 fail("version", str(error))
     elif "version" in raw and backend is not None:
-        fail("version", f"not allowed for {backend} entries (only {', '.join(_VERSIONED_BACKENDS)} have one)")
+        fail("version", f"not allowed for {backend} entries (only {', '.join(versioned)} have one)")
 
     torch_pin = raw.get("torch-pin")
     if "torch-pin" in raw:
@@ -258,8 +257,8 @@ def _parse_entry(raw: object, where: str, problems: list[str]) -> MatrixEntry | 
             fail("torch-pin", f"expected a string such as '2.13.0', got {json.dumps(torch_pin)}")
         else:
             _check_pin(torch_pin, torch, fail)
-    elif backend in _PIP_BACKENDS:
-        fail("torch-pin", f"missing (required for {' and '.join(_PIP_BACKENDS)} entries)")
+    elif backend in pip_backends:
+        fail("torch-pin", f"missing (required for {' and '.join(pip_backends)} entries)")
 
     index_url = raw.get("index-url")
     if "index-url" in raw and (not isinstance(index_url, str) or not _valid_url(index_url)):

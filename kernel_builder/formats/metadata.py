@@ -19,13 +19,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import kernel_builder.backends as backends
 from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import digest_value, file_hashes, is_variant_file, scan_variant
 from kernel_builder.formats.identifiers import is_kernel_name, repo_id_problem, revision_problem
 
 __all__ = [
-    "BACKEND_TYPES",
     "DIGEST_ALGORITHMS",
     "Digest",
     "KernelDependency",
@@ -43,7 +43,6 @@ logger = logging.getLogger("kernel_builder")
 METADATA_FILE = "metadata.json"
 #: Far above any real metadata.json (its digest lists one line per shipped file).
 METADATA_LIMIT = 16 << 20
-BACKEND_TYPES = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
 DIGEST_ALGORITHMS = ("sha256", "sha512")
 
 # Top-level files that are not part of the digest: the metadata itself and its (future) signature.
@@ -258,8 +257,9 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
     backend = fields.table("backend", required=True)
     assert backend is not None
     backend_type = backend.string("type", required=True)
-    if backend_type not in BACKEND_TYPES:
-        raise backend.error("type", f"expected one of {', '.join(BACKEND_TYPES)}, got {backend_type!r}")
+    if backend_type is None or backends.find(backend_type) is None:
+        known = ", ".join(sorted(backends.names()))
+        raise backend.error("type", f"expected one of {known}, got {backend_type!r}")
     version: int | None = fields.get("version", int, "an integer")
     return Metadata(
         name=name,

@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+import kernel_builder.backends as backends
+from kernel_builder.backends import noarch
 from kernel_builder.formats.runtime import Environment, detect_environment, normalize_cpu
 
 __all__ = [
-    "BACKENDS",
     "CPUS",
     "OPERATING_SYSTEMS",
     "UnsupportedEnvironmentError",
@@ -38,25 +39,18 @@ __all__ = [
 VariantKind = Literal["torch", "torch-stable-abi", "tvm-ffi", "noarch", "universal"]
 CxxAbi = Literal["cxx11", "cxx98"]
 
-BACKENDS = ("cpu", "cuda", "rocm", "xpu", "metal", "neuron", "tpu", "cann")
-"""Every backend a variant can name."""
 CPUS = ("x86_64", "aarch64")
 OPERATING_SYSTEMS = ("linux", "darwin", "windows")
 
-# Backends whose compute part carries a version, and the prefix of that part.
-_VERSIONED_COMPUTE = {"cuda": "cu", "rocm": "rocm", "xpu": "xpu", "cann": "cann"}
-_COMPUTE_BACKEND = {prefix: backend for backend, prefix in _VERSIONED_COMPUTE.items()}
-# Backends whose compute part is just the backend's name.
-_PLAIN_COMPUTE = ("cpu", "metal", "neuron", "tpu")
-# Noarch directory names: `torch-<token>`; the cann backend is published as `torch-npu`.
-_NOARCH_TOKEN = {backend: ("npu" if backend == "cann" else backend) for backend in BACKENDS}
-_NOARCH_BACKEND = {token: backend for backend, token in _NOARCH_TOKEN.items()}
-
 _STABLE_PREFIX = "torch-stable-abi"
 _TVM_FFI_PREFIX = "tvm-ffi"
-_NOARCH_PREFIX = "torch-"
+_NOARCH_PREFIX = noarch.NOARCH_PREFIX
 _TORCH_PREFIX = "torch"
-_UNIVERSAL = "torch-universal"
+_UNIVERSAL = noarch.UNIVERSAL_NAME
+
+
+def _unknown_backend(backend: str) -> ValueError:
+    return ValueError(f"unknown backend {backend!r} (expected one of {', '.join(backends.names())})")
 
 
 class UnsupportedEnvironmentError(ValueError):
@@ -89,28 +83,18 @@ def framework_version_name(version: tuple[int, int], what: str = "Torch") -> str
 
 def compute_name(backend: str, version: tuple[int, int] | None) -> str:
     """The compute part of a name: ``("cuda", (13, 0))`` → ``"cu130"``, ``("metal", None)`` → ``"metal"``."""
-    if backend in _PLAIN_COMPUTE:
-        if version is not None:
-            raise ValueError(f"backend {backend} takes no version, got {version[0]}.{version[1]}")
-        return backend
-    prefix = _VERSIONED_COMPUTE.get(backend)
-    if prefix is None:
-        raise ValueError(f"unknown backend {backend!r} (expected one of {', '.join(BACKENDS)})")
-    if version is None:
-        raise ValueError(f"backend {backend} needs a version to name a compiled variant")
-    major, minor = version
-    if major < 0 or not 0 <= minor <= 9:
-        raise ValueError(
-            f"{backend} version {major}.{minor} cannot be encoded in a variant name: the minor must be one digit"
-        )
-    return f"{prefix}{major}{minor}"
+    found = backends.find(backend)
+    if found is None:
+        raise _unknown_backend(backend)
+    return found.variant_part(version)
 
 
 @dataclass(frozen=True)
 class Variant:
     """The parts of a variant directory name (docs/layout.md). Invalid combinations raise ``ValueError``.
 
-    ``backend`` is one of :data:`BACKENDS`, or ``"universal"`` for the legacy ``torch-universal`` kind.
+    ``backend`` is a registered backend (:mod:`kernel_builder.backends`), or ``"universal"`` for the legacy
+    ``torch-universal`` kind.
     ``framework_version`` is the Torch version (kind ``torch``), the stable-ABI version (``torch-stable-abi``) or
     the tvm-ffi version (``tvm-ffi``); noarch and universal variants have no versions, CPU or OS.
     """
@@ -127,8 +111,8 @@ class Variant:
         if self.kind in ("noarch", "universal"):
             if self.kind == "universal" and self.backend != "universal":
                 raise ValueError(f"a universal variant has backend 'universal', not {self.backend!r}")
-            if self.kind == "noarch" and self.backend not in BACKENDS:
-                raise ValueError(f"unknown backend {self.backend!r} (expected one of {', '.join(BACKENDS)})")
+            if self.kind == "noarch" and backends.find(self.backend) is None:
+                raise _unknown_backend(self.backend)
             extra = [
                 name
                 for name in ("framework_version", "backend_version", "cxx_abi", "cpu", "os")
@@ -165,7 +149,7 @@ class Variant:
         if self.kind == "universal":
             return _UNIVERSAL
         if self.kind == "noarch":
-            return _NOARCH_PREFIX + _NOARCH_TOKEN[self.backend]
+            return noarch.noarch_name(self.backend)
         assert self.framework_version is not None
         version = framework_version_name(self.framework_version)
         tail = f"{self.compute}-{self.cpu}-{self.os}"
@@ -206,9 +190,12 @@ def _parse_framework_version(name: str, digits: str, what: str) -> tuple[int, in
 
 
 def _parse_compute(name: str, compute: str) -> tuple[str, tuple[int, int] | None]:
-    if compute in _PLAIN_COMPUTE:
+    plain = backends.find(compute)
+    if plain is not None and not plain.versioned:
         return compute, None
-    for prefix in sorted(_COMPUTE_BACKEND, key=len, reverse=True):
+    versioned = [b for b in backends.all_backends() if b.compute_prefix is not None]
+    for backend in sorted(versioned, key=lambda b: len(b.compute_prefix or ""), reverse=True):
+        prefix = backend.compute_prefix or ""
         if compute.startswith(prefix):
             digits = compute[len(prefix) :]
             if not digits.isdigit() or len(digits) < 2:
@@ -220,10 +207,12 @@ def _parse_compute(name: str, compute: str) -> tuple[str, tuple[int, int] | None
                 raise ValueError(
                     f"invalid variant name {name!r}: compute {compute!r} has a major with a leading zero"
                 )
-            return _COMPUTE_BACKEND[prefix], (int(digits[:-1]), int(digits[-1]))
+            return backend.name, (int(digits[:-1]), int(digits[-1]))
+    plain_names = ", ".join(b.name for b in backends.all_backends() if not b.versioned)
+    prefixes = "/".join(b.compute_prefix or "" for b in versioned)
     raise ValueError(
         f"invalid variant name {name!r}: unknown compute {compute!r} "
-        f"(expected cpu, metal, neuron, tpu, or cu/rocm/xpu/cann followed by a version)"
+        f"(expected {plain_names}, or {prefixes} followed by a version)"
     )
 
 
@@ -270,9 +259,9 @@ def parse_variant(name: str) -> Variant:
         return _parse_arch(name, "tvm-ffi", name[len(_TVM_FFI_PREFIX) :])
     if name.startswith(_NOARCH_PREFIX):
         token = name[len(_NOARCH_PREFIX) :]
-        backend = _NOARCH_BACKEND.get(token)
-        if backend is None:
-            choices = ", ".join([*_NOARCH_BACKEND, "universal"])
+        backend = noarch.backend_for_token(token) if token != "universal" else None
+        if backend is None or token != noarch.noarch_name(backend).removeprefix(_NOARCH_PREFIX):
+            choices = ", ".join(noarch.tokens())
             raise ValueError(
                 f"invalid variant name {name!r}: unknown noarch backend {token!r} (expected one of {choices})"
             )
@@ -286,8 +275,8 @@ def parse_variant(name: str) -> Variant:
 
 def noarch_variant(backend: str) -> Variant:
     """The noarch variant of a backend: ``"cuda"`` → ``torch-cuda``; ``"cann"`` (or ``"npu"``) → ``torch-npu``."""
-    canonical = _NOARCH_BACKEND.get(backend, backend)
-    if canonical == "universal":
+    canonical = noarch.backend_for_token(backend) or backend
+    if canonical == noarch.UNIVERSAL:
         return Variant("universal", None, None, None, "universal", None, None)
     return Variant("noarch", None, None, None, canonical, None, None)
 
@@ -355,7 +344,8 @@ def variant_for_environment(
         raise UnsupportedEnvironmentError(
             f"unsupported OS {env.os!r}: variants exist for {', '.join(OPERATING_SYSTEMS)}"
         )
-    if env.backend in _VERSIONED_COMPUTE and env.backend_version is None:
+    env_backend = backends.find(env.backend)
+    if env_backend is not None and env_backend.versioned and env.backend_version is None:
         raise UnsupportedEnvironmentError(
             f"cannot name a variant for backend {env.backend}: its version could not be detected"
         )

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import CodeType, ModuleType
 
+import kernel_builder.backends as backends
 from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
 from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
@@ -109,7 +110,8 @@ def check_python_dependencies(metadata: Metadata, backend: str, where: str | os.
     ``ValueError`` for an unknown entry and ``ImportError`` (with the ``pip install`` command) for a missing
     one.
     """
-    backend = "cann" if backend == "npu" else backend
+    spec = backends.by_alias(backend)
+    backend = backend if spec is None else spec.name
     for name in metadata.python_depends:
         if name == "torch":
             continue

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from kernel_builder.build.plan.capabilities import CAPABILITY_RE, device_runs, rocm_device_runs
+import kernel_builder.backends as backends
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.formats.variants import Variant, compute_name, parse_variant
@@ -47,9 +47,7 @@ MetadataLookup: TypeAlias = Callable[[str], Metadata | None]
 _ARCH_KINDS = ("torch-stable-abi", "torch", "tvm-ffi")
 # Preference of each kind, lower first (docs/loading.md, "How a variant is chosen").
 _KIND_RANK = {"torch-stable-abi": 0, "torch": 1, "tvm-ffi": 2, "noarch": 3, "universal": 4}
-_GPU_BACKENDS = ("cuda", "rocm")
 _FREE_THREADING_OK = (3, 15)
-_METAL_MIN_MACOS = (26, 0)
 
 
 @dataclass(frozen=True)
@@ -102,11 +100,11 @@ def _version(version: tuple[int, int]) -> str:
 def allowed_backends(environment: Environment) -> tuple[str, ...]:
     """The values ``backend=`` may take here: ``cpu`` and the detected backend (``cann`` also as ``npu``)."""
     detected = environment.backend
-    if detected == "cpu":
-        return ("cpu",)
-    if detected == "cann":
-        return ("cpu", "cann", "npu")
-    return ("cpu", detected)
+    everywhere = backends.names(where="loads_everywhere")
+    if detected in everywhere:
+        return everywhere
+    spec = backends.find(detected)
+    return (*everywhere, detected, *(spec.aliases if spec is not None else ()))
 
 
 def select_backend(environment: Environment, backend: str | None) -> str:
@@ -122,7 +120,8 @@ def select_backend(environment: Environment, backend: str | None) -> str:
             f"invalid backend {backend!r}: on this system it must be one of {', '.join(allowed)} "
             f"(detected backend: {environment.backend})"
         )
-    return "cann" if backend == "npu" else backend
+    spec = backends.by_alias(backend)
+    return backend if spec is None else spec.name
 
 
 def _selected_version(environment: Environment, backend: str) -> tuple[int, int] | None:
@@ -183,28 +182,37 @@ def _check_backend(variant: Variant, env: Environment, backend: str) -> str | No
     compute = variant.compute
     if variant.backend != backend:
         return f"built for {compute}; the selected backend is {env_label}"
-    if backend == "cuda":
-        assert variant.backend_version is not None
-        cuda = f"CUDA {_version(variant.backend_version)} ({compute})"
-        if env_version is None:
-            return f"built for {cuda}; the environment's CUDA version is unknown"
-        if variant.backend_version[0] != env_version[0]:
-            return (
-                f"built for {cuda}, major version differs from the environment's CUDA {_version(env_version)}"
-            )
-        if variant.backend_version[1] > env_version[1]:
-            return (
-                f"built for {cuda}, minor version newer than the environment's CUDA {_version(env_version)}"
-            )
-        return None
+    spec = backends.find(backend)
+    if spec is not None and spec.abi_compatible_minor:
+        return _check_minor_compatible(variant, spec, env_version)
     if compute != env_label:
         return f"built for {compute}; the environment has {env_label}"
-    if backend == "metal":
+    if spec is not None and spec.min_macos is not None:
         macos = env.macos_version
-        if macos is None or macos < _METAL_MIN_MACOS:
+        if macos is None or macos < spec.min_macos:
             running = f"macOS {_version(macos)}" if macos is not None else "an unknown macOS version"
-            needs = f"macOS {_version(_METAL_MIN_MACOS)} or later"
-            return f"built for metal, which needs {needs}; this machine runs {running}"
+            needs = f"macOS {_version(spec.min_macos)} or later"
+            return f"built for {backend}, which needs {needs}; this machine runs {running}"
+    return None
+
+
+def _check_minor_compatible(
+    variant: Variant, spec: backends.Backend, env_version: tuple[int, int] | None
+) -> str | None:
+    """Backends with minor-version compatibility (CUDA): same major, a minor not newer than the environment's."""
+    assert variant.backend_version is not None
+    title = spec.title or spec.name
+    built = f"{title} {_version(variant.backend_version)} ({variant.compute})"
+    if env_version is None:
+        return f"built for {built}; the environment's {title} version is unknown"
+    if variant.backend_version[0] != env_version[0]:
+        return (
+            f"built for {built}, major version differs from the environment's {title} {_version(env_version)}"
+        )
+    if variant.backend_version[1] > env_version[1]:
+        return (
+            f"built for {built}, minor version newer than the environment's {title} {_version(env_version)}"
+        )
     return None
 
 
@@ -248,7 +256,7 @@ def metadata_disagreement(name: str, metadata: Metadata) -> str | None:
             f"the directory name says backend {variant.backend}, but its metadata.json says backend "
             f"{metadata.backend_type!r}"
         )
-    if metadata.backend_archs and metadata.backend_type not in _GPU_BACKENDS:
+    if metadata.backend_archs and _gpu(metadata.backend_type) is None:
         return (
             f"its metadata.json lists backend.archs {list(metadata.backend_archs)!r}, but a "
             f"{metadata.backend_type} variant has no GPU architectures"
@@ -265,10 +273,10 @@ def _check_gpus(name: str, metadata: Metadata | None, backend: str, devices: Seq
     archs = metadata.backend_archs
     if archs is None:
         return None
-    if backend == "cuda":
-        valid = [entry for entry in archs if CAPABILITY_RE.fullmatch(entry)]
-    else:
-        valid = [entry for entry in archs if entry.split(":", 1)[0].startswith("gfx")]
+    gpu = _gpu(backend)
+    if gpu is None:
+        return None
+    valid = [entry for entry in archs if gpu.entry_valid(entry)]
     ignored = [entry for entry in archs if entry not in valid]
     if ignored:
         logger.warning("variant %s: ignoring unparseable backend.archs entries %s", name, ", ".join(ignored))
@@ -276,12 +284,14 @@ def _check_gpus(name: str, metadata: Metadata | None, backend: str, devices: Seq
         return None
     provides = ", ".join(valid)
     for index, device in enumerate(devices):
-        if isinstance(device, tuple):
-            if not any(device_runs(device, entry) for entry in valid):
-                return f"GPU {index} has compute capability {_version(device)}; build provides {provides}"
-        elif not any(rocm_device_runs(device, entry) for entry in valid):
-            return f"GPU {index} has architecture {device.split(':', 1)[0]}; build provides {provides}"
+        if not any(map(gpu.device_runs(device), valid)):
+            return f"GPU {index} has {gpu.describe_device(device)}; build provides {provides}"
     return None
+
+
+def _gpu(backend: str) -> backends.GpuArchs | None:
+    spec = backends.find(backend)
+    return None if spec is None else spec.gpu
 
 
 # --- resolution ---------------------------------------------------------------------------------------------
@@ -305,7 +315,8 @@ def resolve_variants(
     ``metadata(name)``. With ``first_only`` it stops at the first accepted candidate: later candidates are
     returned as accepted without their GPU check (enough for a load, which takes the first).
     """
-    backend = "cann" if backend == "npu" else backend
+    spec = backends.by_alias(backend)
+    backend = backend if spec is None else spec.name
     variants: dict[str, Variant] = {}
     for name in names:
         try:
@@ -324,7 +335,7 @@ def resolve_variants(
     accepted.sort(key=_preference)
 
     probe = gpus if isinstance(gpus, GpuProbe) else GpuProbe(gpus)
-    if accepted and check_gpu_arch and backend in _GPU_BACKENDS and probe.devices():
+    if accepted and check_gpu_arch and _gpu(backend) is not None and probe.devices():
         checked: list[Variant] = []
         for position, variant in enumerate(accepted):
             if first_only and checked:
@@ -409,7 +420,8 @@ def probe_gpus(backend: str) -> list[Device]:
     CUDA devices give ``torch.cuda.get_device_capability(i)``, ROCm devices their ``gcnArchName`` before the
     first ``:``. ``CUDA_VISIBLE_DEVICES`` / ``HIP_VISIBLE_DEVICES`` narrow the list as they narrow Torch's.
     """
-    if backend not in _GPU_BACKENDS:
+    gpu = _gpu(backend)
+    if gpu is None:
         return []
     try:
         torch: Any = importlib.import_module("torch")
@@ -420,7 +432,7 @@ def probe_gpus(backend: str) -> list[Device]:
         return []
     devices: list[Device] = []
     for index in range(cuda.device_count()):
-        if backend == "cuda":
+        if gpu.kind == "capability":
             major, minor = cuda.get_device_capability(index)
             devices.append((int(major), int(minor)))
         else:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import kernel_builder.backends as backends
+
 if TYPE_CHECKING:
     from auditwheel.policy import Policy
 
@@ -31,16 +33,20 @@ MANYLINUX_POLICY = "manylinux_2_28"
 #: ``Py_LIMITED_API`` of the generated projects (Python 3.9).
 LIMITED_API_VERSION = (3, 9)
 
-# Libraries Torch's wheels bring: Torch's own and the CUDA libraries they depend on. System libraries come
-# from the manylinux policy's whitelist.
-_TORCH_NEEDED = re.compile(
-    r"^("
-    r"libtorch(_cpu|_cuda|_python|_global_deps)?\.so|libc10(_cuda)?\.so|libshm\.so"
-    r"|lib(cudart|cublas|cublasLt|cusparse|cusparseLt|cusolver|cufft|curand|nvrtc|nvrtc-builtins|nvToolsExt"
-    r"|nvJitLink|cudnn\w*|nccl|cupti|cufile|nvshmem_host|nvperf_host)\.so(\.\d+)*"
+# Libraries every Torch wheel brings; each backend adds those of its own wheels (``Backend.torch_libraries``:
+# libtorch_cuda, the CUDA libraries, ...). System libraries come from the manylinux policy's whitelist.
+_TORCH_NEEDED_COMMON = (
+    r"libtorch(_cpu|_python|_global_deps)?\.so|libc10\.so|libshm\.so"
     r"|ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1"
-    r")$"
 )
+
+
+def _torch_needed() -> re.Pattern[str]:
+    """The ``DT_NEEDED`` names Torch's wheels provide, of every registered backend."""
+    extra = [pattern for backend in backends.all_backends() for pattern in backend.torch_libraries]
+    return re.compile("^(" + "|".join([_TORCH_NEEDED_COMMON, *extra]) + ")$")
+
+
 _VERSION_RE = re.compile(r"^([A-Z][A-Z_]*?)_(\d+(?:\.\d+)*)$")
 # Symbols only a statically linked libstdc++ defines in an extension.
 _STATIC_LIBSTDCXX_MARKERS = ("_ZNKSt11logic_error4whatEv", "_ZNSt6locale7classicEv", "_ZSt4cout")
@@ -232,8 +238,9 @@ def check_library(path: Path, *, stable_abi: bool = False) -> list[Violation]:
                     )
                 )
     allowed_system = policy.whitelist if policy is not None else frozenset()
+    torch_needed = _torch_needed()
     for library in facts.needed:
-        if library not in allowed_system and not _TORCH_NEEDED.match(library):
+        if library not in allowed_system and not torch_needed.match(library):
             violations.append(
                 Violation(
                     "needed",

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+import kernel_builder.backends as registry
 from kernel_builder import __version__
+from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
 from kernel_builder.build.compile.toolchain import CudaToolkit
 from kernel_builder.build.generate.ops import aot_ops_py
 from kernel_builder.build.generate.registration import is_generated, registration_header
-from kernel_builder.build.plan import capabilities
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.errors import BuildError
 
@@ -30,15 +31,7 @@ _NO_HALF = {
     "-D__CUDA_NO_HALF2_OPERATORS__",
     "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
 }
-BACKEND_DEFINES = {
-    "cpu": "CPU_KERNEL",
-    "cuda": "CUDA_KERNEL",
-    "rocm": "ROCM_KERNEL",
-    "metal": "METAL_KERNEL",
-    "xpu": "XPU_KERNEL",
-}
 _GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
-USE_DEFINES = {"cuda": "USE_CUDA=1", "rocm": "USE_ROCM=1", "xpu": "USE_XPU=1"}
 #: The kernel root seen from the CMake build directory, .kernel-builder/<variant>/cmake-build.
 RELATIVE_ROOT = "../../.."
 
@@ -256,16 +249,19 @@ def _cmakelists(
         inputs.toolkit,
         inputs.options,
     )
-    cuda = plan.backend == "cuda"
-    languages = "CXX CUDA" if cuda else "CXX"
+    spec = registry.get(plan.backend)
+    cuda = "CUDA" in spec.cmake_languages
+    languages = " ".join(spec.cmake_languages)
     standard = cxx_standard(interpreter.torch_major_minor)
     namespace = f"{NAMESPACE_MACRO}={plan.ops_name}"
     where_used = namespace_sources(root, plan) if options.namespace_where_used else None
-    definitions = [BACKEND_DEFINES[plan.backend], "Py_LIMITED_API=0x03090000"]
+    if spec.cmake_define is None:
+        raise BuildError(f"backend {plan.backend} has no CMake build in this kernel-builder")
+    definitions = [spec.cmake_define, "Py_LIMITED_API=0x03090000"]
     if where_used is None:
         definitions.insert(0, namespace)
-    if plan.backend in USE_DEFINES:
-        definitions.insert(len(definitions) - 1, USE_DEFINES[plan.backend])
+    if spec.use_define is not None:
+        definitions.insert(len(definitions) - 1, spec.use_define)
     if plan.variant.kind == "torch-stable-abi" and plan.variant.framework_version is not None:
         major, minor = plan.variant.framework_version
         definitions.append(f"TORCH_TARGET_VERSION=0x{(major << 56) | (minor << 48):016X}")

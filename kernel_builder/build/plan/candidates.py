@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+import kernel_builder.backends as registry
 from kernel_builder.build.plan.planner import (
-    BUILDABLE_AOT_BACKENDS,
     BUILDABLE_HOST,
     cannot_build_message,
     host_system,
@@ -67,13 +67,13 @@ def aot_candidates(project: KernelProject, matrix: Matrix | None = None) -> list
         for entry, system, required in chosen:
             variant = variant_for_entry(entry, system, abi.major_minor if abi is not None else None)
             reason = None
-            if backend not in BUILDABLE_AOT_BACKENDS:
+            if not registry.get(backend).buildable:
                 reason = cannot_build_message(backend)
             elif system != BUILDABLE_HOST or host_system() != BUILDABLE_HOST:
                 reason = _cannot_build_system(backend, system)
             else:
                 version = tuple(entry.version[:2]) if entry.version is not None else None
-                key = (backend, version if backend == "cuda" else None)
+                key = (backend, version if registry.get(backend).gpu_arch == "capability" else None)
                 if key in e20:
                     reason = e20[key]
             out.append(Candidate(variant, backend, entry, system, required, reason))
@@ -112,7 +112,7 @@ def with_availability(candidates: list[Candidate], served: Collection[str] = ())
         entry = candidate.entry
         if candidate.reason is not None or entry is None or candidate.name in served:
             return candidate.reason
-        if entry.backend == "cuda" and entry.version is not None:
+        if registry.get(entry.backend).needs_nvcc and entry.version is not None:
             toolkit = toolkit_problem((entry.version[0], entry.version[1]))
             if toolkit is not None:
                 return toolkit

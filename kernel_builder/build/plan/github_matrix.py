@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+import kernel_builder.backends as backends
 from kernel_builder.build.plan.candidates import all_candidates
 from kernel_builder.config.model import KernelProject
 
@@ -22,7 +23,7 @@ RUNNER = "ubuntu-24.04"
 
 def _toolkit(backend: str, version: tuple[int, ...] | None) -> tuple[str, str]:
     """(CUDA version, where its compiler comes from: ``pypi`` or ``system``; empty for other backends)."""
-    if backend != "cuda" or version is None:
+    if not backends.get(backend).needs_nvcc or version is None:
         return "", ""
     return f"{version[0]}.{version[1]}", "pypi" if version[0] >= 13 else "system"
 

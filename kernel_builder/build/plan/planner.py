@@ -10,8 +10,9 @@ import platform
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+import kernel_builder.backends as registry
+from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.compile.interpreter import BuildInterpreter
-from kernel_builder.build.plan import capabilities
 from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
 from kernel_builder.config.archs import E20_HINT, applicable_entries, kernel_applies
@@ -23,7 +24,6 @@ from kernel_builder.formats.runtime import normalize_cpu
 from kernel_builder.formats.variants import UnsupportedEnvironmentError, Variant, noarch_variant
 
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
-BUILDABLE_AOT_BACKENDS = ("cpu", "cuda")
 BUILDABLE_HOST = "x86_64-linux"
 
 
@@ -77,7 +77,7 @@ def host_system() -> str:
 
 
 def _buildable_here(backend: str) -> bool:
-    return backend in BUILDABLE_AOT_BACKENDS and host_system() == BUILDABLE_HOST
+    return registry.get(backend).buildable and host_system() == BUILDABLE_HOST
 
 
 def cannot_build_message(backend: str) -> str:
@@ -95,10 +95,7 @@ def noarch_plans(project: KernelProject, unique_id: str) -> list[VariantPlan]:
     for backend in backends:
         archs: tuple[str, ...] = ()
         if isinstance(framework, TorchNoarch):
-            if backend == "cuda" and framework.cuda_capabilities:
-                archs = framework.cuda_capabilities
-            if backend == "rocm" and framework.rocm_archs:
-                archs = framework.rocm_archs
+            archs = framework.archs_for(registry.get(backend).arch_key) or ()
         plans.append(
             VariantPlan(
                 noarch_variant(backend), backend, ops_name(project.py_name, backend, unique_id), archs=archs
@@ -176,7 +173,11 @@ def _aot_plan(
     assert isinstance(framework, Torch)
     abi = framework.stable_abi_for(backend)
     torch_version = interpreter.torch_major_minor
-    cuda_version = interpreter.backend()[1] if backend == "cuda" else None
+    spec = registry.get(backend)
+    # The compute version bounds the variant ([general.<backend>] minver/maxver) and picks matrix entries; for
+    # CUDA it also picks the capabilities nvcc can build and the kernels whose `cuda-minver` it meets.
+    compute_version = interpreter.backend()[1] if spec.versioned else None
+    capability_archs = spec.gpu_arch == "capability"
     if not within_bounds(torch_version, framework.minver, framework.maxver):
         diags.note(
             f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is outside [torch] minver/maxver"
@@ -194,11 +195,11 @@ def _aot_plan(
         raise BuildError(
             f"cannot name the {backend} variant of the build interpreter {interpreter.python}: {exc}"
         ) from None
-    if cuda_version is not None and not within_bounds(
-        cuda_version, config.general.cuda.minver, config.general.cuda.maxver
-    ):
+    bounds = config.general.settings(backend)
+    if compute_version is not None and not within_bounds(compute_version, bounds.minver, bounds.maxver):
         diags.note(
-            f"no cuda variant is built: CUDA {cuda_version[0]}.{cuda_version[1]} is outside [general.cuda] minver/maxver"
+            f"no {backend} variant is built: {spec.title or backend} {compute_version[0]}.{compute_version[1]} is "
+            f"outside [general.{backend}] minver/maxver"
         )
         return None
     # A stable-ABI variant is named by the ABI version: every applicable Torch of its compute gives that name.
@@ -207,25 +208,25 @@ def _aot_plan(
         for e in applicable_entries(config, matrix, backend)
         if (abi is not None or e.torch == torch_version) and host_system() in e.systems
     ]
-    if cuda_version is not None:
-        entries = [e for e in entries if e.version is not None and tuple(e.version[:2]) == cuda_version]
+    if compute_version is not None:
+        entries = [e for e in entries if e.version is not None and tuple(e.version[:2]) == compute_version]
     if not entries:
         diags.warning(
             f"{variant.name} is not in the variant matrix: fine for development, but not part of the published set"
         )
     components: list[Component] = []
     for kernel in config.kernels_for(backend):
-        if cuda_version is not None and not kernel_applies(kernel, cuda_version):
+        if capability_archs and compute_version is not None and not kernel_applies(kernel, compute_version):
             continue
         archs: tuple[str, ...] = ()
-        if backend == "cuda":
-            assert cuda_version is not None
+        if capability_archs:
+            assert compute_version is not None
             selection = capabilities.select_capabilities(
-                kernel.cuda_capabilities, cuda_version, native_targets
+                kernel.cuda_capabilities, compute_version, native_targets
             )
             for dropped in selection.dropped:
                 diags.warning(
-                    f"[kernel.{kernel.name}]: capability {dropped} dropped: CUDA {cuda_version[0]}.{cuda_version[1]} "
+                    f"[kernel.{kernel.name}]: capability {dropped} dropped: CUDA {compute_version[0]}.{compute_version[1]} "
                     "cannot build it",
                     kernel.line,
                 )
@@ -233,12 +234,12 @@ def _aot_plan(
                 requested = ", ".join(
                     kernel.cuda_capabilities
                     or native_targets
-                    or capabilities.default_capabilities(cuda_version)
+                    or capabilities.default_capabilities(compute_version)
                 )
-                targets = native_targets or capabilities.default_targets(cuda_version)
+                targets = native_targets or capabilities.default_targets(compute_version)
                 diags.error(
                     f"[kernel.{kernel.name}]: none of the requested capabilities ({requested}) can be built with "
-                    f"CUDA {cuda_version[0]}.{cuda_version[1]} (supported: {', '.join(targets)})",
+                    f"CUDA {compute_version[0]}.{compute_version[1]} (supported: {', '.join(targets)})",
                     kernel.line,
                     E20_HINT,
                 )
@@ -262,16 +263,16 @@ def _aot_plan(
         if suffix in CPP_SUFFIXES:
             binding_sources.append(src)
         elif suffix == ".cu":
-            if backend == "cuda":
+            if suffix in spec.source_suffixes:
                 binding_sources.append(src)
             else:
                 diags.warning(
                     f"[torch] src `{src}` is a CUDA file and is not compiled into the {backend} variant"
                 )
     binding_archs: tuple[str, ...] = ()
-    if backend == "cuda" and any(s.endswith(".cu") for s in binding_sources):
-        assert cuda_version is not None
-        binding_archs = union or capabilities.select_capabilities(None, cuda_version, native_targets).archs
+    if capability_archs and any(s.endswith(".cu") for s in binding_sources):
+        assert compute_version is not None
+        binding_archs = union or capabilities.select_capabilities(None, compute_version, native_targets).archs
     binding = Component(
         "_torch_binding", tuple(binding_sources), framework.include, framework.cxx_flags, (), binding_archs
     )
@@ -282,8 +283,8 @@ def _aot_plan(
         backend,
         ops_name(project.py_name, backend, unique_id),
         (binding, *components),
-        union if backend == "cuda" else (),
-        "native" if native_targets is not None and backend == "cuda" else None,
+        union if spec.gpu is not None else (),
+        "native" if native_targets is not None and capability_archs else None,
     )
 
 

@@ -1,0 +1,38 @@
+"""The rocm backend: validated in build.toml and loaded, not built by this kernel-builder yet.
+
+Variants are named ``rocm<major><minor>`` and list ``gfx`` architectures, which the loader checks against the
+visible GPUs' ``gcnArchName``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kernel_builder.backends.gpu_archs import rocm_device_runs
+from kernel_builder.backends.registry import Backend, GpuArchs
+
+
+def _runs(device: str) -> Callable[[str], bool]:
+    return lambda entry: rocm_device_runs(device, entry)
+
+
+GPU = GpuArchs(
+    kind="gfx",
+    entry_valid=lambda entry: entry.split(":", 1)[0].startswith("gfx"),
+    device_runs=_runs,
+    describe_device=lambda device: f"architecture {device.split(':', 1)[0]}",
+)
+
+BACKEND = Backend(
+    name="rocm",
+    compute_prefix="rocm",
+    kernel_sections=True,
+    kernel_keys=("rocm-archs", "hip-flags"),
+    source_suffixes=(".cu", ".hip"),
+    in_matrix=True,
+    cmake_define="ROCM_KERNEL",
+    use_define="USE_ROCM=1",
+    ships_triton=True,
+    gpu=GPU,
+    arch_key="rocm-archs",
+)
