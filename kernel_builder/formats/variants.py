@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from kernel_builder.errors import KernelBuilderError
 from kernel_builder.formats.runtime import Environment, detect_environment, normalize_cpu
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ _TORCH_PREFIX = "torch"
 _UNIVERSAL = "torch-universal"
 
 
-class UnsupportedEnvironmentError(ValueError):
+class UnsupportedEnvironmentError(ValueError, KernelBuilderError):
     """The running environment has no variant name the tool can produce (no Torch, pre-C++11 ABI, …)."""
 
 
