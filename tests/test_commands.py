@@ -3,6 +3,7 @@ call directly (the commands whose library functions no other test calls without 
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import pkgutil
@@ -20,9 +21,9 @@ from kernel_builder.config import load_project
 from kernel_builder.errors import ConfigError, UsageError
 
 
-def parser_commands() -> dict[str, object]:
-    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
-    return dict(subparsers.choices)  # type: ignore[attr-defined]
+def parser_commands() -> dict[str, argparse.ArgumentParser]:
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(subparsers.choices)
 
 
 def test_every_command_is_implemented_by_its_own_module() -> None:
@@ -31,7 +32,7 @@ def test_every_command_is_implemented_by_its_own_module() -> None:
     modules = {m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")}
     assert modules == {name.replace("-", "_") for name in parsers}, "one module per command, no other"
     for name, parser in parsers.items():
-        handler = parser.get_default("handler")  # type: ignore[attr-defined]
+        handler = parser.get_default("handler")
         module = importlib.import_module(commands.module_name(name))
         assert handler is module.run, f"{name} runs {handler.__module__}.{handler.__qualname__}"
         assert callable(module.register)
