@@ -7,8 +7,9 @@ A command module ``kernel_builder.commands.<name>`` (``-`` in the command's name
   stage or feature package, where tests call it directly), prints the outcome and returns the exit status.
 
 Command modules import nothing heavy at module level, so that ``kernel-builder --help`` stays fast: the library
-is imported inside ``run``. Errors are raised, never printed: ``kernel_builder.cli`` turns them into messages
-and exit statuses. Modules whose names start with ``_`` are helpers shared by commands, not commands.
+is imported inside ``run``. Errors are raised, not printed: ``kernel_builder.cli`` turns them into messages
+and exit statuses (``kernel_builder.errors``); ``run`` itself returns 1 only after reporting the items of a
+batch that failed (variants of a build, repos of a lock or download). Modules whose names start with ``_`` are helpers shared by commands, not commands.
 """
 
 from __future__ import annotations

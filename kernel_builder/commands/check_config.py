@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands._shared import add_common, add_path, print_diagnostics
+from kernel_builder.errors import UsageError
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -27,7 +27,6 @@ def run(args: argparse.Namespace) -> int:
     result = load_project(args.path)
     print_diagnostics(result.diagnostics)
     if args.werror and result.warnings:
-        print("error: warnings treated as errors (--werror)", file=sys.stderr)
-        return 2
+        raise UsageError("warnings treated as errors (--werror)")
     print(describe_project(result.project))
     return 0
