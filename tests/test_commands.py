@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 from build_fixtures import CPU_VARIANT, noarch_project, quick_project, write_tree
+from hub_server import HubServer
+from publish_fixtures import CPU, CUDA, REPO, write_kernel
+from publish_fixtures import cpu_machine as cpu_machine  # noqa: F401 (fixture)
 
 from kernel_builder import commands
 from kernel_builder.cli import build_parser, main
@@ -149,3 +152,25 @@ def test_run_benchmarks_times_the_built_variant(tmp_path: Path) -> None:
     assert run_benchmarks(project, runs=3, warmup=1, json_file=report) == 0
     results = json.loads(report.read_text(encoding="utf-8"))["results"]
     assert [(r["name"], r["matches"], r["kernel"]["runs"]) for r in results] == [("twice", True, 3)]
+
+
+def test_upload_lock_and_download_as_library_calls(hub: HubServer, tmp_path: Path, cpu_machine: None) -> None:
+    """The three Hub commands' functions, called without the CLI, against the Hub double."""
+    from kernel_builder.loader.download import download_locked
+    from kernel_builder.loader.lock import lock_project
+    from kernel_builder.publish.upload import UploadOptions, upload
+
+    hub.add_organization("org")
+    uploaded = upload(UploadOptions(kernel_dir=write_kernel(tmp_path / "relu"), repo_id=REPO))
+    assert uploaded.status == "uploaded"
+    sha = hub.resolve(REPO, "v1")
+    app = write_tree(tmp_path / "app", {"pyproject.toml": f'[tool.kernels.dependencies]\n"{REPO}" = 1\n'})
+
+    report = lock_project(app)
+    assert report.failures == () and report.path == app / "kernels.lock"
+    assert [(e.repo_id, e.sha, sorted(e.variants)) for e in report.entries] == [(REPO, sha, [CPU, CUDA])]
+
+    outcomes = download_locked(app)
+    assert [(o.repo_id, o.sha, o.variants, o.error) for o in outcomes] == [(REPO, sha, (CPU,), None)]
+    assert (outcomes[0].paths[0] / "metadata.json").is_file()
+    assert [o.variants for o in download_locked(app, all_variants=True)] == [(CPU, CUDA)]
