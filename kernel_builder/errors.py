@@ -1,43 +1,71 @@
-"""The one exception root of kernel-builder and its exit codes.
+"""The one exception hierarchy of kernel-builder and the one place that maps it to exit statuses.
 
-Library code raises these; only the CLI's ``main()`` turns them into a message and an exit status
-(0 success, 1 the operation failed, 2 usage or configuration error).
+Library code raises these; only the CLI's ``main()`` turns them into a message and an exit status:
+
+- :class:`KernelBuilderError` and every subclass not listed below: the operation failed (exit 1) —
+  :class:`BuildError`, :class:`HubError` (``PublishError``), the loader's and ``kernelize``'s errors.
+- :class:`UsageError` and its subclass :class:`ConfigError`: the user asked for something invalid — a bad
+  flag, argument or path, or an invalid configuration file (exit 2).
+
+Only these two classes set ``exit_code``; every other class inherits it, so the mapping lives here alone. The
+loader's and ``kernelize``'s errors also derive from the builtin exception upstream's ``kernels`` raises in
+the same situation (``ValueError``, ``FileNotFoundError``, ...), so ``except ValueError`` keeps catching them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kernel_builder.common.diagnostics import Diagnostic
 
+__all__ = ["BuildError", "ConfigError", "HubError", "KernelBuilderError", "UsageError", "exit_status"]
+
+#: The exit statuses (0 is success).
+FAILED = 1
+USAGE = 2
+
 
 class KernelBuilderError(Exception):
     """An error the user can act on; ``str(err)`` is the whole message (no traceback needed)."""
 
-    exit_code = 1
+    exit_code = FAILED
 
 
 class UsageError(KernelBuilderError):
-    """A bad flag, argument or path given on the command line."""
+    """A bad flag, argument or path given on the command line (exit 2)."""
 
-    exit_code = 2
+    exit_code = USAGE
 
 
-class ConfigError(KernelBuilderError):
-    """``build.toml`` (or another configuration file) is invalid.
+class ConfigError(UsageError):
+    """``build.toml``, ``pyproject.toml``, ``kernels.lock`` (or another configuration file) is invalid (exit 2).
 
-    Carries every diagnostic of the run, warnings included, so the caller can print them in line order.
+    Built from a message, or from every diagnostic of the run (warnings included) so that the caller can print
+    them in line order.
     """
 
-    exit_code = 2
-
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        self.diagnostics = diagnostics
-        super().__init__("\n".join(d.render() for d in diagnostics))
+    def __init__(self, problem: str | Sequence[Diagnostic]) -> None:
+        if isinstance(problem, str):
+            self.diagnostics: list[Diagnostic] = []
+            super().__init__(problem)
+        else:
+            self.diagnostics = list(problem)
+            super().__init__("\n".join(d.render() for d in self.diagnostics))
 
 
 class BuildError(KernelBuilderError):
     """A build step failed (compiler error, missing toolchain, ...)."""
 
-    exit_code = 1
+
+class HubError(KernelBuilderError):
+    """An upload, lock or download failed, or the variants to upload were refused.
+
+    ``kernel_builder.publish.errors.PublishError`` is this class under the name upload's callers catch.
+    """
+
+
+def exit_status(error: BaseException) -> int:
+    """The exit status for an error that reached the command line: its class's, or 1 for any other error."""
+    return error.exit_code if isinstance(error, KernelBuilderError) else FAILED

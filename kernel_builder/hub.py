@@ -87,6 +87,18 @@ HTTP_ERRORS: tuple[type[Exception], ...] = (
 REQUEST_ERRORS: tuple[type[Exception], ...] = (*HTTP_ERRORS, OSError)
 
 
+def describe_error(error: BaseException) -> str:
+    """A failed request's message in one line: huggingface_hub's first line (status) and its last (the
+    specific note: which repo, what was tried); other errors as they are."""
+    text = str(error).strip()
+    if not text:
+        return type(error).__name__
+    if not isinstance(error, HTTP_ERRORS):
+        return text
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f"{lines[0]} {lines[-1]}" if len(lines) > 2 else " ".join(lines)
+
+
 # --- environment, read at every call (docs/loading.md) -----------------------------------------------------------------
 
 

@@ -101,6 +101,7 @@ def test_separator_words_never_become_the_path(monkeypatch: pytest.MonkeyPatch) 
     """`kernel-builder test -- -q tests/x.py`: PATH stays `.`, and both words go to pytest."""
     from kernel_builder import cli
     from kernel_builder.authoring import devtest
+    from kernel_builder.commands import _shared
 
     seen: dict[str, object] = {}
 
@@ -112,7 +113,7 @@ def test_separator_words_never_become_the_path(monkeypatch: pytest.MonkeyPatch) 
         seen["pytest_args"] = pytest_args
         return 5
 
-    monkeypatch.setattr(cli, "_build_here", fake_build)
+    monkeypatch.setattr(_shared, "build_first", fake_build)
     monkeypatch.setattr(devtest, "run_tests", fake_run)
     assert cli.main(["test", "--", "-q", "tests/x.py"]) == 5  # pytest's status
     assert seen == {"path": ".", "pytest_args": ["-q", "tests/x.py"]}

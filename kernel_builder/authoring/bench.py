@@ -22,9 +22,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Case", "Result", "measure", "render_table"]
+if TYPE_CHECKING:
+    from kernel_builder.config.model import KernelProject
+
+__all__ = ["Case", "Result", "measure", "render_table", "run_benchmarks"]
 
 
 @dataclass
@@ -252,6 +255,25 @@ def main(argv: list[str] | None = None) -> int:
         }
         Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 1 if any(r.error for r in results) or any(r.matches is False for r in results) else 0
+
+
+def run_benchmarks(
+    project: KernelProject, *, runs: int = 100, warmup: int = 10, json_file: Path | None = None
+) -> int:
+    """Time ``project``'s built variant in a fresh process (:func:`main`), as its users would load it.
+
+    The variant must be built already (``build/``). Returns the benchmark process's exit status: 1 when a case
+    failed or disagreed with its reference.
+    """
+    import subprocess
+
+    from kernel_builder.authoring.devtest import pytest_environment
+
+    argv = [sys.executable, "-m", "kernel_builder.authoring.bench", str(project.root / "build"), str(project.root),
+            "--package", project.py_name, "--runs", str(runs), "--warmup", str(warmup)]  # fmt: skip
+    if json_file is not None:
+        argv += ["--json", str(json_file)]
+    return subprocess.run(argv, cwd=project.root, env=pytest_environment(project), check=False).returncode
 
 
 if __name__ == "__main__":  # pragma: no cover

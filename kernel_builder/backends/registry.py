@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kernel_builder.errors import KernelBuilderError
+
 __all__ = [
     "Backend",
     "BackendExistsError",
@@ -153,11 +155,11 @@ class Backend:
         return f"{self.compute_prefix}{major}{minor}"
 
 
-class UnknownBackendError(KeyError):
+class UnknownBackendError(KeyError, KernelBuilderError):
     """No backend of that name is registered."""
 
 
-class BackendExistsError(ValueError):
+class BackendExistsError(ValueError, KernelBuilderError):
     """A backend of that name (or one of its spellings) is registered already."""
 
 

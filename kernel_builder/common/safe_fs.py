@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from kernel_builder.errors import KernelBuilderError
+
 __all__ = [
     "OutsideRootError",
     "TreeScan",
@@ -33,11 +35,11 @@ __all__ = [
 ]
 
 
-class UnsafeFileError(ValueError):
+class UnsafeFileError(ValueError, KernelBuilderError):
     """A file that must not be read: not a regular file, or larger than allowed. ``str()`` says which."""
 
 
-class OutsideRootError(ValueError):
+class OutsideRootError(ValueError, KernelBuilderError):
     """A write whose target would not be inside the root it was confined to."""
 
 

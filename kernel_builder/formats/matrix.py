@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from packaging.version import InvalidVersion, Version
 
 import kernel_builder.backends as backends
+from kernel_builder.errors import KernelBuilderError
 from kernel_builder.formats.variants import (
     CPUS,
     OPERATING_SYSTEMS,
@@ -59,7 +60,7 @@ _MAJOR_MINOR_RE = re.compile(rf"^{_NUMBER}\.{_NUMBER}$")
 _COMPUTE_VERSION_RE = re.compile(rf"^{_NUMBER}(?:\.{_NUMBER})+$")
 
 
-class MatrixError(ValueError):
+class MatrixError(ValueError, KernelBuilderError):
     """An invalid variant matrix; ``problems`` lists every problem found, each naming its entry and field."""
 
     def __init__(self, source: str, problems: list[str]) -> None:

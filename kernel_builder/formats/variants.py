@@ -19,6 +19,7 @@ from typing import Literal, Protocol
 
 import kernel_builder.backends as backends
 from kernel_builder.backends import noarch
+from kernel_builder.errors import KernelBuilderError
 from kernel_builder.formats.runtime import Environment, detect_environment, normalize_cpu
 
 __all__ = [
@@ -53,7 +54,7 @@ def _unknown_backend(backend: str) -> ValueError:
     return ValueError(f"unknown backend {backend!r} (expected one of {', '.join(backends.names())})")
 
 
-class UnsupportedEnvironmentError(ValueError):
+class UnsupportedEnvironmentError(ValueError, KernelBuilderError):
     """The running environment has no variant name the tool can produce (no Torch, pre-C++11 ABI, …)."""
 
 

@@ -14,12 +14,12 @@ from functools import partial
 from pathlib import Path
 
 from kernel_builder import __version__
+from kernel_builder.errors import ConfigError, HubError
 from kernel_builder.formats.lockfile import LOCK_FILE, LockEntry, group_variant_files, read_lock
-from kernel_builder.hub import REQUEST_ERRORS, RemoteRepo
+from kernel_builder.hub import REQUEST_ERRORS, RemoteRepo, describe_error
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.locked import cache_fix, choose_variant, fetch_locked_variant
 from kernel_builder.loader.remote import Target, start_operation, variant_metadata
-from kernel_builder.publish.errors import ProjectConfigError, PublishError, describe
 
 __all__ = ["DownloadOutcome", "download_locked"]
 
@@ -44,11 +44,11 @@ def _read(project_dir: Path) -> tuple[Path, list[LockEntry]]:
     try:
         return path, read_lock(path)
     except FileNotFoundError:
-        raise ProjectConfigError(
+        raise ConfigError(
             f"{path}: not found; create it with `kernel-builder lock {project_dir}` first"
         ) from None
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ProjectConfigError(str(error)) from None
+        raise ConfigError(str(error)) from None
 
 
 def download_locked(
@@ -56,7 +56,7 @@ def download_locked(
 ) -> list[DownloadOutcome]:
     """Download and verify what ``<project_dir>/kernels.lock`` pins; one outcome per entry, in lock order.
 
-    Raises :class:`ProjectConfigError` (exit 2) when the lock is missing or invalid and :class:`PublishError`
+    Raises :class:`ConfigError` (exit 2) when the lock is missing or invalid and :class:`HubError`
     when offline.
     """
     directory = Path(project_dir)
@@ -64,7 +64,7 @@ def download_locked(
     operation = start_operation(None, f"kernel-builder-cli/{__version__}")
     hub = operation.hub
     if hub.offline:
-        raise PublishError("download needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it")
+        raise HubError("download needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it")
     outcomes: list[DownloadOutcome] = []
     for entry in entries:
         repo = RemoteRepo(entry.repo_id)
@@ -91,7 +91,7 @@ def download_locked(
                 paths.append(variant_dir)
                 log(f"downloaded {entry.repo_id} {variant} at {entry.sha}")
         except _FAILURES as error:
-            outcomes.append(DownloadOutcome(entry.repo_id, entry.sha, error=describe(error)))
+            outcomes.append(DownloadOutcome(entry.repo_id, entry.sha, error=describe_error(error)))
             continue
         outcomes.append(DownloadOutcome(entry.repo_id, entry.sha, tuple(chosen), tuple(paths)))
     return outcomes

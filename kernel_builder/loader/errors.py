@@ -1,13 +1,16 @@
 """The loader's error types (docs/loading.md).
 
-Each subclasses the builtin exception upstream's ``kernels`` loader raises in the same situation, so existing
-``except FileNotFoundError`` / ``except ValueError`` clauses keep working.
+Each belongs to kernel-builder's one hierarchy (:class:`kernel_builder.errors.KernelBuilderError`, exit 1 on the
+command line) and also subclasses the builtin exception upstream's ``kernels`` loader raises in the same situation,
+so existing ``except FileNotFoundError`` / ``except ValueError`` clauses keep working.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from kernel_builder.errors import KernelBuilderError
 
 if TYPE_CHECKING:
     from kernel_builder.loader.resolve import Decision
@@ -20,7 +23,7 @@ __all__ = [
 ]
 
 
-class NoCompatibleVariantError(FileNotFoundError):
+class NoCompatibleVariantError(FileNotFoundError, KernelBuilderError):
     """No variant directory suits this environment; ``decisions`` holds each one's verdict, best first."""
 
     def __init__(self, message: str, decisions: Sequence[Decision] = ()) -> None:
@@ -29,13 +32,13 @@ class NoCompatibleVariantError(FileNotFoundError):
         self.decisions: tuple[Decision, ...] = tuple(decisions)
 
 
-class KernelIntegrityError(ValueError):
+class KernelIntegrityError(ValueError, KernelBuilderError):
     """A variant's files differ from its ``metadata.json`` digest or from its lock-file hash."""
 
 
-class UntrustedKernelError(ValueError):
+class UntrustedKernelError(ValueError, KernelBuilderError):
     """The publisher of a Hub kernel is not trusted (and ``trust_remote_code`` was not given)."""
 
 
-class KernelNotLockedError(ValueError):
+class KernelNotLockedError(ValueError, KernelBuilderError):
     """A locked load found no lock file that lists the repository."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kernel_builder import __version__
 from kernel_builder.common import toml
+from kernel_builder.errors import ConfigError, HubError
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.lockfile import (
     LOCK_FILE,
@@ -24,11 +25,10 @@ from kernel_builder.formats.lockfile import (
     variant_hash,
     write_lock,
 )
-from kernel_builder.hub import REQUEST_ERRORS, Hub
+from kernel_builder.hub import REQUEST_ERRORS, Hub, describe_error
 from kernel_builder.loader.errors import UntrustedKernelError
 from kernel_builder.loader.remote import follow_redirects_from_main, resolve_version
 from kernel_builder.loader.trust import require_trusted
-from kernel_builder.publish.errors import ProjectConfigError, PublishError, describe
 
 __all__ = ["Dependency", "LockReport", "lock_project", "read_dependencies"]
 
@@ -60,39 +60,37 @@ class LockReport:
 def read_dependencies(project_dir: str | os.PathLike[str]) -> list[Dependency]:
     """``[tool.kernels.dependencies]`` of ``<project_dir>/pyproject.toml``, sorted by repo id.
 
-    Raises :class:`ProjectConfigError` (exit 2) naming the file for a missing file or table, and naming the
+    Raises :class:`ConfigError` (exit 2) naming the file for a missing file or table, and naming the
     key for a value that is not an integer (``true`` is not one) or a key that is not ``<org>/<name>``.
     """
     file = Path(project_dir) / PYPROJECT
     try:
         data = toml.read_toml(file)
     except FileNotFoundError:
-        raise ProjectConfigError(
+        raise ConfigError(
             f"{file}: not found; `kernel-builder lock` reads the kernels to lock from its {TABLE} table"
         ) from None
     except (OSError, UnicodeDecodeError, toml.TOMLDecodeError) as error:
-        raise ProjectConfigError(f"{file}: cannot read it: {error}") from None
+        raise ConfigError(f"{file}: cannot read it: {error}") from None
     tool = data.get("tool")
     kernels = tool.get("kernels") if isinstance(tool, dict) else None
     table = kernels.get("dependencies") if isinstance(kernels, dict) else None
     if table is None:
-        raise ProjectConfigError(
+        raise ConfigError(
             f"{file}: no {TABLE} table; add one that maps each kernel repo to its major version, e.g. "
             f'"kernels-community/relu" = 1'
         )
     if not isinstance(table, dict):
-        raise ProjectConfigError(f"{file}: {TABLE} must be a table of repo id = major version")
+        raise ConfigError(f"{file}: {TABLE} must be a table of repo id = major version")
     dependencies = []
     for key, value in table.items():
         where = f'{file}: {TABLE} "{key}"'
         if not is_repo_id(key):
-            raise ProjectConfigError(f"{where}: not a kernel repo id of the form <org>/<name>")
+            raise ConfigError(f"{where}: not a kernel repo id of the form <org>/<name>")
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ProjectConfigError(
-                f"{where}: expected an integer major version (branch v<N>), got {value!r}"
-            )
+            raise ConfigError(f"{where}: expected an integer major version (branch v<N>), got {value!r}")
         if value < 0:
-            raise ProjectConfigError(f"{where}: expected a major version of 0 or more, got {value}")
+            raise ConfigError(f"{where}: expected a major version of 0 or more, got {value}")
         dependencies.append(Dependency(key, value))
     return sorted(dependencies, key=lambda d: d.repo_id)
 
@@ -126,14 +124,14 @@ def lock_project(
     path = Path(project_dir) / LOCK_FILE
     hub = Hub(agent=f"kernel-builder-cli/{__version__}")
     if hub.offline:
-        raise PublishError("lock needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it")
+        raise HubError("lock needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it")
     entries: list[LockEntry] = []
     failures: list[tuple[str, str]] = []
     for dependency in dependencies:
         try:
             entry = _lock_one(hub, dependency, trust_remote_code)
         except _FAILURES as error:
-            message = describe(error)
+            message = describe_error(error)
             if isinstance(error, UntrustedKernelError):
                 message = message.rstrip(".") + " (kernel-builder lock --trust-remote-code)."
             failures.append((dependency.repo_id, message))

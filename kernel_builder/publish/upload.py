@@ -21,10 +21,20 @@ from typing import Any
 from kernel_builder import __version__
 from kernel_builder.errors import UsageError
 from kernel_builder.formats.identifiers import repo_id_problem
-from kernel_builder.hub import KERNEL, MODEL, REQUEST_ERRORS, AddFile, DeleteFile, Hub, RemoteFile, RemoteRepo
+from kernel_builder.hub import (
+    KERNEL,
+    MODEL,
+    REQUEST_ERRORS,
+    AddFile,
+    DeleteFile,
+    Hub,
+    RemoteFile,
+    RemoteRepo,
+    describe_error,
+)
 from kernel_builder.publish.abi_gate import abi_gate
 from kernel_builder.publish.content import Content, LocalFile, collect_content, is_benchmark
-from kernel_builder.publish.errors import PublishError, describe
+from kernel_builder.publish.errors import PublishError
 
 __all__ = [
     "MAX_OPERATIONS_PER_COMMIT",
@@ -473,4 +483,4 @@ def _upload(
             return UploadResult("dry_run", plan)
         return _execute(hub, repo, plan, log)
     except REQUEST_ERRORS as error:
-        raise PublishError(f"upload to {repo_id} failed: {describe(error)}") from error
+        raise PublishError(f"upload to {repo_id} failed: {describe_error(error)}") from error

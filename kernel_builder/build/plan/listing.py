@@ -1,0 +1,27 @@
+"""The candidates ``kernel-builder list-variants`` shows: every variant the project could build, and, when
+probed, whether this machine can build each one."""
+
+from __future__ import annotations
+
+from kernel_builder.build.plan.candidates import Candidate, all_candidates, with_availability
+from kernel_builder.config.model import KernelProject
+from kernel_builder.errors import BuildError
+
+
+def list_variants(project: KernelProject, *, probe: bool = True) -> list[Candidate]:
+    """The project's candidates; with ``probe``, each marked with whether it can be built here.
+
+    Probing asks pip whether each variant's Torch build installs on this platform and looks for its CUDA
+    compiler; the running interpreter's own variant counts as served. Without ``probe`` the list says only what
+    this kernel-builder can build on this platform (no subprocess, no network).
+    """
+    candidates = all_candidates(project)
+    if not probe:
+        return candidates
+    from kernel_builder.build.compile.interpreter import quick_probe
+
+    try:
+        served = {quick_probe().variant().name}
+    except (BuildError, ValueError):  # no torch here, or one no variant name describes
+        served = set()
+    return with_availability(candidates, served)

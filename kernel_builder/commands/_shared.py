@@ -1,0 +1,82 @@
+"""What several command adapters share: the common arguments, printing diagnostics and warnings, and loading
+the project with its warnings shown. Nothing heavy is imported at module level (see ``commands/__init__``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernel_builder.build.builder import BuildOptions, VariantResult
+    from kernel_builder.config.model import KernelProject
+
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """``--debug``, which every command takes (and ``kernel-builder`` itself, before the command)."""
+    # Subcommands must not reset a top-level `kernel-builder --debug CMD` to False: SUPPRESS keeps it.
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="show a Python traceback for errors",
+    )
+
+
+def add_path(
+    parser: argparse.ArgumentParser, metavar: str = "PATH", help: str = "kernel directory or its build.toml"
+) -> None:
+    """The optional positional most commands take; ``.`` by default."""
+    parser.add_argument("path", nargs="?", default=".", metavar=metavar, help=f"{help} (default: .)")
+
+
+def log(line: str) -> None:
+    """Progress lines go to standard error, so that standard output carries only the command's result."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def print_diagnostics(diagnostics: Sequence[object]) -> None:
+    for diagnostic in diagnostics:
+        print(diagnostic.render(), file=sys.stderr)  # type: ignore[attr-defined]
+
+
+def print_warnings(caught: Sequence[object]) -> None:
+    """Warnings the library raised through :mod:`warnings`, shown plainly (no file and line of the caller)."""
+    for warning in caught:
+        print(f"warning: {warning.message}", file=sys.stderr)  # type: ignore[attr-defined]
+
+
+def load(path: str) -> KernelProject:
+    """The project at ``path``, its warnings printed; an invalid one raises ``ConfigError`` (exit 2)."""
+    from kernel_builder.config import load_project
+
+    result = load_project(path)
+    print_diagnostics(result.diagnostics)
+    return result.project
+
+
+def build_first(path: str, options: BuildOptions) -> tuple[KernelProject, int]:
+    """``test`` and ``bench``: build the project's default selection and print its table to standard error.
+
+    Returns the project and 0, or 1 when a variant failed (each failure printed).
+    """
+    import time
+
+    from kernel_builder.build.builder import Builder
+    from kernel_builder.config.summary import build_table
+
+    started = time.monotonic()
+    project = load(path)
+    report = Builder(project, options, log=log).run()
+    print_diagnostics(report.diagnostics)
+    print(build_table(report.results, time.monotonic() - started), file=sys.stderr)
+    print_failures(report.results)
+    return project, 1 if report.failed else 0
+
+
+def print_failures(results: Sequence[VariantResult]) -> None:
+    for failure in (r for r in results if r.status == "failed"):
+        print(f"error: {failure.name}: {failure.message}", file=sys.stderr)

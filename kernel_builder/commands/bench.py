@@ -1,0 +1,47 @@
+"""``kernel-builder bench``: build, then time the kernel's ops (``kernel_builder.authoring.bench.run_benchmarks``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from kernel_builder.commands._shared import add_common, add_path, build_first
+from kernel_builder.errors import UsageError
+
+if TYPE_CHECKING:
+    from kernel_builder.commands._shared import Subparsers
+
+
+def register(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "bench",
+        help="build, then time the kernel's ops against a reference (benchmarks/ or torch)",
+        description="Build the variant for this environment, then run benchmarks/*.py (functions bench_*(kernel, "
+        "device) returning kernel_builder.authoring.bench.Case) or, without them, each public function against its torch "
+        "namesake. CUDA events on a GPU, wall clock on the CPU; median, spread and GB/s.",
+    )
+    add_path(parser)
+    parser.add_argument(
+        "--runs", type=int, default=100, metavar="N", help="timed runs per case (default: 100)"
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=10, metavar="N", help="untimed runs first (default: 10)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
+    add_common(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from kernel_builder.authoring.bench import run_benchmarks
+    from kernel_builder.build.builder import BuildOptions
+
+    if args.runs < 1 or args.warmup < 0:
+        raise UsageError("--runs must be at least 1 and --warmup at least 0")
+    project, status = build_first(args.path, BuildOptions())
+    if status:
+        return status
+    json_file = Path(args.json).resolve() if args.json else None
+    return run_benchmarks(project, runs=args.runs, warmup=args.warmup, json_file=json_file)

@@ -1,0 +1,165 @@
+"""``kernel-builder build``: build the kernel's variants into build/<variant>/ (``Builder.run``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from kernel_builder.commands._shared import add_common, add_path, load, log, print_diagnostics, print_failures
+from kernel_builder.errors import UsageError
+
+if TYPE_CHECKING:
+    from kernel_builder.build.package import Provenance
+    from kernel_builder.commands._shared import Subparsers
+
+
+def register(commands: Subparsers) -> None:
+    parser = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
+    add_path(parser)
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="build this candidate variant in its own environment (repeatable)",
+    )
+    which.add_argument("--required", action="store_true", help="build every required variant buildable here")
+    which.add_argument("--all-variants", action="store_true", help="build every variant buildable here")
+    parser.add_argument(
+        "--refresh-envs", action="store_true", help="re-create the isolated build environments"
+    )
+    parser.add_argument(
+        "--parallel", type=int, metavar="N", help="variants built at once (default: cores / 4)"
+    )
+    parser.add_argument("--werror", action="store_true", help="treat ABI symbol-version warnings as errors")
+    parser.add_argument("--backend", help="build only this backend's variants")
+    parser.add_argument(
+        "--arch", choices=["native"], help="native: only the visible GPU's capability (not publishable)"
+    )
+    parser.add_argument("--unique-id", metavar="ID", help="override the content-derived op namespace id")
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="no network, no pip: build only what this environment's torch serves (Nix, air-gapped)",
+    )
+    parser.add_argument(
+        "--provenance-commit",
+        metavar="REV",
+        help="record this commit in metadata.json instead of asking git (e.g. a flake's revision)",
+    )
+    parser.add_argument(
+        "--provenance-dirty",
+        action="store_true",
+        help="with --provenance-commit: record that the sources differ from that commit",
+    )
+    parser.add_argument(
+        "--build-type",
+        default="Release",
+        choices=["Release", "Debug", "RelWithDebInfo"],
+        help="CMake build type (default: Release)",
+    )
+    parser.add_argument(
+        "--debug-build",
+        action="store_true",
+        help="compile with debug information: -g, and -lineinfo for nvcc (keeps the optimisation level)",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the build report (variants, status, times, sizes, findings) to FILE",
+    )
+    parser.add_argument(
+        "-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: from MAX_JOBS or cores)"
+    )
+    parser.add_argument(
+        "--nvcc-threads", type=int, metavar="N", help="nvcc --threads (default: from the arch count)"
+    )
+    parser.add_argument(
+        "--python", metavar="PATH", help="build interpreter with the variant's torch (default: this one)"
+    )
+    parser.add_argument(
+        "--no-import-check", action="store_true", help="skip loading each variant after assembly"
+    )
+    parser.add_argument(
+        "--strict-import",
+        action="store_true",
+        help="fail the import check also when a third-party module is missing from the build interpreter",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="echo every command")
+    add_common(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+    import time
+
+    from kernel_builder.build.builder import Builder, BuildOptions
+    from kernel_builder.build.plan.candidates import Selection
+    from kernel_builder.build.plan.unique_id import check_unique_id
+    from kernel_builder.common.progress import progress_display
+    from kernel_builder.config.summary import build_table
+
+    started = time.monotonic()
+    if args.unique_id is not None:
+        check_unique_id(args.unique_id)
+    provenance = provenance_option(args.provenance_commit, args.provenance_dirty)
+    project = load(args.path)
+    options = BuildOptions(
+        build_type=args.build_type,
+        arch=args.arch,
+        unique_id=args.unique_id,
+        backend=args.backend,
+        verbose=args.verbose,
+        jobs=args.jobs,
+        nvcc_threads=args.nvcc_threads,
+        import_check=not args.no_import_check,
+        strict_import=args.strict_import,
+        python=args.python,
+        selection=Selection(tuple(args.variant), args.required, args.all_variants, args.backend),
+        refresh_envs=args.refresh_envs,
+        parallel=args.parallel,
+        werror=args.werror,
+        offline=args.offline,
+        provenance=provenance,
+        debug_build=args.debug_build,
+    )
+    # A live table only when variants build side by side: a serial build streams the compiler's output.
+    parallel = (args.parallel or (os.cpu_count() or 1) // 4) > 1
+    with progress_display(log, live=parallel) as progress:
+        report = Builder(project, options, log=progress.log, progress=progress).run()
+    print_diagnostics(report.diagnostics)
+    print(build_table(report.results, time.monotonic() - started))
+    print_failures(report.results)
+    if args.json:
+        import json
+        from pathlib import Path
+
+        from kernel_builder.config.summary import build_report_json
+
+        data = build_report_json(
+            report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id
+        )
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return 1 if report.failed else 0
+
+
+def provenance_option(commit: str | None, dirty: bool) -> Provenance | None:
+    """``--provenance-commit`` / ``--provenance-dirty``: what metadata.json records instead of git's answer."""
+    import re
+
+    from kernel_builder.build.package import Provenance
+
+    if commit is None:
+        if dirty:
+            raise UsageError(
+                "--provenance-dirty needs --provenance-commit (the commit the sources differ from)"
+            )
+        return None
+    if not re.fullmatch(r"[0-9a-f]{7,64}", commit):
+        raise UsageError(
+            f"--provenance-commit {commit!r} is not a git commit id: expected 7 to 64 lower-case hex digits "
+            "(a full or abbreviated commit hash)"
+        )
+    return Provenance(commit, dirty)

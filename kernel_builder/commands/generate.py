@@ -1,0 +1,31 @@
+"""``kernel-builder generate``: write pyproject.toml for a wheel build (``Builder.generate``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from kernel_builder.commands._shared import add_common, add_path, load, log
+
+if TYPE_CHECKING:
+    from kernel_builder.commands._shared import Subparsers
+
+
+def register(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "generate", help="write pyproject.toml so pip builds the kernel as a wheel (scikit-build-core)"
+    )
+    add_path(parser)
+    parser.add_argument("--force", action="store_true", help="replace an existing pyproject.toml")
+    parser.add_argument("--python", metavar="PATH", help="interpreter whose torch the wheel is for")
+    add_common(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernel_builder.build.builder import Builder, BuildOptions
+
+    builder = Builder(load(args.path), BuildOptions(python=args.python), log=log)
+    target = builder.generate(force=args.force)
+    print(f"wrote {target}; build a wheel with: pip wheel --no-build-isolation {target.parent}")
+    return 0

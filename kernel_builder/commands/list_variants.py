@@ -1,0 +1,38 @@
+"""``kernel-builder list-variants``: the project's candidate variants (``kernel_builder.build.plan.listing``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from kernel_builder.commands._shared import add_common, add_path, load
+
+if TYPE_CHECKING:
+    from kernel_builder.commands._shared import Subparsers
+
+
+def register(commands: Subparsers) -> None:
+    parser = commands.add_parser("list-variants", help="list the project's candidate variants")
+    add_path(parser)
+    parser.add_argument("--json", action="store_true", help="print the candidates as a JSON list")
+    parser.add_argument(
+        "--no-probe", action="store_true",
+        help="only what this kernel-builder can build on this platform: do not ask pip whether each variant's "
+        "Torch build can be installed here, nor look for its CUDA compiler",
+    )  # fmt: skip
+    add_common(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernel_builder.build.plan.listing import list_variants
+    from kernel_builder.config.summary import variants_json, variants_table
+
+    candidates = list_variants(load(args.path), probe=not args.no_probe)
+    if args.json:
+        import json
+
+        print(json.dumps(variants_json(candidates), indent=2))
+    else:
+        print(variants_table(candidates))
+    return 0

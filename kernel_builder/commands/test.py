@@ -1,0 +1,44 @@
+"""``kernel-builder test``: build this environment's variant, then run the project's tests against it
+(``kernel_builder.authoring.devtest.run_tests``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from kernel_builder.commands import _shared
+from kernel_builder.commands._shared import add_common, add_path, log
+
+if TYPE_CHECKING:
+    from kernel_builder.commands._shared import Subparsers
+
+
+def register(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "test",
+        usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch {native}] [--debug] [PATH] [-- PYTEST_ARGS ...]",
+        help="build this environment's variant, then run the project's tests against it",
+        description="Build the variant for this environment, then run pytest on tests/ with the kernel importable "
+        "under its package name and get_kernel(<repo-id>) resolving to this project (LOCAL_KERNELS). Arguments "
+        "after `--` go to pytest. The exit status is pytest's.",
+    )
+    add_path(parser)
+    parser.add_argument("--backend", help="build only this backend's variants")
+    parser.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs")
+    parser.add_argument(
+        "--arch", choices=["native"], help="native: compile CUDA code only for the visible GPU (faster)"
+    )
+    add_common(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernel_builder.authoring import devtest
+    from kernel_builder.build.builder import BuildOptions
+
+    project, status = _shared.build_first(
+        args.path, BuildOptions(backend=args.backend, jobs=args.jobs, arch=args.arch)
+    )
+    if status:
+        return status
+    return devtest.run_tests(project, args.pytest_args, log=log)

@@ -1,0 +1,76 @@
+"""``kernel-builder upload``: upload the built variants to the Hub (``kernel_builder.publish.upload.upload``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from kernel_builder.commands._shared import add_common, add_path, log
+
+if TYPE_CHECKING:
+    from kernel_builder.commands._shared import Subparsers
+
+
+def register(commands: Subparsers) -> None:
+    parser = commands.add_parser("upload", help="upload the built variants to a kernel repo on the Hub")
+    add_path(parser, "KERNEL_DIR", "kernel directory")
+    parser.add_argument(
+        "--repo-id", metavar="ID", help="<org>/<name> (default: [general.hub] repo-id of build.toml)"
+    )
+    parser.add_argument(
+        "--branch", metavar="B", help="target branch (default: [general.hub] branch, else v<version>)"
+    )
+    parser.add_argument("--private", action="store_true", help="create the repository as private")
+    parser.add_argument("--repo-type", choices=["kernel", "model"], default="kernel", help="repository type")
+    parser.add_argument("--create-pr", action="store_true", help="open pull requests instead of committing")
+    parser.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    parser.add_argument(
+        "--allow-abi-violations", action="store_true",
+        help="upload variants that check-abi rejects (the card lists the violations)",
+    )  # fmt: skip
+    parser.add_argument("--output-json", metavar="PATH", help="write the outcome as JSON to PATH")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
+    add_common(parser)
+    parser.set_defaults(handler=run)
+
+
+_SUMMARY = {
+    "no_changes": "no changes: the Hub already has these files",
+    "uploaded": "uploaded",
+    "pull_request_created": "opened pull request(s)",
+}
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from kernel_builder.publish.upload import UploadOptions, check_output_json, describe_plan, upload
+
+    if args.output_json:
+        check_output_json(Path(args.output_json))
+    options = UploadOptions(
+        kernel_dir=Path(args.path),
+        repo_id=args.repo_id,
+        branch=args.branch,
+        private=args.private,
+        repo_type=args.repo_type,
+        create_pr=args.create_pr,
+        dry_run=args.dry_run,
+        allow_abi_violations=args.allow_abi_violations,
+    )
+    result = upload(
+        options,
+        log=(lambda _line: None) if args.quiet else log,
+        warn=lambda line: print(f"warning: {line}", file=sys.stderr, flush=True),
+    )
+    if args.dry_run:
+        print("\n".join(["dry run: nothing was changed", *describe_plan(result.plan)]))
+    elif not args.quiet:
+        print(f"{_SUMMARY[result.status]}: {result.plan.url}")
+        for pr in result.pull_requests:
+            print(f"  {pr.branch}: {pr.url}")
+    if args.output_json:
+        Path(args.output_json).write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    return 0

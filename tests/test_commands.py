@@ -1,0 +1,176 @@
+"""kernel_builder.commands: one module per command, each a thin adapter over a library function that these tests
+call directly (the commands whose library functions no other test calls without the CLI)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from build_fixtures import CPU_VARIANT, noarch_project, quick_project, write_tree
+from hub_server import HubServer
+from publish_fixtures import CPU, CUDA, REPO, write_kernel
+from publish_fixtures import cpu_machine as cpu_machine  # noqa: F401 (fixture)
+
+from kernel_builder import commands
+from kernel_builder.cli import build_parser, main
+from kernel_builder.config import load_project
+from kernel_builder.errors import ConfigError, UsageError
+
+
+def parser_commands() -> dict[str, argparse.ArgumentParser]:
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(subparsers.choices)
+
+
+def test_every_command_is_implemented_by_its_own_module() -> None:
+    parsers = parser_commands()
+    assert list(parsers) == list(commands.COMMANDS)
+    modules = {m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")}
+    assert modules == {name.replace("-", "_") for name in parsers}, "one module per command, no other"
+    for name, parser in parsers.items():
+        handler = parser.get_default("handler")
+        module = importlib.import_module(commands.module_name(name))
+        assert handler is module.run, f"{name} runs {handler.__module__}.{handler.__qualname__}"
+        assert callable(module.register)
+
+
+def test_assembling_the_parser_imports_no_library_module() -> None:
+    """`kernel-builder --help` stays fast: command modules import the library only when their command runs."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from kernel_builder.cli import build_parser
+        build_parser()
+        library = ("kernel_builder.build", "kernel_builder.config", "kernel_builder.loader", "kernel_builder.publish",
+                   "kernel_builder.authoring", "kernel_builder.formats", "kernel_builder.layers", "kernel_builder.hub",
+                   "torch", "huggingface_hub", "packaging")
+        loaded = sorted(m for m in sys.modules if m.startswith(library))
+        assert not loaded, loaded
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_list_variants_without_probe_is_every_candidate(tmp_path: Path) -> None:
+    from kernel_builder.build.plan.candidates import all_candidates
+    from kernel_builder.build.plan.listing import list_variants
+
+    project = load_project(quick_project(tmp_path / "k")).project
+    listed = list_variants(project, probe=False)
+    assert listed == all_candidates(project)
+    assert CPU_VARIANT in {c.name for c in listed}
+    assert "torch-cuda" in {c.name for c in listed}
+
+
+def test_list_variants_probe_counts_the_running_torch_as_served(tmp_path: Path) -> None:
+    """The running interpreter's variant needs no pip check: it is buildable without one."""
+    from kernel_builder.build.plan.listing import list_variants
+
+    project = load_project(noarch_project(tmp_path / "k")).project
+    probed = list_variants(project, probe=True)
+    assert [c.name for c in probed] == [c.name for c in list_variants(project, probe=False)]
+    assert all(c.buildable for c in probed), [(c.name, c.reason) for c in probed]
+
+
+def test_check_variants_refuses_a_tree_without_variants(tmp_path: Path) -> None:
+    from kernel_builder.build.check.abi import check_variants
+
+    with pytest.raises(UsageError, match="does not exist"):
+        check_variants(tmp_path / "missing")
+    with pytest.raises(UsageError, match="no build variants"):
+        check_variants(tmp_path)
+    variant = write_tree(tmp_path / "build" / CPU_VARIANT, {"metadata.json": "{}\n", "k/__init__.py": ""})
+    assert variant == tmp_path / "build" / CPU_VARIANT
+    report = check_variants(tmp_path)
+    assert report.libraries == [] and report.violations == []
+    assert report.lines() == ["checked 0 extension(s): no violations"]
+    assert check_variants(variant).lines() == report.lines()
+
+
+def test_lock_and_download_name_the_missing_file_as_configuration_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel_builder.loader.download import download_locked
+    from kernel_builder.loader.lock import lock_project
+    from kernel_builder.publish.errors import ProjectConfigError
+
+    with pytest.raises(ConfigError, match="pyproject.toml") as locked:
+        lock_project(tmp_path, log=print)
+    assert locked.value.exit_code == 2 and locked.value.diagnostics == []
+    with pytest.raises(ProjectConfigError, match="kernels.lock"):  # the name callers of 0.1 catch
+        download_locked(tmp_path, log=print)
+    # The command line prints the message once, plainly, and exits 2.
+    assert main(["download", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "kernels.lock" in err and "Traceback" not in err
+
+
+def test_generate_writes_the_wheel_project(tmp_path: Path) -> None:
+    from kernel_builder.build.builder import Builder, BuildOptions
+
+    root = quick_project(tmp_path / "k")
+    builder = Builder(load_project(root).project, BuildOptions(), log=print)
+    target = builder.generate()
+    assert target == root / "pyproject.toml"
+    assert "scikit-build-core" in target.read_text(encoding="utf-8")
+    with pytest.raises(UsageError, match="pass --force"):
+        builder.generate()
+    assert builder.generate(force=True) == target
+
+
+@pytest.mark.slow
+def test_run_benchmarks_times_the_built_variant(tmp_path: Path) -> None:
+    from kernel_builder.authoring.bench import run_benchmarks
+    from kernel_builder.build.builder import Builder, BuildOptions
+
+    root = noarch_project(tmp_path / "k")
+    write_tree(
+        root,
+        {
+            "benchmarks/bench_twice.py": """
+                import torch
+
+                from kernel_builder.authoring.bench import Case
+
+
+                def bench_twice(kernel, device):
+                    x = torch.ones(1024, device=device)
+                    return Case(run=lambda: kernel.twice(x), reference=lambda: x * 2, bytes=2 * x.nbytes)
+            """
+        },
+    )
+    project = load_project(root).project
+    assert not Builder(project, BuildOptions(), log=print).run().failed
+    report = tmp_path / "bench.json"
+    assert run_benchmarks(project, runs=3, warmup=1, json_file=report) == 0
+    results = json.loads(report.read_text(encoding="utf-8"))["results"]
+    assert [(r["name"], r["matches"], r["kernel"]["runs"]) for r in results] == [("twice", True, 3)]
+
+
+def test_upload_lock_and_download_as_library_calls(hub: HubServer, tmp_path: Path, cpu_machine: None) -> None:
+    """The three Hub commands' functions, called without the CLI, against the Hub double."""
+    from kernel_builder.loader.download import download_locked
+    from kernel_builder.loader.lock import lock_project
+    from kernel_builder.publish.upload import UploadOptions, upload
+
+    hub.add_organization("org")
+    uploaded = upload(UploadOptions(kernel_dir=write_kernel(tmp_path / "relu"), repo_id=REPO))
+    assert uploaded.status == "uploaded"
+    sha = hub.resolve(REPO, "v1")
+    app = write_tree(tmp_path / "app", {"pyproject.toml": f'[tool.kernels.dependencies]\n"{REPO}" = 1\n'})
+
+    report = lock_project(app)
+    assert report.failures == () and report.path == app / "kernels.lock"
+    assert [(e.repo_id, e.sha, sorted(e.variants)) for e in report.entries] == [(REPO, sha, [CPU, CUDA])]
+
+    outcomes = download_locked(app)
+    assert [(o.repo_id, o.sha, o.variants, o.error) for o in outcomes] == [(REPO, sha, (CPU,), None)]
+    assert (outcomes[0].paths[0] / "metadata.json").is_file()
+    assert [o.variants for o in download_locked(app, all_variants=True)] == [(CPU, CUDA)]
