@@ -174,3 +174,26 @@ def test_upload_lock_and_download_as_library_calls(hub: HubServer, tmp_path: Pat
     assert [(o.repo_id, o.sha, o.variants, o.error) for o in outcomes] == [(REPO, sha, (CPU,), None)]
     assert (outcomes[0].paths[0] / "metadata.json").is_file()
     assert [o.variants for o in download_locked(app, all_variants=True)] == [(CPU, CUDA)]
+
+
+def test_options_come_from_the_arguments_of_the_same_names() -> None:
+    from kernel_builder.build.builder import BuildOptions
+    from kernel_builder.commands._shared import options_from
+    from kernel_builder.publish.upload import UploadOptions
+
+    args = build_parser().parse_args(
+        ["build", "k", "--no-import-check", "--werror", "--python", "/py", "-j", "3", "--build-type", "Debug"]
+    )
+    options = options_from(BuildOptions, args, import_check=not args.no_import_check)
+    assert (options.import_check, options.werror, options.python, options.jobs, options.build_type) == (
+        False,
+        True,
+        "/py",
+        3,
+        "Debug",
+    )
+    assert options.compile_log is False  # no argument of that name: the dataclass default
+    upload = build_parser().parse_args(["upload", "d", "--repo-id", "org/k", "--dry-run"])
+    assert options_from(UploadOptions, upload, kernel_dir=Path("d")) == UploadOptions(
+        kernel_dir=Path("d"), repo_id="org/k", dry_run=True
+    )

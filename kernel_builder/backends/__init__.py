@@ -8,35 +8,9 @@ nothing of the build, loader or formats packages.
 from __future__ import annotations
 
 from kernel_builder.backends import cann, cpu, cuda, metal, neuron, rocm, tpu, xpu
-from kernel_builder.backends.registry import (
-    Backend,
-    BackendExistsError,
-    GpuArchKind,
-    GpuArchs,
-    UnknownBackendError,
-    all_backends,
-    by_alias,
-    find,
-    get,
-    names,
-    register,
-    unregister,
-)
-
-__all__ = [
-    "Backend",
-    "BackendExistsError",
-    "GpuArchKind",
-    "GpuArchs",
-    "UnknownBackendError",
-    "all_backends",
-    "by_alias",
-    "find",
-    "get",
-    "names",
-    "register",
-    "unregister",
-]
+from kernel_builder.backends.registry import *  # noqa: F403  (the registry's API is this package's)
+from kernel_builder.backends.registry import __all__ as __all__
+from kernel_builder.backends.registry import register
 
 for _module in (cpu, cuda, rocm, xpu, metal, neuron, tpu, cann):
     register(_module.BACKEND)

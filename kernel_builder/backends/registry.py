@@ -26,6 +26,7 @@ __all__ = [
     "GpuArchs",
     "UnknownBackendError",
     "all_backends",
+    "by_alias",
     "find",
     "get",
     "names",

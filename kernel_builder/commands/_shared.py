@@ -6,13 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from kernel_builder.build.builder import BuildOptions, VariantResult
     from kernel_builder.config.model import KernelProject
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+Options = TypeVar("Options", bound="DataclassInstance")
 
 
 def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
@@ -31,6 +35,15 @@ def add_path(
 ) -> None:
     """The optional positional most commands take; ``.`` by default."""
     parser.add_argument("path", nargs="?", default=".", metavar=metavar, help=f"{help} (default: .)")
+
+
+def options_from(cls: type[Options], args: argparse.Namespace, **given: object) -> Options:
+    """An options dataclass of a library function, from the parsed arguments of the same names; ``given``
+    supplies (or overrides) the fields whose argument differs (``--no-import-check`` for ``import_check``)."""
+    import dataclasses
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+    return cls(**{**values, **given})
 
 
 def log(line: str) -> None:

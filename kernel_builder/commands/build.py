@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from kernel_builder.commands._shared import add_common, add_path, load, log, print_diagnostics, print_failures
+from kernel_builder.commands._shared import (
+    add_common,
+    add_path,
+    load,
+    log,
+    options_from,
+    print_diagnostics,
+    print_failures,
+)
 from kernel_builder.errors import UsageError
 
 if TYPE_CHECKING:
@@ -106,24 +114,12 @@ def run(args: argparse.Namespace) -> int:
         check_unique_id(args.unique_id)
     provenance = provenance_option(args.provenance_commit, args.provenance_dirty)
     project = load(args.path)
-    options = BuildOptions(
-        build_type=args.build_type,
-        arch=args.arch,
-        unique_id=args.unique_id,
-        backend=args.backend,
-        verbose=args.verbose,
-        jobs=args.jobs,
-        nvcc_threads=args.nvcc_threads,
+    options = options_from(
+        BuildOptions,
+        args,
         import_check=not args.no_import_check,
-        strict_import=args.strict_import,
-        python=args.python,
         selection=Selection(tuple(args.variant), args.required, args.all_variants, args.backend),
-        refresh_envs=args.refresh_envs,
-        parallel=args.parallel,
-        werror=args.werror,
-        offline=args.offline,
         provenance=provenance,
-        debug_build=args.debug_build,
     )
     # A live table only when variants build side by side: a serial build streams the compiler's output.
     parallel = (args.parallel or (os.cpu_count() or 1) // 4) > 1

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from kernel_builder.commands._shared import add_common, add_path, log
+from kernel_builder.commands._shared import add_common, add_path, log, options_from
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -50,16 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output_json:
         check_output_json(Path(args.output_json))
-    options = UploadOptions(
-        kernel_dir=Path(args.path),
-        repo_id=args.repo_id,
-        branch=args.branch,
-        private=args.private,
-        repo_type=args.repo_type,
-        create_pr=args.create_pr,
-        dry_run=args.dry_run,
-        allow_abi_violations=args.allow_abi_violations,
-    )
+    options = options_from(UploadOptions, args, kernel_dir=Path(args.path))
     result = upload(
         options,
         log=(lambda _line: None) if args.quiet else log,
