@@ -40,10 +40,10 @@ capability = [0]  # the capability both packages see, set per case
 
 def patch_capability() -> None:
     if PACKAGE == "kernels":
-        repos = importlib.import_module("kernels.layer.repos")
+        repos: Any = importlib.import_module("kernels.layer.repos")
         repos._find_capability = lambda: capability[0]
     else:
-        kernelizer = importlib.import_module("kernel_builder.layers.kernelizer")
+        kernelizer: Any = importlib.import_module("kernel_builder.layers.kernelizer")
         kernelizer.gpu_capability = lambda index: capability[0]
 
 

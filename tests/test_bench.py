@@ -37,7 +37,7 @@ def test_gbps_from_bytes_and_median() -> None:
 def fake_kernel() -> types.ModuleType:
     module = types.ModuleType("fake")
     module.relu = lambda x: torch.clamp(x, min=0)  # type: ignore[attr-defined]
-    module.sigmoid = lambda x: x  # type: ignore[attr-defined]  (wrong on purpose)
+    module.sigmoid = lambda x: x  # type: ignore[attr-defined]  # wrong on purpose
     module.needs_two = lambda x, y: x + y  # type: ignore[attr-defined]
     module.__all__ = ["relu", "sigmoid", "needs_two", "NotAFunction"]  # type: ignore[attr-defined]
     module.NotAFunction = int  # type: ignore[attr-defined]

@@ -186,7 +186,7 @@ def test_registration_header_compiles_with_gxx_and_module_imports(tmp_path: Path
     torch_lib = torch_includes(python)[0].parent / "lib"
     so = tmp_path / "pkg" / f"{name}.abi3.so"
     so.parent.mkdir()
-    link = ["g++", "-shared", "-o", so, "probe20.o", f"-L{torch_lib}", "-ltorch", "-ltorch_cpu", "-lc10"]
+    link = ["g++", "-shared", "-o", str(so), "probe20.o", f"-L{torch_lib}", "-ltorch", "-ltorch_cpu", "-lc10"]
     assert run_parallel([link], cwd=tmp_path)[0].returncode == 0
     seen = run_json(
         python,

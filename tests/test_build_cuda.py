@@ -183,7 +183,7 @@ def test_registration_header_compiles_with_nvcc(tmp_path: Path, cuda_py: Path) -
         f"-I{python_includes(cuda_py)}",
         "-gencode=arch=compute_80,code=sm_80",
     ]
-    commands = []
+    commands: list[list[str | Path]] = []
     for std, torch_python in ((17, cpu_python()), (20, cuda_py)):
         includes = [arg for include in torch_includes(torch_python) for arg in ("-isystem", str(include))]
         commands.append(

@@ -250,8 +250,8 @@ def test_torch_maxver_keeps_only_2_12(tmp_path: Path) -> None:
     matrix = parse_matrix(
         {
             "format": 1,
-            "entries": [e for e in TEST_MATRIX["entries"]]
-            + [  # type: ignore[attr-defined]
+            "entries": [*TEST_MATRIX["entries"]]  # type: ignore[misc]
+            + [
                 {
                     "torch": "2.12",
                     "torch-pin": "2.12.0",
@@ -459,7 +459,8 @@ def test_e20_for_an_optional_version_is_a_warning_and_not_buildable(
     result = load_project("kernel")
     assert [d.message for d in result.diagnostics if d.message.startswith(E20_MESSAGE)]
     candidates = by_name(all_candidates(result.project))
-    assert candidates[CU126_213].reason is not None and candidates[CU126_213].reason.startswith(E20_MESSAGE)
+    reason = candidates[CU126_213].reason
+    assert reason is not None and reason.startswith(E20_MESSAGE)
     assert candidates[CU130_214].buildable
     selected = select_candidates(result.project, Selection(all_variants=True))
     assert (CU126_213, candidates[CU126_213].reason) in selected.skipped

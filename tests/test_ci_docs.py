@@ -28,7 +28,7 @@ def actionlint() -> str:
 
 def workflow_text() -> str:
     (block,) = re.findall(r"```yaml\n(.*?)```", CI_DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
-    return block
+    return str(block)
 
 
 def lint(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:

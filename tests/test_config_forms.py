@@ -18,12 +18,12 @@ from kernel_builder.config.model import (
     General,
     Hub,
     Kernel,
-    KernelDependency,
     Torch,
     TorchNoarch,
 )
 from kernel_builder.config.values import Version
 from kernel_builder.errors import ConfigError
+from kernel_builder.formats.dependencies import KernelDependency
 
 FORMS = Path(__file__).parent / "fixtures" / "forms"
 

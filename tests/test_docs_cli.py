@@ -19,7 +19,8 @@ COMMON = {"-h", "--help", "--debug"}
 
 def commands() -> list[str]:
     subparsers = next(a for a in build_parser()._actions if a.dest == "command")
-    return sorted(subparsers.choices)  # type: ignore[attr-defined]
+    assert subparsers.choices is not None
+    return sorted(subparsers.choices)
 
 
 def help_output(*args: str) -> str:

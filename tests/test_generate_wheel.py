@@ -198,7 +198,8 @@ src = ["torch-ext/binding.cpp"]
     generated = pyproject_text(
         load(root), PurePosixPath(f".kernel-builder/{CPU_VARIANT}/project"), CPU_VARIANT
     )
-    return tomllib.loads(generated)
+    data: dict[str, object] = tomllib.loads(generated)
+    return data
 
 
 def test_pyproject_project_table(tmp_path: Path) -> None:

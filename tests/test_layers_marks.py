@@ -31,7 +31,7 @@ def test_marking_a_class_changes_no_behaviour() -> None:
 
     assert Double.kernel_layer_name == "Double"  # type: ignore[attr-defined]
     layer = Double()
-    assert layer.kernel_condition(layer) is True  # type: ignore[attr-defined]  (static: no binding)
+    assert layer.kernel_condition(layer) is True  # type: ignore[attr-defined]  # static: no binding
     assert "forward" not in layer.__dict__
     assert torch.equal(layer(torch.ones(2)), torch.full((2,), 2.0))
 

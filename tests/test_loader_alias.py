@@ -37,10 +37,14 @@ def test_plain_name_gives_the_same_modules(package: str) -> None:
     assert mykernel is module and mykernel.VALUE == 42
     assert mykernel._ops is sys.modules[f"{package}._ops"]
     # A submodule first imported through the alias is the real one, with its own name and spec.
-    from mykernel import extra  # type: ignore[import-not-found]
+    from mykernel import extra
 
     assert extra is sys.modules[f"{package}.extra"] and extra.DOUBLE == 82
-    assert extra.__name__ == f"{package}.extra" and extra.__spec__.name == f"{package}.extra"
+    assert (
+        extra.__name__ == f"{package}.extra"
+        and extra.__spec__ is not None
+        and extra.__spec__.name == f"{package}.extra"
+    )
 
 
 def test_refuses_a_taken_or_invalid_name(package: str) -> None:

@@ -112,7 +112,9 @@ def test_failing_init_leaves_no_module_behind(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError) as caught:
         load_variant(variant)
     assert str(caught.value) == "boom"
-    assert caught.value.__notes__ == [f"while importing kernel relu from {variant} as module {ID!r}"]
+    assert getattr(caught.value, "__notes__", None) == [
+        f"while importing kernel relu from {variant} as module {ID!r}"
+    ]
     assert [name for name in sys.modules if name.startswith(ID)] == []
     assert get_loaded_kernels() == []
     # Nothing was registered, so a fixed build loads afterwards.
@@ -208,7 +210,7 @@ def test_import_kernel_builder_stays_cheap_and_exports_lazily() -> None:
     assert {"get_local_kernel", "LoadedKernel", "VariantRejected", "Metadata"} <= set(dir(kernel_builder))
     assert kernel_builder.__version__ == "0.1.0"
     with pytest.raises(AttributeError, match="has no attribute 'get_kernal'"):
-        _ = kernel_builder.get_kernal  # type: ignore[attr-defined]
+        _ = kernel_builder.get_kernal
 
 
 def test_module_imported_by_another_loader_is_reused_when_the_build_is_the_same(tmp_path: Path) -> None:

@@ -245,7 +245,12 @@ def test_verify_digest_passes_and_is_memoised_per_real_path(
     meta = read_metadata(variant)
     assert verify_digest(variant, meta) == []
     calls: list[Path] = []
-    monkeypatch.setattr(metadata_module, "_hash_file", lambda path, algorithm: calls.append(path) or "")
+
+    def counting(path: Path, algorithm: str) -> str:
+        calls.append(path)
+        return ""
+
+    monkeypatch.setattr(metadata_module, "_hash_file", counting)
     link = tmp_path / "link"
     link.symlink_to(variant, target_is_directory=True)
     assert verify_digest(link, meta) == []

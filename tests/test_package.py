@@ -522,14 +522,14 @@ def test_failed_rename_puts_the_previous_variant_back(
 def test_unwritable_staging_names_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project, plan, out = build_aot(tmp_path)
     before = snapshot(out)
-    real_copyfile = package.shutil.copyfile
+    real_copyfile = shutil.copyfile
 
     def copyfile(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> object:
         if str(dst).endswith(".abi3.so"):
             raise OSError(28, "No space left on device", str(dst))
         return real_copyfile(src, dst)
 
-    monkeypatch.setattr(package.shutil, "copyfile", copyfile)
+    monkeypatch.setattr(shutil, "copyfile", copyfile)
     with pytest.raises(BuildError) as info:
         assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
     message = str(info.value)

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def wait_until(condition, seconds: float = 10.0) -> bool:  # type: ignore[no-unt
 
 
 @pytest.fixture
-def player() -> tuple[subprocess.Popen[str], str]:
+def player() -> Iterator[tuple[subprocess.Popen[str], str]]:
     tag = str(uuid.uuid4().int % 10**9)
     process = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(PLAYER.format(tag=tag))],

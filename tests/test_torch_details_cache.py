@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kernel_builder.build.compile import interpreter as buildenv
+from kernel_builder.common import processes
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def test_second_call_reads_the_cache(
     def no_subprocess(*args: object, **kwargs: object) -> None:
         raise AssertionError("torch was imported again")
 
-    monkeypatch.setattr(buildenv.processes, "run", no_subprocess)  # how buildenv starts the interpreter
+    monkeypatch.setattr(processes, "run", no_subprocess)  # how buildenv starts the interpreter
     assert buildenv.torch_details(interpreter) == first
 
 
@@ -39,13 +40,14 @@ def test_another_torch_is_asked_again(
     (fake_torch / "version.py").write_text("__version__ = '9.9.9'\ncuda = None\n", encoding="utf-8")
     other = buildenv.BuildInterpreter(**{**interpreter.__dict__, "torch_dir": fake_torch})
     calls: list[object] = []
-    real_run = buildenv.processes.run
+    real_run = processes.run
 
     def counting(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         calls.append(args)
-        return real_run(*args, **kwargs)
+        result: subprocess.CompletedProcess[str] = real_run(*args, **kwargs)
+        return result
 
-    monkeypatch.setattr(buildenv.processes, "run", counting)
+    monkeypatch.setattr(processes, "run", counting)
     buildenv.torch_details(other)
     assert len(calls) == 1
 

@@ -97,7 +97,7 @@ def two_variants(tmp_path_factory: pytest.TempPathFactory, env_cache: Path) -> T
     root = copy_example("relu", tmp_path_factory.mktemp("variants") / "relu")
     env = {"KERNEL_BUILDER_CACHE": str(env_cache)}
     fresh = not any((env_cache / "envs").glob(ENV_PREFIX + "*"))
-    command = ["build", root, "--variant", CPU_VARIANT, "--variant", CUDA_VARIANT]
+    command: list[str | Path] = ["build", root, "--variant", CPU_VARIANT, "--variant", CUDA_VARIANT]
     first = run_cli(command, env=env).check()
     printed(
         "2-variant build (cpu + cu130, environment " + ("created" if fresh else "reused") + ")", first.seconds
