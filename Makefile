@@ -1,25 +1,30 @@
 # Task runner. `make demo` and `make test` are the README's two Quickstart commands: each does all set-up
 # itself on a fresh machine:
-#   .venv         the package, its test tools, a CPU torch (2.13.0) and the upstream `kernels` loader
-#   .venv-cu130   a CUDA 13.0 torch (2.14.1): the build interpreter of the CUDA tests (--python)
+#   .venv         the package, its test tools, a CPU torch and the upstream `kernels` loader
+#   .venv-cu130   a CUDA 13.0 torch: the build interpreter of the CUDA tests (--python)
+# Both torch pins come from the matrix data (kernel_builder/formats/build-matrix.json); tests/matrix_data.py
+# says which entries (standard library only: it runs before any environment exists). After a matrix bump that
+# moves them, `make clean` and the next `make test` recreate the environments (tests/test_matrix_data.py says so).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CUDA_VENV := .venv-cu130
 CUDA_STAMP := $(CUDA_VENV)/.installed
+TEST_TORCH_CPU = $(shell $(PYTHON) tests/matrix_data.py cpu-test-pin)
+TEST_TORCH_CUDA = $(shell $(PYTHON) tests/matrix_data.py cuda-test-pin)
 
 .PHONY: demo test test-fast lint typecheck clean nix-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' 'torch==$(TEST_TORCH_CPU)'
 	touch $(STAMP)
 
 $(CUDA_STAMP):
 	$(PYTHON) -m venv $(CUDA_VENV)
-	$(CUDA_VENV)/bin/pip install --quiet torch==2.14.1
+	$(CUDA_VENV)/bin/pip install --quiet 'torch==$(TEST_TORCH_CUDA)'
 	touch $(CUDA_STAMP)
 
 demo: $(STAMP)

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from matrix_data import CPU_VARIANT as CPU_VARIANT  # the variants of the two test interpreters
+from matrix_data import CUDA_VARIANT as CUDA_VARIANT
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
-CPU_VARIANT = "torch213-cxx11-cpu-x86_64-linux"
-CUDA_VARIANT = "torch214-cxx11-cu130-x86_64-linux"
 STATE_DIR = ".kernel-builder"
 
 

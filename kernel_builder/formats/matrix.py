@@ -5,16 +5,16 @@ may hard-code it. This module loads and validates it into frozen dataclasses.
 
 Choices behind the shipped data (JSON has no comments, so they are recorded here):
 
-- ``torch-pin`` is the ``.0`` release of each minor, except 2.14, pinned to 2.14.1 (the wheel the team's
-  machines have). Every cpu and cuda entry has one; metal, rocm and xpu entries are not built with pip yet and
+- ``torch-pin`` is the ``.0`` release of its minor unless a later patch release is the wheel the team's
+  machines have. Every cpu and cuda entry has one; metal, rocm and xpu entries are not built with pip yet and
   have none.
 - ``index-url``: CPU entries use ``https://download.pytorch.org/whl/cpu``. PyPI publishes one CUDA flavour per
-  Torch release, and which one it is has changed between releases, so the matrix is conservative: every CUDA
-  entry of Torch 2.11–2.13 names PyTorch's index of its flavour (``…/whl/cu126``, ``…/whl/cu128``,
-  ``…/whl/cu130``, ``…/whl/cu132``), even the flavour PyPI may also serve. This is harmless: the index is passed
-  to pip as an *extra* index, and a local version such as ``2.13.0+cu130`` satisfies ``torch==2.13.0`` and is
-  preferred over PyPI's untagged wheel, so the flavour installed is always the one named. Only Torch 2.14's
-  cu130 flavour, known to be PyPI's default, has no ``index-url``.
+  Torch release, and which one it is has changed between releases, so the matrix is conservative: a CUDA
+  entry names PyTorch's index of its flavour (``…/whl/cu<NNN>``) even when PyPI may also serve that flavour.
+  This is harmless: the index is passed to pip as an *extra* index, and a local version such as
+  ``<pin>+cu130`` satisfies ``torch==<pin>`` and is preferred over PyPI's untagged wheel, so the flavour
+  installed is always the one named. A CUDA entry without ``index-url`` is one whose flavour is known to be
+  PyPI's default for that Torch release.
 - Entries whose fields are all equal share one ``systems`` list.
 """
 
