@@ -35,7 +35,8 @@ HOST_SYSTEM = "x86_64-linux"
 """The only system kernel-builder builds on (and the tests run on)."""
 
 
-def _major_minor(text: str) -> Version:
+def major_minor(text: str) -> Version:
+    """``"2.13"`` or ``"13.0.2"`` → ``(2, 13)`` / ``(13, 0)``."""
     major, minor = text.split(".")[:2]
     return int(major), int(minor)
 
@@ -52,17 +53,17 @@ def entries(
         entry
         for entry in ENTRIES
         if (backend is None or entry["backend"] == backend)
-        and (torch is None or _major_minor(entry["torch"]) == torch)
+        and (torch is None or major_minor(entry["torch"]) == torch)
         and (system is None or system in entry["systems"])
     ]
 
 
-TORCH_VERSIONS: tuple[Version, ...] = tuple(sorted({_major_minor(e["torch"]) for e in ENTRIES}))
+TORCH_VERSIONS: tuple[Version, ...] = tuple(sorted({major_minor(e["torch"]) for e in ENTRIES}))
 """Every Torch of the matrix, oldest first."""
 OLDEST_TORCH, NEWEST_TORCH = TORCH_VERSIONS[0], TORCH_VERSIONS[-1]
 
 REQUIRED_TORCH_VERSIONS: tuple[Version, ...] = tuple(
-    sorted({_major_minor(e["torch"]) for e in ENTRIES if e["required"]})
+    sorted({major_minor(e["torch"]) for e in ENTRIES if e["required"]})
 )
 """The Torch versions with at least one required entry, oldest first."""
 OLDEST_REQUIRED_TORCH, NEWEST_REQUIRED_TORCH = REQUIRED_TORCH_VERSIONS[0], REQUIRED_TORCH_VERSIONS[-1]
@@ -70,7 +71,18 @@ OLDEST_REQUIRED_TORCH, NEWEST_REQUIRED_TORCH = REQUIRED_TORCH_VERSIONS[0], REQUI
 
 def cuda_versions(torch: Version | None = None, system: str | None = HOST_SYSTEM) -> tuple[Version, ...]:
     """The CUDA versions of the matrix (of one Torch, on one system), oldest first."""
-    return tuple(sorted({_major_minor(e["version"]) for e in entries("cuda", torch=torch, system=system)}))
+    return tuple(sorted({major_minor(e["version"]) for e in entries("cuda", torch=torch, system=system)}))
+
+
+def is_required(
+    backend: str, *, torch: Version | None = None, cuda: Version | None = None, system: str | None = None
+) -> bool:
+    """Whether any matching entry is required (``cuda`` narrows cuda entries to one version)."""
+    return any(
+        e["required"]
+        for e in entries(backend, torch=torch, system=system)
+        if cuda is None or major_minor(e["version"]) == cuda
+    )
 
 
 def torch_pin(torch: Version, backend: str = "cpu", cuda: Version | None = None) -> str:
@@ -78,19 +90,19 @@ def torch_pin(torch: Version, backend: str = "cpu", cuda: Version | None = None)
     (entry,) = [
         e
         for e in entries(backend, torch=torch, system=HOST_SYSTEM)
-        if cuda is None or _major_minor(e["version"]) == cuda
+        if cuda is None or major_minor(e["version"]) == cuda
     ]
     return str(entry["torch-pin"])
 
 
 CPU_TEST_TORCH: Version = max(
-    _major_minor(e["torch"]) for e in entries("cpu", system=HOST_SYSTEM) if e["required"]
+    major_minor(e["torch"]) for e in entries("cpu", system=HOST_SYSTEM) if e["required"]
 )
 """The Torch of the tests' own interpreter (``.venv``)."""
 CUDA_TEST_TORCH: Version = max(
-    _major_minor(e["torch"])
+    major_minor(e["torch"])
     for e in entries("cuda", system=HOST_SYSTEM)
-    if _major_minor(e["version"]) == TEST_CUDA
+    if major_minor(e["version"]) == TEST_CUDA
 )
 """The Torch of the CUDA tests' build interpreter (``.venv-cu130``)."""
 CPU_TEST_PIN = torch_pin(CPU_TEST_TORCH, "cpu")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
+import matrix_data as md
 import pytest
 from stage_fixtures import fake_host, load, write_files
 
@@ -184,18 +185,26 @@ def test_list_variants_of_relu(capsys: pytest.CaptureFixture[str]) -> None:
         cells = rows[candidate.name].split(None, 2)
         assert cells[1] == ("required" if candidate.required else "optional")
         assert cells[2] == ("yes" if candidate.buildable else f"no: {candidate.reason}")
-    # Spot checks against the spec table (§3), with the reasons of the systems this host cannot build.
-    assert rows["torch213-cxx11-cpu-x86_64-linux"].split()[1:] == ["required", "yes"]
-    assert rows["torch211-cxx11-cu128-x86_64-linux"].split()[1:] == ["optional", "yes"]
-    assert rows["torch214-cxx11-cu132-x86_64-linux"].split()[1:] == ["optional", "yes"]
-    assert rows["torch213-cxx11-cu130-aarch64-linux"].split(None, 2)[1:] == [
-        "required",
+
+    # Spot checks against the matrix data (tests/matrix_data.py), with the reasons of the systems this host
+    # cannot build.
+    def status(torch: md.Version, cuda: md.Version | None, system: str = md.HOST_SYSTEM) -> str:
+        backend = "cpu" if cuda is None else "cuda"
+        return "required" if md.is_required(backend, torch=torch, cuda=cuda, system=system) else "optional"
+
+    newest, oldest = md.NEWEST_TORCH, md.OLDEST_TORCH
+    newest_cuda, oldest_cuda = md.cuda_versions(newest)[-1], md.cuda_versions(oldest)[-1]
+    assert rows[md.variant(md.NEWEST_REQUIRED_TORCH)].split()[1:] == ["required", "yes"]
+    assert rows[md.variant(oldest, oldest_cuda)].split()[1:] == [status(oldest, oldest_cuda), "yes"]
+    assert rows[md.variant(newest, newest_cuda)].split()[1:] == [status(newest, newest_cuda), "yes"]
+    required, cuda = md.NEWEST_REQUIRED_TORCH, md.cuda_versions(md.NEWEST_REQUIRED_TORCH, "aarch64-linux")[-1]
+    assert rows[md.variant(required, cuda, "aarch64-linux")].split(None, 2)[1:] == [
+        status(required, cuda, "aarch64-linux"),
         "no: " + cannot_build_system("cuda", "aarch64-linux"),
     ]
-    assert rows["torch212-cpu-aarch64-darwin"].split(None, 2)[1:] == [
-        "required",
-        "no: " + cannot_build_system("cpu", "aarch64-darwin"),
-    ]
+    darwin = [md.variant(torch, None, "aarch64-darwin") for torch in md.TORCH_VERSIONS]
+    darwin_name = next(name for name in darwin if name in rows)
+    assert rows[darwin_name].split(None, 2)[2] == "no: " + cannot_build_system("cpu", "aarch64-darwin")
     assert not any("metal" in name or "rocm" in name or "xpu" in name for name in rows)
     assert err == ""
 
@@ -240,13 +249,18 @@ def test_backends_limit_the_candidates(tmp_path: Path) -> None:
 
 
 def test_torch_maxver_keeps_only_2_12(tmp_path: Path) -> None:
+    # Against the packaged matrix, with the oldest required Torch as the bound: the older (optional) entries
+    # are admitted too; the required set is the bound's only.
+    bound = md.OLDEST_REQUIRED_TORCH
+    candidates = all_candidates(
+        loaded(tmp_path, CPU_CUDA.replace("[torch]\n", f'[torch]\nmaxver = "{md.dotted(bound)}"\n'))
+    )
+    assert {c.name[:8] for c in candidates} == {md.tag(t) for t in md.TORCH_VERSIONS if t <= bound}
+    assert {c.name[:8] for c in candidates if c.required} == {md.tag(bound)}
+    assert all(c.entry is not None and c.entry.torch <= bound for c in candidates)
     text = CPU_CUDA.replace("[torch]\n", '[torch]\nmaxver = "2.12"\n')
-    candidates = all_candidates(loaded(tmp_path, text))
-    # The packaged matrix also has (optional) 2.11 entries, which the bound admits; the required set is 2.12 only.
-    assert {c.name[:8] for c in candidates} == {"torch211", "torch212"}
-    assert {c.name[:8] for c in candidates if c.required} == {"torch212"}
-    assert all(c.entry is not None and c.entry.torch <= (2, 12) for c in candidates)
-    # Against a matrix starting at 2.12 (the spec table's required set), only 2.12 is left.
+    project(tmp_path, text)
+    # Against the test's own matrix (2.13 and 2.14) plus a 2.12 entry, a 2.12 bound leaves 2.12 only.
     matrix = parse_matrix(
         {
             "format": 1,
@@ -268,8 +282,8 @@ def test_torch_maxver_keeps_only_2_12(tmp_path: Path) -> None:
 
 
 def test_torch_minver(tmp_path: Path) -> None:
-    text = CPU_CUDA.replace("[torch]\n", '[torch]\nminver = "2.14"\n')
-    assert {c.name[:8] for c in all_candidates(loaded(tmp_path, text))} == {"torch214"}
+    text = CPU_CUDA.replace("[torch]\n", f'[torch]\nminver = "{md.dotted(md.NEWEST_TORCH)}"\n')
+    assert {c.name[:8] for c in all_candidates(loaded(tmp_path, text))} == {md.tag(md.NEWEST_TORCH)}
 
 
 def test_cuda_maxver_drops_cu132(tmp_path: Path) -> None:
@@ -286,40 +300,48 @@ def test_cuda_maxver_drops_cu132(tmp_path: Path) -> None:
 def test_cuda_minver_drops_older_cuda(tmp_path: Path) -> None:
     text = CPU_CUDA + '\n[general.cuda]\nminver = "13.0"\n'
     names = [c.name for c in all_candidates(loaded(tmp_path, text)) if c.backend == "cuda"]
-    assert {n.split("-")[2] for n in names} == {"cu130", "cu132"}
+    newer = {md.compute(v) for v in md.cuda_versions(system=None) if v >= (13, 0)}
+    assert {n.split("-")[2] for n in names} == newer
 
 
 def test_stable_abi_keeps_the_newest_torch_per_compute(tmp_path: Path) -> None:
     """One stable-ABI build serves every newer Torch: the newest Torch per (backend, compute, system) is kept,
     and the variant is named by the ABI version, each name once."""
-    text = CPU_CUDA.replace("[torch]\n", '[torch]\nstable-abi = "2.12"\n')
+    abi = md.OLDEST_REQUIRED_TORCH
+    text = CPU_CUDA.replace("[torch]\n", f'[torch]\nstable-abi = "{md.dotted(abi)}"\n')
     candidates = all_candidates(loaded(tmp_path, text))
     names = [c.name for c in candidates]
     assert len(names) == len(set(names)), names
-    assert all(n.startswith("torch-stable-abi212-") for n in names)
+    prefix = f"torch-stable-abi{abi[0]}{abi[1]}-"
+    assert all(n.startswith(prefix) for n in names)
     matrix = load_matrix()
     for candidate in candidates:
         assert candidate.entry is not None and candidate.system is not None
         same = [
             e for e, system in matrix.pairs(candidate.backend)
-            if system == candidate.system and e.version == candidate.entry.version and e.torch >= (2, 12)
+            if system == candidate.system and e.version == candidate.entry.version and e.torch >= abi
         ]  # fmt: skip
         assert candidate.entry.torch == max(e.torch for e in same), candidate.name
-    expected = {
-        # cpu: 2.14 on every system (2.11 is older than the ABI).
-        "torch-stable-abi212-cpu-x86_64-linux", "torch-stable-abi212-cpu-aarch64-linux",
-        "torch-stable-abi212-cpu-aarch64-darwin",
-        # cu126 ends at 2.13, cu128 only exists for 2.11 (< 2.12), cu130 and cu132 go to 2.14.
-        "torch-stable-abi212-cu126-x86_64-linux", "torch-stable-abi212-cu126-aarch64-linux",
-        "torch-stable-abi212-cu130-x86_64-linux", "torch-stable-abi212-cu130-aarch64-linux",
-        "torch-stable-abi212-cu132-x86_64-linux", "torch-stable-abi212-cu132-aarch64-linux",
-    }  # fmt: skip
-    assert set(names) == expected
-    entries = by_name(candidates)
-    assert entries["torch-stable-abi212-cpu-x86_64-linux"].entry.torch == (2, 14)  # type: ignore[union-attr]
-    assert entries["torch-stable-abi212-cu126-x86_64-linux"].entry.torch == (2, 13)  # type: ignore[union-attr]
-    # Built with 2.14 (an optional entry), the variant still stands for the required 2.12 and 2.13: required.
-    assert all(c.required for c in candidates)
+    # One name per (compute, system) of the cpu and cuda entries not older than the ABI.
+    computes = {
+        (md.compute(None if e["backend"] == "cpu" else md.major_minor(e["version"])), system)
+        for e in md.ENTRIES
+        if e["backend"] in ("cpu", "cuda") and md.major_minor(e["torch"]) >= abi
+        for system in e["systems"]
+    }
+    assert set(names) == {f"{prefix}{c}-{system}" for c, system in computes}
+    # Built with the newest Torch of its compute (maybe an optional entry), the variant still stands for the
+    # required Torch versions it serves: required if any of them is.
+    for candidate in candidates:
+        assert candidate.entry is not None
+        served = [
+            e
+            for e, system in matrix.pairs(candidate.backend)
+            if system == candidate.system and e.torch >= abi
+        ]
+        same = [e for e in served if e.version == candidate.entry.version]
+        assert candidate.required == any(e.required for e in same), candidate.name
+    assert any(c.required for c in candidates)
 
 
 def test_stable_abi_newest_torch_per_system(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matrix_data as md
 import pytest
 from stage_fixtures import CPU_213, CU130_213, fake_host, fake_interpreter, load, write_files
 
@@ -182,14 +183,25 @@ def test_no_torch_skips_aot_variants(tmp_path: Path) -> None:
 # --- the running interpreter's variant ----------------------------------------------------------------------
 
 
+def matrix_interpreter(torch: md.Version, cuda: md.Version | None = None) -> BuildInterpreter:
+    """A fake interpreter with the Torch a matrix entry pins (cpu, or cuda ``cuda``)."""
+    pin = md.torch_pin(torch, "cpu" if cuda is None else "cuda", cuda)
+    return fake_interpreter(f"{pin}+{md.compute(cuda)}", cuda=None if cuda is None else md.dotted(cuda))
+
+
+# Interpreters of matrix entries (the CPU and CUDA test Torch, the oldest and the newest entries).
+MATRIX_INTERPRETERS = [
+    (md.CPU_TEST_TORCH, None),
+    (md.CUDA_TEST_TORCH, md.TEST_CUDA),
+    (md.NEWEST_TORCH, md.cuda_versions(md.NEWEST_TORCH)[-1]),
+    (md.OLDEST_TORCH, md.cuda_versions(md.OLDEST_TORCH)[0]),
+]
+
+
 @pytest.mark.parametrize(
     ("interpreter", "name"),
-    [
-        (CPU_213, "torch213-cxx11-cpu-x86_64-linux"),
-        (CU130_213, "torch213-cxx11-cu130-x86_64-linux"),
-        (fake_interpreter("2.14.1+cu130", cuda="13.0"), "torch214-cxx11-cu130-x86_64-linux"),
-        (fake_interpreter("2.11.0+cu126", cuda="12.6"), "torch211-cxx11-cu126-x86_64-linux"),
-    ],
+    [(matrix_interpreter(torch, cuda), md.variant(torch, cuda)) for torch, cuda in MATRIX_INTERPRETERS],
+    ids=["cpu-test", "cuda-test", "newest", "oldest"],
 )
 def test_running_interpreters_variant(tmp_path: Path, interpreter: BuildInterpreter, name: str) -> None:
     assert interpreter.variant().name == name
@@ -395,7 +407,11 @@ def test_torch_cu_source_is_compiled_on_cuda(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("interpreter", "name"),
     [
-        (fake_interpreter("2.15.0+cpu"), "torch215-cxx11-cpu-x86_64-linux"),
+        # A Torch newer than the matrix's newest; a CUDA 13.1 no matrix has (deliberately unsupported).
+        (
+            fake_interpreter(f"{md.NEWEST_TORCH[0]}.{md.NEWEST_TORCH[1] + 1}.0+cpu"),
+            md.variant((md.NEWEST_TORCH[0], md.NEWEST_TORCH[1] + 1)),
+        ),
         (fake_interpreter("2.13.0+cu131", cuda="13.1"), "torch213-cxx11-cu131-x86_64-linux"),
     ],
 )
