@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import matrix_data as md
 import pytest
 from build_fixtures import metadata
 from conftest import MakeProject
@@ -283,8 +284,8 @@ def test_gen_kernel_flake_outputs_packages_are_the_variants(capsys: pytest.Captu
 
 
 def test_gen_kernel_flake_outputs_details() -> None:
-    """The stand-in nixpkgs has torch 2.13.0 with a CUDA 13.0 build: those variants are in the bundle and the cpu
-    one is tested; cuda variants get CUDA_HOME; the dev shell points LOCAL_KERNELS at build/."""
+    """The stand-in nixpkgs (tests/nix/stub-pkgs.nix, a fixture) has torch 2.13.0 with a CUDA 13.0 build: those
+    variants are in the bundle and the cpu one is tested; cuda variants get CUDA_HOME; the dev shell points LOCAL_KERNELS at build/."""
     out = gen(
         """let s = out.packages.x86_64-linux; in {
           bundle = s.bundle.variants;
@@ -314,8 +315,11 @@ def test_gen_kernel_flake_outputs_details() -> None:
     assert "python -m pytest tests" in out["check"]
     assert 'export LOCAL_KERNELS="kernel-builder-examples/relu=$PWD/build"' in out["check"]
     assert out["shell"].strip() == 'export LOCAL_KERNELS="kernel-builder-examples/relu=$PWD/build"'
-    assert out["darwin"] == ["bundle", "default", "torch212-cpu-aarch64-darwin", "torch213-cpu-aarch64-darwin",
-                             "torch214-cpu-aarch64-darwin"]  # fmt: skip
+    darwin = sorted(
+        md.variant(md.major_minor(e["torch"]), None, "aarch64-darwin")
+        for e in md.entries("cpu", system="aarch64-darwin")
+    )
+    assert out["darwin"] == ["bundle", "default", *darwin]
 
 
 def test_dirty_flakes_and_unique_ids_reach_the_build_line() -> None:
