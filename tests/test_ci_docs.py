@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matrix_data as md
 import pytest
 
 from kernel_builder import cli
@@ -90,20 +91,19 @@ def test_matrix_says_what_each_job_installs(capsys: pytest.CaptureFixture[str]) 
     assert cli.main(["matrix", str(ROOT / "examples" / "relu"), "--format", "json", "--required"]) == 0
     include = {e["variant"]: e for e in json.loads(capsys.readouterr().out)["include"]}
     assert all(e["required"] for e in include.values())
-    assert "torch214-cxx11-cu130-x86_64-linux" not in include  # optional
-    assert (
-        include["torch213-cxx11-cpu-x86_64-linux"]["cuda"],
-        include["torch213-cxx11-cpu-x86_64-linux"]["toolkit"],
-    ) == ("", "")
-    assert (
-        include["torch213-cxx11-cu130-x86_64-linux"]["cuda"],
-        include["torch213-cxx11-cu130-x86_64-linux"]["toolkit"],
-    ) == ("13.0", "pypi")
-    assert (include["torch213-cxx11-cu132-x86_64-linux"]["toolkit"]) == "pypi"
-    assert (
-        include["torch213-cxx11-cu126-x86_64-linux"]["cuda"],
-        include["torch213-cxx11-cu126-x86_64-linux"]["toolkit"],
-    ) == ("12.6", "system")
-    assert sorted(include) == sorted(
-        f"torch{t}-cxx11-{c}-x86_64-linux" for t in ("212", "213") for c in ("cpu", "cu126", "cu130", "cu132")
-    )
+    # Exactly the required cpu and cuda entries of the matrix data on the build host.
+    required = {
+        md.variant(
+            md.major_minor(e["torch"]), None if e["backend"] == "cpu" else md.major_minor(e["version"])
+        )
+        for backend in ("cpu", "cuda")
+        for e in md.entries(backend, system=md.HOST_SYSTEM)
+        if e["required"]
+    }
+    assert sorted(include) == sorted(required)
+    # What each job installs: nothing for cpu; CUDA 13 comes from PyPI, CUDA 12 from the system.
+    torch = md.NEWEST_REQUIRED_TORCH
+    assert (include[md.variant(torch)]["cuda"], include[md.variant(torch)]["toolkit"]) == ("", "")
+    for cuda in md.cuda_versions(torch):
+        job = include[md.variant(torch, cuda)]
+        assert (job["cuda"], job["toolkit"]) == (md.dotted(cuda), "pypi" if cuda >= (13, 0) else "system")

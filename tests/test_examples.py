@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import matrix_data as md
 import pytest
 from build_fixtures import built_example, run_cli
 from hub_server import HubServer, files_from_directory
@@ -40,8 +41,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
 @pytest.mark.parametrize(
     ("example", "variants"),
     [
-        ("relu", ["torch213-cxx11-cpu-x86_64-linux"]),
-        ("activation", ["torch213-cxx11-cpu-x86_64-linux"]),
+        ("relu", [md.CPU_VARIANT]),
+        ("activation", [md.CPU_VARIANT]),
         ("relu-triton", ["torch-cpu", "torch-cuda"]),
     ],
 )

@@ -1,10 +1,10 @@
 """Building several variants from one command in isolated environments (build-output §2.4, §3; §10 case 26;
 the variant-matrix issue's acceptance test).
 
-``kernel-builder build examples/relu --variant torch213-cxx11-cpu-x86_64-linux --variant
-torch214-cxx11-cu130-x86_64-linux`` runs in a subprocess with ``KERNEL_BUILDER_CACHE`` in a fresh directory, so
-the Torch 2.14.1 (cu130) environment is created by the test (about 1-2 minutes from the local wheels); the CPU
-variant is served by the tests' own interpreter (Torch 2.13.0). Set ``KB_TEST_KERNEL_BUILDER_CACHE`` to a
+``kernel-builder build examples/relu --variant <CPU_VARIANT> --variant <CUDA_VARIANT>`` (the variants of the
+CPU and CUDA test Torch, tests/matrix_data.py) runs in a subprocess with ``KERNEL_BUILDER_CACHE`` in a fresh
+directory, so the CUDA test Torch's (cu130) environment is created by the test (about 1-2 minutes from the local
+wheels); the CPU variant is served by the tests' own interpreter (the CPU test Torch). Set ``KB_TEST_KERNEL_BUILDER_CACHE`` to a
 directory to keep the environments between sessions. Each project is built once per session.
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import matrix_data as md
 import pytest
 from build_fixtures import (
     CPU_VARIANT,
@@ -43,7 +44,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.cuda]
 
 #: CUDA 13.0's default capability list (build-output §6.1), what a kernel without cuda-capabilities gets.
 DEFAULT_13_0 = ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX"]
-ENV_PREFIX = "torch2.14.1-cu130-"
+ENV_PREFIX = f"torch{md.CUDA_TEST_PIN}-cu130-"
 
 
 @pytest.fixture(scope="session")
@@ -126,13 +127,13 @@ def test_both_variants_built_in_one_command(two_variants: TwoVariants) -> None:
 
 
 def test_cuda_variant_got_its_own_environment(two_variants: TwoVariants) -> None:
-    """The caller's Torch is the CPU 2.13.0: it serves the CPU variant, and the cu130 variant gets the cached
+    """The caller's Torch is the CPU test Torch: it serves the CPU variant, and the cu130 variant gets the cached
     environment of its matrix entry's pin."""
     envs = sorted(p.name for p in (two_variants.cache / "envs").iterdir() if p.is_dir())
     assert any(name.startswith(ENV_PREFIX) for name in envs)
     python = cuda_env_python(two_variants.cache)
     seen = run_json(python, "import json, torch; print(json.dumps([torch.__version__, torch.version.cuda]))")
-    assert seen == ["2.14.1+cu130", "13.0"] or seen == ["2.14.1", "13.0"]
+    assert seen in ([f"{md.CUDA_TEST_PIN}+cu130", "13.0"], [md.CUDA_TEST_PIN, "13.0"])
     if two_variants.fresh_cache:
         assert f"{CUDA_VARIANT}: creating build environment {ENV_PREFIX}" in two_variants.first.stderr
     # The CUDA project was configured against that environment's Torch, not the caller's.
@@ -162,8 +163,8 @@ def test_metadata_of_both_variants(two_variants: TwoVariants) -> None:
     assert extension(two_variants.build / CUDA_VARIANT).name == f"{cuda_id}.abi3.so"
 
 
-def test_cpu_variant_runs_with_torch_2_13(two_variants: TwoVariants) -> None:
-    """Imported in a subprocess with a Torch 2.13.0 CPU interpreter, the loader picks the CPU variant out of
+def test_cpu_variant_runs_with_the_cpu_test_torch(two_variants: TwoVariants) -> None:
+    """Imported in a subprocess with the CPU test Torch's interpreter, the loader picks the CPU variant out of
     build/ (which also holds the cu130 one) and relu matches torch.relu."""
     seen = run_json(
         cpu_python(),
@@ -184,7 +185,7 @@ def test_cpu_variant_runs_with_torch_2_13(two_variants: TwoVariants) -> None:
         two_variants.build,
     )
     assert isinstance(seen, dict)
-    assert seen["torch"].startswith("2.13.0")
+    assert seen["torch"].startswith(md.CPU_TEST_PIN)
     assert seen["file"] == CPU_VARIANT
     assert seen["equal"] is True
     assert seen["values"] == [0.0, 0.0, 2.0]
@@ -273,17 +274,19 @@ def test_one_failing_variant_does_not_stop_the_other(tmp_path: Path, env_cache: 
     assert (root / ".kernel-builder" / CPU_VARIANT / "build.log").is_file()
     if env_existed:
         assert "creating build environment" not in run.stderr
-    # The CPU variant was attempted with the caller's interpreter (its Torch is 2.13.0): no CPU environment.
-    assert not list((env_cache / "envs").glob("torch2.13.0-cpu-*"))
+    # The CPU variant was attempted with the caller's interpreter (the CPU test Torch): no CPU environment.
+    assert not list((env_cache / "envs").glob(f"torch{md.CPU_TEST_PIN}-cpu-*"))
 
 
 # --- a CUDA 12.6 variant: built where its compiler and Torch build can be had, else skipped with the reason ---
 
-CU126_VARIANT = "torch213-cxx11-cu126-x86_64-linux"
+CU126_TORCH = max(t for t in md.REQUIRED_TORCH_VERSIONS if (12, 6) in md.cuda_versions(t))
+"""The newest required Torch with a CUDA 12.6 entry."""
+CU126_VARIANT = md.variant(CU126_TORCH, (12, 6))
 
 
 def test_cu126_variant_of_relu_carries_cuda_12_6_images(tmp_path: Path, env_cache: Path) -> None:
-    """``build --variant torch213-cxx11-cu126-x86_64-linux``: its extension holds exactly the SASS/PTX of CUDA
+    """``build --variant <CU126_VARIANT>``: its extension holds exactly the SASS/PTX of CUDA
     12.6's default capability list. It needs a system CUDA 12.6 toolkit (CUDA_HOME: PyPI has no CUDA 12
     nvcc) and Torch's cu126 index; where either is missing, the test is skipped with kernel-builder's reason."""
     from kernel_builder.build.plan.candidates import all_candidates, with_availability
@@ -301,7 +304,11 @@ def test_cu126_variant_of_relu_carries_cuda_12_6_images(tmp_path: Path, env_cach
     archs = capabilities.default_capabilities((12, 6))
     assert metadata(root / "build" / CU126_VARIANT)["backend"] == {"type": "cuda", "archs": list(archs)}
     binary = extension(root / "build" / CU126_VARIANT)
-    python = next((env_cache / "envs").glob("torch2.13.0-cu126-*")) / "bin" / "python"
+    python = (
+        next((env_cache / "envs").glob(f"torch{md.torch_pin(CU126_TORCH, 'cuda', (12, 6))}-cu126-*"))
+        / "bin"
+        / "python"
+    )
     tool = cuobjdump(python)
     elf = capabilities.cuobjdump_names(tool_output([tool, "--list-elf", binary]))
     ptx = capabilities.cuobjdump_names(tool_output([tool, "--list-ptx", binary]))
