@@ -2,7 +2,9 @@
 nothing, a faked host, projects loaded from files written into ``tmp_path``.
 
 ``fake_interpreter`` gives the :class:`BuildInterpreter` a quick probe would return for a Torch of the given
-version and CUDA version, so planning and generation tests need neither that Torch nor a subprocess.
+version and CUDA version, so planning and generation tests need neither that Torch nor a subprocess. The
+versions of ``CPU_213`` / ``CU130_213`` are the fixtures' own; tests that need a matrix entry's Torch read it
+from tests/matrix_data.py.
 """
 
 from __future__ import annotations

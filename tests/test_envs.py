@@ -2,6 +2,7 @@
 
 The unit tests replace venv creation and pip with fakes (no network, no Torch download); the one slow test runs
 the real pip against an empty local index and checks the failure message and that nothing is left behind.
+The pins here are the test's own EnvSpecs and matrices, not the shipped matrix's.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Generation stage: registration.h (build-output §5.2), _ops.py (§4.3, case 20), the CMake project (§5, §7).
 
 Nothing here compiles: the CMake project is checked as text, and its quoting through ``cmake -P`` (a script
-run of the PyPI CMake, milliseconds).
+run of the PyPI CMake, milliseconds). The Torch versions are those of the fake interpreters
+(tests/stage_fixtures.py), not the matrix's.
 """
 
 from __future__ import annotations

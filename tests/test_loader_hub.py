@@ -1,5 +1,9 @@
 """get_kernel and friends against the Hub double, with injected environments (loader spec §1.1, §1.3, §4;
-§8 cases 2, 10-13, 17-23, 25, 27, and repos laid out like upstream's)."""
+§8 cases 2, 10-13, 17-23, 25, 27, and repos laid out like upstream's).
+
+The versions in variant names and environments here are the test's own: the loader does not read the
+variant matrix, so a matrix bump leaves them alone.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """get_local_kernel and LOCAL_KERNELS with injected environments (loader spec §1.2, §1.6, §2.6, §2.7;
-§8 cases 2, 6, 9, 10, 17, 18, 24-26)."""
+§8 cases 2, 6, 9, 10, 17, 18, 24-26).
+
+The versions in variant names and environments here are the test's own: the loader does not read the
+variant matrix, so a matrix bump leaves them alone.
+"""
 
 from __future__ import annotations
 

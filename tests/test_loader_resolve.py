@@ -1,4 +1,8 @@
-"""Variant resolution with injected environment records (loader spec §2, §8 cases 1-11)."""
+"""Variant resolution with injected environment records (loader spec §2, §8 cases 1-11).
+
+The versions in variant names and environments here are the test's own: the loader does not read the
+variant matrix, so a matrix bump leaves them alone.
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import matrix_data as md
 import pytest
 from build_fixtures import copy_example, run_cli
 
@@ -58,7 +59,8 @@ def write_wheel(directory: Path, version: str, requires: list[str]) -> Path:
 @pytest.fixture
 def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """pip sees only a local directory: 2.13.0+cpu and an untagged 2.13.0 of the CUDA 13.0 flavour, as on
-    PyPI; no index, no configuration file."""
+    PyPI; no index, no configuration file. (The fixture's own versions; they must not be the pin of the
+    oldest required Torch, which the tests below expect pip not to find.)"""
     directory = tmp_path / "wheels"
     write_wheel(directory, "2.13.0+cpu", [])
     write_wheel(directory, "2.13.0", [CU130_RUNTIME, "filelock"])
@@ -155,19 +157,23 @@ def test_with_availability_gives_the_reasons(
 ) -> None:
     monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
     candidates = [c for c in all_candidates(load_project(RELU).project) if c.name.endswith("x86_64-linux")]
-    wanted = {
-        "torch213-cxx11-cpu-x86_64-linux",
-        "torch212-cxx11-cpu-x86_64-linux",
-        "torch212-cxx11-cu126-x86_64-linux",
-    }
+    # The tests' own Torch serves its variant; an older required Torch is not among the stand-in wheels.
+    old, cuda = md.OLDEST_REQUIRED_TORCH, md.cuda_versions(md.OLDEST_REQUIRED_TORCH)[0]
+    assert old != md.CPU_TEST_TORCH
+    old_cpu, old_cuda = md.variant(old), md.variant(old, cuda)
+    wanted = {md.CPU_VARIANT, old_cpu, old_cuda}
     checked = {c.name: c for c in with_availability([c for c in candidates if c.name in wanted])}
-    assert checked["torch213-cxx11-cpu-x86_64-linux"].reason is None
-    assert str(checked["torch212-cxx11-cpu-x86_64-linux"].reason).startswith(
-        "torch 2.12.0 for cpu cannot be installed here: pip finds none ("
+    assert checked[md.CPU_VARIANT].reason is None
+    assert str(checked[old_cpu].reason).startswith(
+        f"torch {md.torch_pin(old)} for cpu cannot be installed here: pip finds none ("
     )
-    reason = str(checked["torch212-cxx11-cu126-x86_64-linux"].reason)
+    reason = str(checked[old_cuda].reason)
+    cuda_pin = md.torch_pin(old, "cuda", cuda)
     assert reason.startswith(
-        ("no CUDA 12.6 compiler here", "torch 2.12.0 for cu126 cannot be installed here")
+        (
+            f"no CUDA {md.dotted(cuda)} compiler here",
+            f"torch {cuda_pin} for {md.compute(cuda)} cannot be installed here",
+        )
     )
 
 
@@ -176,10 +182,14 @@ def test_build_of_an_unobtainable_variant_fails_in_seconds(
 ) -> None:
     monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
     root = copy_example("relu", tmp_path / "relu")
-    variant = "torch212-cxx11-cpu-x86_64-linux"
+    old = md.OLDEST_REQUIRED_TORCH  # not among the stand-in wheels
+    variant = md.variant(old)
     run = run_cli(["build", str(root), "--variant", variant])
     assert run.returncode == 1
     assert run.seconds < 60, run.seconds
-    assert f"error: {variant}: torch 2.12.0 for cpu cannot be installed here: pip finds none (" in run.output
+    assert (
+        f"error: {variant}: torch {md.torch_pin(old)} for cpu cannot be installed here: pip finds none ("
+        in run.output
+    )
     assert not (tmp_path / "cache" / "envs").exists() or not any((tmp_path / "cache" / "envs").iterdir())
     assert provision.PIP_TIMEOUT <= 30

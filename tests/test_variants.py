@@ -1,4 +1,8 @@
-"""Variant names: encoding, parsing, round trips and the running environment's variant (build-output §2, §10)."""
+"""Variant names: encoding, parsing, round trips and the running environment's variant (build-output §2, §10).
+
+The versions here are examples of the naming rules (including historical and unsupported ones), not the
+matrix's: the supported set is read through tests/matrix_data.py where a test needs it.
+"""
 
 from __future__ import annotations
 

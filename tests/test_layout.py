@@ -1,0 +1,111 @@
+"""Tests mirror the package: each module of kernel_builder has a test file named after it, or is listed below.
+
+``kernel_builder/formats/matrix.py`` is tested in ``tests/test_formats_matrix.py``; a module may have several
+test files, each named after it with a suffix (``tests/test_build_builder_cpu.py`` for
+``kernel_builder/build/builder.py``). Test files named after something else (the docs, the examples, the Nix
+lib, the GPU runs, the test doubles) are fine: this test only asks that a module's tests be easy to find.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "kernel_builder"
+TESTS = REPO / "tests"
+
+# Modules without a test file of their own, each with where it is tested (or why it needs none). Adding a
+# module means adding tests/test_<package path>_<module>.py, or a line here that says why not.
+TESTED_ELSEWHERE = {
+    # authoring
+    "authoring.pytest_plugin": "the pytest plugin of `kernel-builder test`: test_authoring_devtest.py runs it",
+    # build stages
+    "build.compile.ninja_build": "CMake + Ninja runs: the end-to-end builds (test_build_builder_*.py)",
+    "build.generate.ops": "the generation stage's tests: test_build_generate.py",
+    "build.generate.registration": "the generation stage's tests (test_build_generate.py), compiled in "
+    "test_build_builder_cpu.py / _cuda.py",
+    "build.generate.cmake": "the generation stage's tests: test_build_generate.py",
+    "build.plan.sources": "the unique id and packaging tests: test_build_plan_unique_id.py, test_build_package.py",
+    # common
+    "common.diagnostics": "every diagnostic the config and plan tests check (test_config_load_errors.py)",
+    "common.progress": "the build output of test_build_plan_candidates.py",
+    "common.runner": "the build runner: the end-to-end builds (test_build_builder_*.py)",
+    # config: one loader, tested as a whole through load_project and the CLI
+    "config.archs": "test_config_load_errors.py (E20) and test_build_plan_capabilities.py",
+    "config.context": "test_config_load_*.py",
+    "config.framework": "test_config_load_*.py",
+    "config.general": "test_config_load_*.py",
+    "config.kernels": "test_config_load_*.py",
+    "config.limits": "test_config_load_hostile.py",
+    "config.migrate": "test_config_update.py and test_config_forms.py (legacy forms)",
+    "config.model": "test_config_forms.py",
+    "config.paths": "test_config_load_hostile.py",
+    "config.positions": "the file:line of every message in test_config_load_errors.py",
+    "config.readers": "test_config_load_*.py",
+    "config.schema": "test_config_jsonschema.py and test_docs_build_toml.py",
+    "config.summary": "the tables of test_build_plan_candidates.py and test_cli_check_config.py",
+    "config.values": "test_config_load_*.py",
+    # exceptions: their exit codes are checked by every CLI test
+    "errors": "exit statuses throughout the CLI tests (test_cli_check_config.py, ...)",
+    "layers.errors": "test_layers_kernelizer.py, test_layers_mapping.py",
+    "loader.errors": "test_loader_*.py",
+    "publish.errors": "test_publish_upload.py",
+    # formats
+    "formats.dependencies": "test_config_forms.py and test_build_compile_cutlass.py",
+    "formats.github_matrix": "the `matrix` command: test_docs_ci.py",
+    "formats.lockfile": "test_loader_lock.py",
+    # the Hub client settings
+    "hub": "every Hub test runs against tests/hub_server.py through it (test_loader_remote.py, "
+    "test_publish_upload.py)",
+    # layers (the kernelize API)
+    "layers.checks": "test_layers_marks.py",
+    "layers.device": "test_layers_kernelizer.py, test_layers_mapping.py",
+    "layers.mode": "test_layers_mapping.py",
+    "layers.repositories": "test_layers_kernelizer.py (local and Hub layer repositories)",
+    # loader
+    "loader.arguments": "test_loader_remote.py (get_kernel's arguments)",
+    "loader.caller": "test_loader_remote.py",
+    "loader.download": "test_loader_lock.py (`kernel-builder download`)",
+    "loader.lockcheck": "test_loader_lock.py",
+    "loader.locked": "test_loader_lock.py",
+    "loader.trust": "test_loader_hostile.py, test_loader_remote.py",
+    # publishing
+    "publish.abi_gate": "test_publish_upload.py",
+    "publish.content": "test_publish_upload.py",
+}
+
+
+def modules() -> list[str]:
+    """Every module of the package, dotted below ``kernel_builder`` (packages' ``__init__`` excluded)."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        found.append(".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+    return found
+
+
+def files_named_after(module: str) -> list[str]:
+    stem = "test_" + module.replace(".", "_")
+    return sorted(p.name for p in TESTS.glob("test_*.py") if p.stem == stem or p.stem.startswith(stem + "_"))
+
+
+def test_every_module_has_tests_named_after_it() -> None:
+    untested = [m for m in modules() if not files_named_after(m) and m not in TESTED_ELSEWHERE]
+    assert untested == [], (
+        "modules without tests/test_<package>_<module>.py; add one, or list the module in TESTED_ELSEWHERE "
+        "with where it is tested: " + ", ".join(untested)
+    )
+
+
+def test_the_allow_list_names_modules_without_their_own_tests() -> None:
+    """Entries go away once the module gets a test file, or is removed."""
+    known = set(modules())
+    assert sorted(m for m in TESTED_ELSEWHERE if m not in known) == []
+    assert sorted(m for m in TESTED_ELSEWHERE if files_named_after(m)) == []
+
+
+def test_the_allow_list_points_at_test_files_that_exist() -> None:
+    named = {word.strip("(),") for reason in TESTED_ELSEWHERE.values() for word in reason.split()}
+    files = {word for word in named if word.startswith("test_") and word.endswith(".py")}
+    assert sorted(f for f in files if not (TESTS / f).is_file()) == []
