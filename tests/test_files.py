@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from build_fixtures import CPU_VARIANT, build, copy_example, cpu_python, run_json, write_tree
 from hub_server import HubServer, git_blob_oid
-from huggingface_hub.utils import filter_repo_objects
+from huggingface_hub.utils import filter_repo_objects  # type: ignore[attr-defined]  # lazily exported
 from loader_fixtures import write_variant
 from publish_fixtures import (
     committed_paths,
