@@ -1,6 +1,6 @@
 """``kernel-builder init``: the files of each template, the name rule, refusing to overwrite (fast tests).
 
-The slow end-to-end check (init → build → ``kernel-builder test``) is in ``test_devtest.py``.
+The slow end-to-end check (init → build → ``kernel-builder test``) is in ``test_authoring_devtest.py``.
 """
 
 from __future__ import annotations

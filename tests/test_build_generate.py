@@ -287,7 +287,7 @@ _GENEX_LITERALS = {"$<1:$>": "$", "$<ANGLE-R>": ">", "$<COMMA>": ","}
 
 
 def genex_value(text: str) -> str:
-    """What CMake's generator expressions make of a value the generator escaped (see test_build_hostile for
+    """What CMake's generator expressions make of a value the generator escaped (see test_build_builder_hostile for
     CMake itself evaluating them)."""
     return re.sub(r"\$<1:\$>|\$<ANGLE-R>|\$<COMMA>", lambda m: _GENEX_LITERALS[m.group()], text)
 

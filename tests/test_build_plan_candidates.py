@@ -3,7 +3,7 @@
 
 Fast: nothing is compiled and no environment is created. Tests that go through the CLI run it in-process with
 the packaged matrix replaced by a test matrix (``use_matrix``), and with the per-variant build replaced by a
-recorder, so they check the selection and exit statuses only; tests/test_variant_builds.py builds for real.
+recorder, so they check the selection and exit statuses only; tests/test_build_builder_variants.py builds for real.
 """
 
 from __future__ import annotations
@@ -514,7 +514,7 @@ class Recorder:
 def built_variants(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     """Replaces planning and building of a selected variant: records its name, then "builds" it (or fails, for
     a name in ``fail``). No environment is created and nothing is compiled, and whether this host could obtain
-    each variant's Torch and compiler is not asked (tests/test_provision.py covers that)."""
+    each variant's Torch and compiler is not asked (tests/test_build_compile_provision.py covers that)."""
     recorder = Recorder()
     monkeypatch.setattr(builder_module, "with_availability", lambda found, served=(): found)
     lock = threading.Lock()

@@ -422,7 +422,7 @@ def test_v3_with_version_and_license_but_no_torch_stays_v3(make_project: MakePro
     assert len(result.warnings) == 1  # only the legacy warning: the license is there
 
 
-# -- cases 9-12: detection errors (the full texts are in test_config_errors.py) ---------------------------
+# -- cases 9-12: detection errors (the full texts are in test_config_load_errors.py) ---------------------------
 
 
 @pytest.mark.parametrize(
@@ -631,7 +631,7 @@ def test_normalised_name_still_needs_its_original_package(make_project: MakeProj
     assert "error: the kernel's Python package `torch-ext/My_Kernel/__init__.py` is missing" in render()
 
 
-# -- case 40: pre-release layouts (full texts in test_config_errors.py) -----------------------------------
+# -- case 40: pre-release layouts (full texts in test_config_load_errors.py) -----------------------------------
 
 
 def test_pre_release_version_is_only_a_trait_without_edition(make_project: MakeProject) -> None:

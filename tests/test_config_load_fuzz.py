@@ -5,7 +5,7 @@ mutations (hostile values, broken syntax, control characters, invalid UTF-8, dee
 and runs the three commands in-process. A rejected file must give exit status 2, a message naming its
 build.toml and no traceback, the same in all three commands, and ``update-build`` must leave it byte for
 byte as it was. A mutant that is still valid is skipped by ``build`` (it would compile). The seed of each
-case is in the failure message: ``FUZZ_SEED=<n> pytest tests/test_config_fuzz.py`` replays that case first.
+case is in the failure message: ``FUZZ_SEED=<n> pytest tests/test_config_load_fuzz.py`` replays that case first.
 """
 
 from __future__ import annotations
