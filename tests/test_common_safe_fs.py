@@ -126,7 +126,12 @@ def _linked_tree(tmp_path: Path) -> tuple[Path, Path]:
 def test_scan_tree_follows_accepted_links_and_cuts_loops(tmp_path: Path) -> None:
     root, shared = _linked_tree(tmp_path)
     asked: list[str] = []
-    scan = scan_tree(root, follow=lambda rel, target: asked.append(rel) or True)
+
+    def follow(rel: str, target: Path) -> bool:
+        asked.append(rel)
+        return True
+
+    scan = scan_tree(root, follow=follow)
     assert sorted(scan.files) == [
         "again/a.py",
         "again/shared/s.py",

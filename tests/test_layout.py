@@ -25,6 +25,7 @@ TESTED_ELSEWHERE = {
     "build.generate.registration": "the generation stage's tests (test_build_generate.py), compiled in "
     "test_build_builder_cpu.py / _cuda.py",
     "build.generate.cmake": "the generation stage's tests: test_build_generate.py",
+    "build.plan.github_matrix": "the `matrix` command's GitHub output: test_docs_ci.py",
     "build.plan.sources": "the unique id and packaging tests: test_build_plan_unique_id.py, test_build_package.py",
     # common
     "common.diagnostics": "every diagnostic the config and plan tests check (test_config_load_errors.py)",
@@ -52,7 +53,6 @@ TESTED_ELSEWHERE = {
     "publish.errors": "test_publish_upload.py",
     # formats
     "formats.dependencies": "test_config_forms.py and test_build_compile_cutlass.py",
-    "formats.github_matrix": "the `matrix` command: test_docs_ci.py",
     "formats.lockfile": "test_loader_lock.py",
     # the Hub client settings
     "hub": "every Hub test runs against tests/hub_server.py through it (test_loader_remote.py, "
@@ -71,7 +71,6 @@ TESTED_ELSEWHERE = {
     "loader.trust": "test_loader_hostile.py, test_loader_remote.py",
     # publishing
     "publish.abi_gate": "test_publish_upload.py",
-    "publish.content": "test_publish_upload.py",
 }
 
 
