@@ -46,8 +46,7 @@ TESTED_ELSEWHERE = {
     "config.schema": "test_config_jsonschema.py and test_docs_build_toml.py",
     "config.summary": "the tables of test_build_plan_candidates.py and test_cli_check_config.py",
     "config.values": "test_config_load_*.py",
-    # exceptions: their exit codes are checked by every CLI test
-    "errors": "exit statuses throughout the CLI tests (test_cli_check_config.py, ...)",
+    # exceptions
     "layers.errors": "test_layers_kernelizer.py, test_layers_mapping.py",
     "loader.errors": "test_loader_*.py",
     "publish.errors": "test_publish_upload.py",
@@ -71,6 +70,46 @@ TESTED_ELSEWHERE = {
     "loader.trust": "test_loader_hostile.py, test_loader_remote.py",
     # publishing
     "publish.abi_gate": "test_publish_upload.py",
+    # the plan's listing (list-variants, matrix): the commands' tests
+    "build.plan.listing": "test_commands.py and test_build_plan_candidates.py",
+    # backends: one module each, tested together through the registry
+    **{
+        f"backends.{name}": "test_backends.py (the registry and every built-in backend through it)"
+        for name in (
+            "registry",
+            "gpu_archs",
+            "cpu",
+            "cuda",
+            "rocm",
+            "xpu",
+            "metal",
+            "neuron",
+            "tpu",
+            "cann",
+            "noarch",
+        )
+    },
+    # commands: thin adapters over library functions, tested together (and end to end by the CLI tests)
+    **{
+        f"commands.{name}": "test_commands.py (and the end-to-end CLI tests of each command)"
+        for name in (
+            "_shared",
+            "bench",
+            "build",
+            "check_abi",
+            "check_config",
+            "download",
+            "generate",
+            "init",
+            "list_variants",
+            "lock",
+            "matrix",
+            "schema",
+            "test",
+            "update_build",
+            "upload",
+        )
+    },  # fmt: skip
 }
 
 
