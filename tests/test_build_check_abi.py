@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from kernel_builder.build.check.abi import (
+    Violation,
+    check_extension,
     check_library,
+    judge,
     manylinux_policy,
     python_abi_problem,
     read_elf,
@@ -21,6 +24,7 @@ from kernel_builder.build.check.abi import (
     version_allowed,
 )
 from kernel_builder.cli import main
+from kernel_builder.errors import BuildError
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build fixture libraries")
 PYTHON_INCLUDE = Path(sysconfig.get_paths()["include"])
@@ -247,3 +251,26 @@ def test_python_symbols_follow_the_stable_abi_manifest() -> None:
 )
 def test_torch_cxx_namespace(symbol: str, namespace: str | None) -> None:
     assert torch_cxx_namespace(symbol) == namespace
+
+
+def test_the_build_judges_symbol_versions_as_warnings_unless_werror(tmp_path: Path) -> None:
+    so = tmp_path / "_kb.abi3.so"
+    version = Violation("symbol-version", so, "GLIBC_2.34 (memcpy)")
+    warnings: list[str] = []
+    judge("v", [version], werror=False, warn=warnings.append)
+    assert warnings == ["v: GLIBC_2.34 (memcpy) (not manylinux_2_28-compliant)"]
+    with pytest.raises(BuildError, match=r"ABI check failed:\n  symbol-version: GLIBC_2.34"):
+        judge("v", [version], werror=True, warn=warnings.append)
+    # Every other kind fails the variant, --werror or not; a symbol version beside it still only warns.
+    warnings.clear()
+    with pytest.raises(BuildError) as failed:
+        judge("v", [version, Violation("needed", so, "libfoo.so")], werror=False, warn=warnings.append)
+    assert str(failed.value) == "ABI check failed:\n  needed: libfoo.so"
+    assert warnings == ["v: GLIBC_2.34 (memcpy) (not manylinux_2_28-compliant)"]
+    judge("v", [], werror=True, warn=warnings.append)  # nothing found: nothing said
+
+
+def test_check_extension_returns_what_it_judged(libraries: dict[str, Path]) -> None:
+    assert check_extension("v", libraries["good"], stable_abi=False, werror=True, warn=print) == []
+    with pytest.raises(BuildError, match="ABI check failed"):
+        check_extension("v", libraries["bad"], stable_abi=False, werror=False, warn=print)

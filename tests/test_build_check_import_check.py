@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 from build_fixtures import CPU_VARIANT, complete_variants, quick_project, run_cli
+from stage_fixtures import CPU_213, load
 
-pytestmark = pytest.mark.slow
+from kernel_builder.build.check import import_check
+from kernel_builder.build.check.import_check import MissingModule, import_checker, provided_by
+from kernel_builder.build.plan.planner import VariantPlan, plan_build
+from kernel_builder.config.model import KernelProject
+from kernel_builder.errors import BuildError
 
 INIT = "torch-ext/kb_quick/__init__.py"
 
@@ -26,6 +31,7 @@ def quick(tmp_path: Path) -> Path:
     return quick_project(tmp_path / "kb-quick")
 
 
+@pytest.mark.slow
 def test_missing_third_party_module_is_a_note(quick: Path) -> None:
     """The issue's case: a kernel that imports Triton unconditionally, built with a CPU-only Torch."""
     (quick / INIT).write_text("import triton\n\nfrom ._ops import ops\n", encoding="utf-8")
@@ -48,6 +54,7 @@ def test_missing_third_party_module_is_a_note(quick: Path) -> None:
     ], run.stderr
 
 
+@pytest.mark.slow
 def test_strict_import_fails_on_a_missing_module(quick: Path) -> None:
     (quick / INIT).write_text("from ._ops import ops\nimport kb_no_such_dependency.sub\n", encoding="utf-8")
     run = run_cli(["build", quick, "--strict-import"])
@@ -61,6 +68,7 @@ def test_strict_import_fails_on_a_missing_module(quick: Path) -> None:
     assert complete_variants(quick / "build") == ["CARD.md"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("code", "shown"),
     [
@@ -82,3 +90,42 @@ def test_the_kernels_own_errors_fail(quick: Path, code: str, shown: str) -> None
     assert shown in run.stderr
     assert "import check incomplete" not in run.stderr
     assert complete_variants(quick / "build") == ["CARD.md"]
+
+
+def planned(root: Path) -> tuple[KernelProject, dict[str, VariantPlan]]:
+    project = load(root)
+    return project, {v.name: v for v in plan_build(project, CPU_213, "0123456789").variants}
+
+
+def test_who_provides_a_missing_module(tmp_path: Path) -> None:
+    """A ``python-depends`` entry names its pip package; Triton comes with Torch's CUDA builds only."""
+    root = quick_project(tmp_path / "kb-quick")
+    toml = root / "build.toml"
+    toml.write_text(toml.read_text().replace("[torch]", 'python-depends = ["einops"]\n\n[torch]', 1))
+    project, variants = planned(root)
+    cpu, cuda = variants[CPU_VARIANT], variants["torch-cuda"]
+    assert provided_by(project, "einops.layers", cpu) == (
+        "the kernel declares it (python-depends: einops), so users install einops"
+    )
+    assert provided_by(project, "triton.language", cuda) == "Torch's cuda builds install it"
+    assert provided_by(project, "triton", cpu) is None
+    assert provided_by(project, "numpy", cuda) is None
+
+
+def test_a_missing_module_warns_unless_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project, variants = planned(quick_project(tmp_path / "kb-quick"))
+    missing = MissingModule("triton", "__init__.py:1", "kernel_builder")
+    monkeypatch.setattr(import_check, "check_import", lambda interpreter, variant_dir: missing)
+    warnings: list[str] = []
+    check = import_checker(project, CPU_213, variants["torch-cuda"], strict=False, warn=warnings.append)
+    check(tmp_path)
+    assert len(warnings) == 1 and warnings[0].startswith(
+        "torch-cuda: import check incomplete: the kernel imports"
+    )
+    assert "Torch's cuda builds install it" in warnings[0]
+    strict = import_checker(project, CPU_213, variants["torch-cuda"], strict=True, warn=warnings.append)
+    with pytest.raises(BuildError, match=r"imports `triton` \(__init__.py:1\).*\(--strict-import\)$"):
+        strict(tmp_path)
+    monkeypatch.setattr(import_check, "check_import", lambda interpreter, variant_dir: None)
+    check(tmp_path)  # the variant loads: nothing said
+    assert len(warnings) == 1

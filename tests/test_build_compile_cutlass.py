@@ -264,3 +264,37 @@ def test_checkout_version(tmp_path: Path, text: str, version: str | None) -> Non
     write_files(tmp_path, {"include/cutlass/version.h": text})
     assert checkout_version(tmp_path) == version
     assert checkout_version(tmp_path / "missing") is None
+
+
+def test_a_variant_gets_the_headers_of_the_pins_its_kernels_depend_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pip: None
+) -> None:
+    """``dependency_includes``: one lookup per CUTLASS pin of the planned variant; other dependencies add none."""
+    from stage_fixtures import CU130_213, load
+
+    from kernel_builder.build.compile.cutlass import dependency_includes
+    from kernel_builder.build.plan.planner import plan_build
+
+    general = (
+        '[general]\nname = "deps"\nversion = 1\nedition = 5\nlicense = "Apache-2.0"\nbackends = ["cuda"]\n'
+    )
+    kernels = "".join(
+        f'\n[kernel.{name}]\nbackend = "cuda"\ndepends = {depends}\nsrc = ["{name}/k.cu"]\n'
+        for name, depends in (("a", '["torch", "cutlass_3_6"]'), ("b", '["torch"]'))
+    )
+    root = write_files(
+        tmp_path / "deps",
+        {"build.toml": general + "\n[torch]\n" + kernels, "torch-ext/deps/__init__.py": "",
+         "a/k.cu": "// a\n", "b/k.cu": "// b\n"},
+    )  # fmt: skip
+    (variant,) = [v for v in plan_build(load(root), CU130_213, "0123456789").variants if v.aot]
+    cutlass = checkout(tmp_path / "cutlass")
+    monkeypatch.setenv("CUTLASS_SRC_DIR", str(cutlass))
+    log = Log()
+    includes = dependency_includes(variant, CU130_213, log, offline=True)
+    assert includes == (cutlass / "include", cutlass / "tools/util/include")
+    assert log == []
+    toml = root / "build.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace(', "cutlass_3_6"', ""), encoding="utf-8")
+    (variant,) = [v for v in plan_build(load(root), CU130_213, "0123456789").variants if v.aot]
+    assert dependency_includes(variant, CU130_213, log, offline=True) == ()

@@ -14,10 +14,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from build_fixtures import GENERAL
 
 from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.header_accounting import unlisted_headers
+from kernel_builder.build.compile.header_accounting import header_warnings, unlisted_headers
 from kernel_builder.build.compile.ninja_build import included_files
+from kernel_builder.config import load_project
 
 NINJA = """
 rule cxx
@@ -102,3 +104,20 @@ def test_excluded_directories_and_symlinked_root(tmp_path: Path) -> None:
     os.symlink(real, link)
     records = {"a.o": [real / "build/gen.h", real / "inc/x.h"]}
     assert unlisted_headers(link, records, [], [link / "build"]) == {"inc/x.h": "a.o"}
+
+
+def test_the_build_warns_once_per_header_of_no_src(tree: Path) -> None:
+    """``header_warnings``: the ``src`` lists of the kernel sections count, build/ and .kernel-builder/ do not."""
+    (tree / "build.toml").write_text(
+        GENERAL.format(name="hdr", backends='["cpu"]')
+        + '\n[torch]\n\n[kernel.a]\nbackend = "cpu"\ndepends = []\nsrc = ["src/a.cpp", "include/listed.h"]\n',
+        encoding="utf-8",
+    )
+    (tree / "torch-ext" / "hdr").mkdir(parents=True)
+    (tree / "torch-ext" / "hdr" / "__init__.py").write_text("", encoding="utf-8")
+    warnings = header_warnings(load_project(tree).project, tree / ".kernel-builder" / "b")
+    assert [w.split("`")[1] for w in warnings] == ["abs/absolute.h", "include/relative.h"]
+    assert warnings[0].endswith(
+        "is included by a compiled file but listed in no `src`: it is not part of the unique id, and a sandboxed "
+        "build would not see it; add it to the `src` of the kernel that uses it"
+    )

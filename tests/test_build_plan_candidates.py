@@ -24,6 +24,7 @@ from stage_fixtures import fake_host, load, write_files
 from kernel_builder import cli
 from kernel_builder.build import builder as builder_module
 from kernel_builder.build.builder import Builder, BuildOptions, VariantResult
+from kernel_builder.build.plan import selected as selected_plans
 from kernel_builder.build.plan.candidates import Candidate, Selection, all_candidates, select_candidates
 from kernel_builder.build.plan.planner import BUILDABLE_HOST
 from kernel_builder.common.progress import PlainProgress, RichProgress, progress_display
@@ -804,7 +805,7 @@ def no_environments(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(f"{plan.name} {getattr(interpreter, 'torch_version', None)}")  # type: ignore[attr-defined]
         return "built"
 
-    monkeypatch.setattr(builder_module, "ensure_env", ensure_env)
+    monkeypatch.setattr(selected_plans, "ensure_env", ensure_env)
     monkeypatch.setattr(Builder, "_build_variant", build_variant)
     return seen
 
@@ -850,10 +851,10 @@ def test_provenance_flags_are_checked(
 
 
 def test_provenance_flags_replace_git(tmp_path: Path, use_matrix: Matrix) -> None:
-    from kernel_builder.build.package import Provenance
+    from kernel_builder.build.package import Provenance, variant_provenance
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     options = BuildOptions(provenance=Provenance(commit, dirty=True))
-    assert Builder(loaded(tmp_path), options, log=lambda _: None)._provenance() == Provenance(commit, True)
+    assert variant_provenance(loaded(tmp_path), options.provenance) == Provenance(commit, True)
     # Without them, the kernel's git work tree decides (here: none).
-    assert Builder(loaded(tmp_path), BuildOptions(), log=lambda _: None)._provenance() is None
+    assert variant_provenance(loaded(tmp_path), BuildOptions().provenance) is None

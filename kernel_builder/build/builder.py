@@ -1,77 +1,60 @@
-"""Orchestration of ``kernel-builder build``: plan, then per variant generate → compile → package.
+"""Orchestration of ``kernel-builder build``: plan, then per variant generate → compile → package → check.
 
-Each variant records what it was made from in ``.kernel-builder/<variant>/record.json``; when nothing
-changed, the build skips configure, the Torch check and the import check, and only lets Ninja confirm that
-nothing needs recompiling (docs/layout.md, "Up to date").
+The stages live in their own modules (``plan/``, ``generate/``, ``compile/``, ``package.py``, ``check/``); this
+one only sequences them, one build of a project at a time, variants in parallel where there are cores for it,
+reporting progress. Each variant records what it was made from (:mod:`kernel_builder.build.record`); when
+nothing changed, the build skips configure, the Torch check and the import check, and only lets Ninja confirm
+that nothing needs recompiling (docs/layout.md, "Up to date").
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Protocol
+from pathlib import Path
 
-import kernel_builder.backends as registry
-from kernel_builder import __version__
 from kernel_builder.build import state
-from kernel_builder.build.check.abi import Violation
-from kernel_builder.build.check.import_check import check_import, describe_missing
-from kernel_builder.build.compile import compiler_cache, toolchain
+from kernel_builder.build.check import abi
+from kernel_builder.build.check.import_check import import_checker
+from kernel_builder.build.compile import compiler_cache
 from kernel_builder.build.compile import ninja_build as compile_stage
-from kernel_builder.build.compile.header_accounting import unlisted_headers
-from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe, torch_details
-from kernel_builder.build.compile.isolated_envs import EnvSpec, ensure_env, env_ready
-from kernel_builder.build.compile.provision import resolve_torch
-from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads, write_project
-from kernel_builder.build.generate.registration import is_generated, registration_header
-from kernel_builder.build.package import Provenance, assemble, git_provenance, sync_card
-from kernel_builder.build.plan.candidates import Candidate, Selection, select_candidates, with_availability
+from kernel_builder.build.compile.header_accounting import header_warnings
+from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
+from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
+from kernel_builder.build.generate.project import write_variant_project
+from kernel_builder.build.generate.registration import write_kernel_tree_copy
+from kernel_builder.build.options import BuildOptions
+from kernel_builder.build.package import assemble, sync_card, variant_provenance
+from kernel_builder.build.plan import selected as selected_plans
+from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
 from kernel_builder.build.plan.native import native_targets
-from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build, plan_candidate
-from kernel_builder.build.plan.sources import hidden_python_files, id_input_files, package_dir, user_ops_file
-from kernel_builder.build.plan.unique_id import compute_unique_id, id_text
+from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
+from kernel_builder.build.plan.sources import hidden_python_files, package_dir, user_ops_file
+from kernel_builder.build.plan.unique_id import compute_unique_id
+from kernel_builder.build.record import Record, variant_inputs
 from kernel_builder.common import processes
 from kernel_builder.common.diagnostics import Diagnostic, Severity
-from kernel_builder.common.safe_fs import OutsideRootError, write_inside
+from kernel_builder.common.progress import LogProgress, ProgressSink
 from kernel_builder.config.model import KernelProject
-from kernel_builder.errors import BuildError, KernelBuilderError, UsageError
+from kernel_builder.errors import BuildError, KernelBuilderError
+
+__all__ = [
+    "BUILD_DIR",
+    "STATE_DIR",
+    "BuildOptions",
+    "BuildReport",
+    "Builder",
+    "VariantResult",
+    "default_parallel",
+]
 
 STATE_DIR = state.STATE_DIR
-BUILD_DIR = "build"
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    build_type: str = "Release"
-    arch: str | None = None  # "native" or None
-    unique_id: str | None = None
-    backend: str | None = None
-    verbose: bool = False
-    jobs: int | None = None
-    nvcc_threads: int | None = None
-    import_check: bool = True
-    strict_import: bool = False  # a third-party module missing from the build interpreter fails the variant
-    python: str | None = None  # build interpreter; default: this one
-    selection: Selection = field(default_factory=Selection)
-    refresh_envs: bool = False
-    parallel: int | None = None  # variants built at once; default from the cores
-    werror: bool = False  # ABI symbol-version findings fail the variant
-    offline: bool = False  # never create an isolated environment or pip-install anything (Nix, air-gapped)
-    provenance: Provenance | None = (
-        None  # recorded instead of the kernel's git state (e.g. a flake's revision)
-    )
-    debug_build: bool = False  # -g, and -lineinfo for nvcc
-    namespace_where_used: bool = False  # kernel_builder.load: see generate.cmake.namespace_sources
-    compile_log: bool = False  # compiler output to .kernel-builder/<variant>/build.log, not the terminal
+BUILD_DIR = state.BUILD_DIR
 
 
 @dataclass
@@ -94,111 +77,8 @@ class BuildReport:
         return any(r.status == "failed" for r in self.results)
 
 
-#: Build options that do not shape a variant's output (compared with the record of the last build).
-_NOT_INPUTS = (
-    "verbose", "jobs", "import_check", "strict_import", "python", "backend", "selection", "refresh_envs", "parallel",
-    "werror", "offline", "compile_log",
-)  # fmt: skip
-
-
 def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def _record_path(root: Path, variant: str) -> Path:
-    return root / STATE_DIR / variant / "record.json"
-
-
-def _read_record(path: Path) -> dict[str, object] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _write_json(path: Path, data: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _is_finding(value: object) -> bool:
-    """A recorded ABI finding: ``[kind, detail]``."""
-    return isinstance(value, list) and len(value) == 2 and all(isinstance(x, str) for x in value)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _variant_name(interpreter: BuildInterpreter, stable_abi: tuple[int, int] | None) -> str | None:
-    try:
-        return interpreter.variant(stable_abi).name
-    except ValueError:
-        return None
-
-
-def _toolkit_for(interpreter: BuildInterpreter) -> toolchain.CudaToolkit:
-    """nvcc of the interpreter's CUDA version: the system's, or one its environment brought from PyPI."""
-    backend, version = interpreter.backend()
-    return toolchain.cuda_toolkit(interpreter.purelib, version if registry.get(backend).needs_nvcc else None)
-
-
-def _wants_pypi_toolkit(candidate: Candidate) -> tuple[int, int] | None:
-    """The CUDA version whose toolkit the environment must bring, when the system's nvcc is another one."""
-    if (
-        not registry.get(candidate.backend).needs_nvcc
-        or candidate.entry is None
-        or candidate.entry.version is None
-    ):
-        return None
-    wanted = (candidate.entry.version[0], candidate.entry.version[1])
-    try:
-        system = toolchain.cuda_toolkit().version
-    except BuildError:
-        return wanted
-    return None if system == wanted else wanted
-
-
-def _offline_mismatch(
-    candidate: Candidate, interpreter: BuildInterpreter | None, abi: tuple[int, int] | None
-) -> str:
-    """Why ``--offline`` cannot build ``candidate``: the running environment's torch gives another variant."""
-    entry = candidate.entry
-    assert entry is not None
-    compute = entry.backend if entry.version_str is None else f"{entry.backend} {entry.version_str}"
-    if interpreter is None:
-        have = "this environment has no torch"
-    else:
-        own = _variant_name(interpreter, abi) or "no variant"
-        have = f"this environment's torch {interpreter.torch_version} builds {own}"
-    return (
-        f"--offline: {have}, not {candidate.name}; run kernel-builder with --python naming an interpreter whose "
-        f"torch is {entry.torch_str} ({compute}), or drop --offline to let kernel-builder create that environment"
-    )
-
-
-class ProgressSink(Protocol):
-    """Where a build reports its progress; the CLI decides how it looks."""
-
-    def stage(self, variant: str, stage: str) -> None: ...
-
-    def step(self, variant: str, done: int, total: int) -> None: ...
-
-
-class LogProgress:
-    """Stage changes as plain lines (compiler output streams through as written)."""
-
-    def __init__(self, log: Callable[[str], None]) -> None:
-        self.log = log
-
-    def stage(self, variant: str, stage: str) -> None:
-        self.log(f"{variant}: {stage}")
-
-    def step(self, variant: str, done: int, total: int) -> None:
-        pass
 
 
 def default_parallel(variant_count: int) -> int:
@@ -251,7 +131,7 @@ class Builder:
         interpreter = self._probe()
         jobs: list[_Job] = []
         if options.selection.explicit:
-            served = self._served(interpreter)
+            served = selected_plans.served(self.project, interpreter)
             # --offline builds what this environment serves, so what other hosts' pip could bring is moot.
             check = None if options.offline else (lambda found: with_availability(found, served))
             selected = select_candidates(self.project, options.selection, check=check)
@@ -282,7 +162,7 @@ class Builder:
                 f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant"
             )
         try:
-            self._write_registration_copy()
+            write_kernel_tree_copy(self.project, self.warn)
             sync_card(self.project, self.build_root)
         except OSError as exc:
             raise BuildError(f"cannot write {exc.filename}: {exc.strerror}") from None
@@ -323,48 +203,14 @@ class Builder:
         self.progress.stage(name, status)
         return VariantResult(name, status, time.monotonic() - start, _dir_size(self.build_root / name))
 
-    def _served(self, interpreter: BuildInterpreter | None) -> set[str]:
-        """The variant names the running (or ``--python``) interpreter builds itself."""
-        if interpreter is None:
-            return set()
-        abi = getattr(self.project.config.framework, "stable_abi_for", lambda _b: None)
-        names = {_variant_name(interpreter, None)}
-        for backend in self.project.config.aot_backends():
-            stable = abi(backend)
-            if stable is not None:
-                names.add(_variant_name(interpreter, stable.major_minor))
-        return {n for n in names if n is not None}
-
     def _plan_candidate(
         self, candidate: Candidate, unique_id: str, default: BuildInterpreter | None
     ) -> tuple[VariantPlan, BuildInterpreter | None]:
         """Plan a selected candidate in an interpreter whose torch gives exactly that variant."""
-        if candidate.entry is None:
-            plan, _ = plan_candidate(self.project, candidate.name, candidate.backend, None, unique_id)
-            return plan, default
-        interpreter = default
-        abi = getattr(self.project.config.framework, "stable_abi_for", lambda _b: None)(candidate.backend)
-        abi_mm = abi.major_minor if abi is not None else None
-        if interpreter is None or _variant_name(interpreter, abi_mm) != candidate.name:
-            if self.options.offline:
-                raise BuildError(_offline_mismatch(candidate, interpreter, abi_mm))
-            self.progress.stage(candidate.name, "preparing build environment")
-            spec = EnvSpec.for_entry(candidate.entry)
-            wheel = None
-            if self.options.refresh_envs or not env_ready(spec):
-                wheel = resolve_torch(spec.torch_pin, spec.compute, spec.index_url)
-            python = ensure_env(
-                spec,
-                refresh=self.options.refresh_envs,
-                log=lambda line: self.log(f"{candidate.name}: {line}"),
-                cuda_toolkit=_wants_pypi_toolkit(candidate),
-                torch_requirement=wheel.requirement if wheel is not None else None,
-            )
-            interpreter = quick_probe(python)
-        targets = native_targets(interpreter) if self.options.arch == "native" else None
-        plan, diagnostics = plan_candidate(
-            self.project, candidate.name, candidate.backend, interpreter, unique_id, native_targets=targets
-        )
+        plan, interpreter, diagnostics = selected_plans.plan_selected(
+            self.project, candidate, unique_id, default, self.options, log=self.log,
+            preparing=lambda: self.progress.stage(candidate.name, "preparing build environment"),
+        )  # fmt: skip
         for diagnostic in diagnostics:
             self.warn(diagnostic.message)
         return plan, interpreter
@@ -375,72 +221,21 @@ class Builder:
             if diagnostic not in self.warnings:
                 self.warnings.append(diagnostic)
 
-    def _write_registration_copy(self) -> None:
-        """``torch-ext/registration.h`` for sources that include it by relative path (docs/layout.md)."""
-        if not self.project.config.aot_backends():
-            return
-        relpath = "torch-ext/registration.h"
-        target = self.root / relpath
-        if target.is_symlink():  # never written through: the link is the project's, wherever it points
-            self.warn(
-                f"{relpath} is a symlink (to {os.readlink(target)}): it is left as it is, and the generated "
-                "registration.h is not written through it"
-            )
-            return
-        if target.exists() and not is_generated(target):
-            self.warn(
-                "torch-ext/registration.h is the project's own: it shadows the generated registration.h"
-            )
-            return
-        header = registration_header()
-        if not target.exists() or target.read_text(encoding="utf-8") != header:
-            try:
-                write_inside(self.root, relpath, header.encode("utf-8"))
-            except OutsideRootError as exc:
-                raise BuildError(f"cannot write {relpath}: {exc}") from None
-
-    def _inputs(self, variant: VariantPlan, interpreter: BuildInterpreter | None) -> dict[str, object]:
-        """Everything that decides the output of ``variant`` (compared with the record)."""
-        inputs: dict[str, object] = {
-            "tool": __version__,
-            "id-inputs": hashlib.sha256(id_text(self.project).encode()).hexdigest(),
-            "plan": repr(variant),
-            # Neither how the interpreter was named (its fingerprint counts) nor which backends were selected.
-            "options": {k: v for k, v in asdict(self.options).items() if k not in _NOT_INPUTS},
-        }
-        if variant.aot and interpreter is not None:
-            tools = [toolchain.cmake(), toolchain.ninja(), toolchain.host_compiler()]
-            inputs["interpreter"] = interpreter.fingerprint()
-            inputs["toolchain"] = toolchain.fingerprint(*tools)
-            if sys.platform == "linux":
-                from kernel_builder.build.generate.manylinux import compat_fingerprint
-
-                inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
-            if registry.get(variant.backend).needs_nvcc:
-                inputs["nvcc"] = toolchain.fingerprint(_toolkit_for(interpreter))
-        return inputs
-
     def _build_variant(
         self, variant: VariantPlan, unique_id: str, interpreter: BuildInterpreter | None
     ) -> str:
-        variant_state = self.root / STATE_DIR / variant.name
-        record_path = _record_path(self.root, variant.name)
-        inputs = self._inputs(variant, interpreter)
-        record = _read_record(record_path)
-        output = self.build_root / variant.name
-        up_to_date = (
-            record is not None and record.get("inputs") == inputs and (output / "metadata.json").is_file()
-        )
+        inputs = variant_inputs(self.project, variant, interpreter, asdict(self.options))
+        record = Record.read(self.root, variant.name)
+        up_to_date = record.matches(inputs) and (self.build_root / variant.name / "metadata.json").is_file()
         if not variant.aot:
             if up_to_date:
                 return "up to date"
-            self.progress.stage(variant.name, "assembling")
-            assemble(self.project, variant, unique_id, self.build_root, None, self._provenance(),
-                     self._import_check(interpreter, variant))  # fmt: skip
-            _write_json(record_path, {"inputs": inputs})
+            self._package(variant, unique_id, interpreter, None)
+            record.save(inputs)
             return "built"
 
         assert interpreter is not None
+        variant_state = self.root / STATE_DIR / variant.name
         project_dir, cmake_build = variant_state / "project", variant_state / "cmake-build"
         threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
         jobs = self.options.jobs or compile_stage.default_jobs(threads)
@@ -457,91 +252,32 @@ class Builder:
             )
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
-            elif record is not None and record.get("extension") == _sha256(extension):
-                # The record's findings are those of this very file (same digest, same tool version in the
-                # inputs); judging them again honours a --werror that the last build did not have.
-                findings = record.get("abi")
-                if isinstance(findings, list) and all(_is_finding(f) for f in findings):
-                    self._judge_abi(variant, [Violation(k, extension, d) for k, d in findings])
+            elif record.describes(extension):
+                # The record's findings are those of this very file; judging them again honours a --werror
+                # that the last build did not have.
+                findings = record.findings(extension)
+                if findings is not None:
+                    self._judge_abi(variant, findings)
                 else:  # a record written before findings were kept
-                    findings = [[v.kind, v.detail] for v in self._check_abi(variant, extension)]
-                    _write_json(record_path, {**record, "abi": findings})
+                    record.add_findings(self._check_abi(variant, extension))
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
         if extension is None:
             # The build directory is about to describe another project: until this build succeeds, the record
             # (of the last good build) no longer matches it, so a failure must not leave it behind.
-            record_path.unlink(missing_ok=True)
+            record.forget()
             extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
         findings = self._check_abi(variant, extension)
-        self.progress.stage(variant.name, "assembling")
-        assemble(self.project, variant, unique_id, self.build_root, extension, self._provenance(),
-                 self._import_check(interpreter, variant))  # fmt: skip
-        _write_json(record_path, {
-            "inputs": inputs, "extension": _sha256(extension), "abi": [[v.kind, v.detail] for v in findings],
-        })  # fmt: skip
+        self._package(variant, unique_id, interpreter, extension)
+        record.save(inputs, extension, findings)
         return "built"
 
     def generate(self, force: bool = False) -> Path:
-        """``kernel-builder generate``: the CMake project of this environment's variant, and a pyproject.toml
-        that builds it as a wheel with scikit-build-core. Returns the pyproject path."""
-        target = self.root / "pyproject.toml"
-        if target.exists() and not force:
-            raise UsageError(f"{target} exists; pass --force to replace it")
-        with state.project_lock(self.root, self.log):  # it writes a variant's project under .kernel-builder/
-            return self._generate(target)
+        """``kernel-builder generate`` (:func:`kernel_builder.build.generate.pyproject.generate`)."""
+        from kernel_builder.build.generate.pyproject import generate
 
-    def _generate(self, target: Path) -> Path:
-        from kernel_builder.build.generate.pyproject import MARKER, pyproject_text
-
-        interpreter = quick_probe(self.options.python)
-        unique_id = self.options.unique_id or compute_unique_id(self.project)
-        plan = plan_build(self.project, interpreter, unique_id, backend=self.options.backend)
-        aot = [v for v in plan.variants if v.aot]
-        if not aot:
-            raise BuildError(
-                "generate needs a compiled variant for this environment's torch "
-                f"(torch {interpreter.torch_version}); pure-Python variants are built with `kernel-builder build`"
-            )
-        variant = aot[0]
-        self._write_registration_copy()
-        project_dir = self.root / STATE_DIR / variant.name / "project"
-        self._write_project(variant, interpreter, project_dir)
-        text = pyproject_text(
-            self.project, PurePosixPath(project_dir.relative_to(self.root).as_posix()), variant.name
-        )
-        assert text.startswith(MARKER)
-        write_inside(self.root, target.name, text.encode("utf-8"))  # replaces a link, never writes through it
-        return target
-
-    def _write_project(self, variant: VariantPlan, interpreter: BuildInterpreter, project_dir: Path) -> bool:
-        """Checks torch and the toolchain, then writes the project; True for a CUDA project."""
-        details = torch_details(interpreter)
-        if sys.platform == "linux" and not details.cxx11_abi:
-            raise BuildError(
-                f"torch {details.version} was not built with the C++11 ABI; kernel-builder needs one that is"
-            )
-        toolkit = None
-        if registry.get(variant.backend).needs_nvcc:
-            toolkit = _toolkit_for(interpreter)
-            toolchain.check_cuda_match(toolkit, interpreter.cuda)
-        compiler = toolchain.host_compiler().path
-        if sys.platform == "linux":
-            from kernel_builder.build.generate.manylinux import check_compiler
-
-            check_compiler(compiler)
-        options = ProjectOptions(
-            build_type=self.options.build_type,
-            nvcc_threads=self.options.nvcc_threads,
-            gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
-            dependency_includes=self._dependency_includes(variant, interpreter),
-            manylinux_compiler=compiler if sys.platform == "linux" else None,
-            namespace_where_used=self.options.namespace_where_used,
-            debug_info=self.options.debug_build,
-        )
-        write_project(project_dir, self.root, variant, interpreter, details, toolkit, options)
-        return toolkit is not None
+        return generate(self.project, self.options, self.log, self.warn, force=force)
 
     def _configure_and_compile(
         self,
@@ -555,7 +291,7 @@ class Builder:
             variant.name,
             "configuring" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""),
         )
-        cuda = self._write_project(variant, interpreter, project_dir)
+        cuda = write_variant_project(self.project, variant, interpreter, project_dir, self.options, self.log)
         cache = compiler_cache.find()
         self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
         cmake_build.mkdir(parents=True, exist_ok=True)
@@ -564,31 +300,12 @@ class Builder:
             project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
             verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
         )  # fmt: skip
-        self._link_compile_commands(cmake_build)
+        compile_stage.link_compile_commands(self.root, cmake_build)
         self.progress.stage(variant.name, "compiling")
         self._compile(variant, cmake_build, jobs)
-        self._account_headers(cmake_build)
+        for warning in header_warnings(self.project, cmake_build):
+            self.warn(warning)
         return compile_stage.install(cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose)
-
-    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[Violation]:
-        """Checks ``extension``, judges the findings (:meth:`_judge_abi`) and returns them for the record."""
-        from kernel_builder.build.check.abi import check_library
-
-        violations = check_library(extension, stable_abi=variant.variant.kind == "torch-stable-abi")
-        self._judge_abi(variant, violations)
-        return violations
-
-    def _judge_abi(self, variant: VariantPlan, violations: list[Violation]) -> None:
-        """Python-ABI, stable-ABI and dependency violations fail the variant; symbol versions outside
-        manylinux_2_28 warn (fail with ``--werror``): the system toolchain decides those, not the kernel."""
-        from kernel_builder.build.check.abi import MANYLINUX_POLICY
-
-        errors = [v for v in violations if v.kind != "symbol-version" or self.options.werror]
-        for violation in violations:
-            if violation not in errors:
-                self.warn(f"{variant.name}: {violation.detail} (not {MANYLINUX_POLICY}-compliant)")
-        if errors:
-            raise BuildError("ABI check failed:\n" + "\n".join(f"  {v.kind}: {v.detail}" for v in errors))
 
     def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> None:
         """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
@@ -601,80 +318,28 @@ class Builder:
             on_step=lambda done, total: self.progress.step(variant.name, done, total),
         )  # fmt: skip
 
-    def _account_headers(self, cmake_build: Path) -> None:
-        """Warn about project headers that compiled files include but no ``src`` lists (docs/layout.md):
-        they are outside the unique id, and a sandboxed build would not see them."""
-        config = self.project.config
-        listed = set(getattr(config.framework, "src", ())) | {s for k in config.kernels for s in k.src}
-        excluded = (self.root / BUILD_DIR, self.root / STATE_DIR)
-        unlisted = unlisted_headers(self.root, compile_stage.included_files(cmake_build), listed, excluded)
-        for rel in sorted(unlisted):
-            self.warn(
-                f"header `{rel}` is included by a compiled file but listed in no `src`: it is not part of the "
-                "unique id, and a sandboxed build would not see it; add it to the `src` of the kernel that uses it"
+    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[abi.Violation]:
+        stable = variant.variant.kind == "torch-stable-abi"
+        return abi.check_extension(
+            variant.name, extension, stable_abi=stable, werror=self.options.werror, warn=self.warn
+        )
+
+    def _judge_abi(self, variant: VariantPlan, findings: list[abi.Violation]) -> None:
+        abi.judge(variant.name, findings, werror=self.options.werror, warn=self.warn)
+
+    def _package(
+        self,
+        variant: VariantPlan,
+        unique_id: str,
+        interpreter: BuildInterpreter | None,
+        extension: Path | None,
+    ) -> None:
+        """Assemble ``build/<variant>/``, checked by importing it in the build interpreter (unless disabled)."""
+        self.progress.stage(variant.name, "assembling")
+        check = None
+        if self.options.import_check and interpreter is not None:
+            check = import_checker(
+                self.project, interpreter, variant, strict=self.options.strict_import, warn=self.warn
             )
-
-    def _dependency_includes(self, variant: VariantPlan, interpreter: BuildInterpreter) -> tuple[Path, ...]:
-        from kernel_builder.build.compile.cutlass import cutlass_includes
-
-        pins = sorted({d for c in variant.components for d in c.depends if d.startswith("cutlass_")})
-        includes: list[Path] = []
-        for pin in pins:
-            includes.extend(cutlass_includes(pin, interpreter, self.log, offline=self.options.offline))
-        return tuple(includes)
-
-    def _link_compile_commands(self, cmake_build: Path) -> None:
-        """``.kernel-builder/compile_commands.json`` points at the latest configured variant, and
-        ``compile_commands.json`` at the root points at that, for editors."""
-        link = self.root / STATE_DIR / "compile_commands.json"
-        target = cmake_build / "compile_commands.json"
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(os.path.relpath(target, link.parent))  # still right after the project is moved
-        # Editors (clangd, VS Code) look at the project root; a file of the project's own stays untouched.
-        root_link = self.root / "compile_commands.json"
-        if root_link.is_symlink() or not root_link.exists():
-            root_link.unlink(missing_ok=True)
-            root_link.symlink_to(Path(STATE_DIR) / "compile_commands.json")
-
-    def _provenance(self) -> Provenance | None:
-        if self.options.provenance is not None:
-            return self.options.provenance
-        return git_provenance(self.project, id_input_files(self.project))
-
-    def _import_check(
-        self, interpreter: BuildInterpreter | None, variant: VariantPlan
-    ) -> Callable[[Path], None] | None:
-        if not self.options.import_check or interpreter is None:
-            return None
-        checked = interpreter
-
-        def check(variant_dir: Path) -> None:
-            missing = check_import(checked, variant_dir)
-            if missing is None:
-                return
-            strict = self.options.strict_import
-            message = describe_missing(
-                missing, checked, self._provided_by(missing.module, variant), strict=strict
-            )
-            if strict:
-                raise BuildError(message)
-            self.warn(f"{variant.name}: {message}")
-
-        return check
-
-    def _provided_by(self, module: str, variant: VariantPlan) -> str | None:
-        """Who provides a third-party module in the variant's target environments, where known."""
-        from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
-
-        top = module.partition(".")[0]
-        general = self.project.config.general
-        for name in general.python_depends_for(variant.backend):
-            dependency = PYTHON_DEPENDENCIES.get(name)
-            if dependency is not None and dependency.import_name == top:
-                return (
-                    f"the kernel declares it (python-depends: {name}), so users install {dependency.pip_name}"
-                )
-        if top == "triton" and registry.get(variant.backend).ships_triton:
-            return f"Torch's {variant.backend} builds install it"
-        return None
+        provenance = variant_provenance(self.project, self.options.provenance)
+        assemble(self.project, variant, unique_id, self.build_root, extension, provenance, check)

@@ -20,7 +20,7 @@ import kernel_builder.backends as registry
 from kernel_builder import __version__
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.build.plan.planner import VariantPlan
-from kernel_builder.build.plan.sources import is_shipped, package_dir, shipped_python_files
+from kernel_builder.build.plan.sources import id_input_files, is_shipped, package_dir, shipped_python_files
 from kernel_builder.build.state import exchange, make_staging, staging_for, write_atomic
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.config.model import KernelProject
@@ -37,6 +37,12 @@ _REGISTERING_DECORATORS = (
 class Provenance:
     commit: str | None = None
     dirty: bool = False
+
+
+def variant_provenance(project: KernelProject, given: Provenance | None) -> Provenance | None:
+    """What the variants record as their origin: ``given`` (``--provenance-commit``, e.g. a flake's revision),
+    else the kernel's git state (:func:`git_provenance`)."""
+    return given if given is not None else git_provenance(project, id_input_files(project))
 
 
 def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | None:

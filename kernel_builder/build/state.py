@@ -28,6 +28,7 @@ from kernel_builder import __version__
 from kernel_builder.errors import BuildError
 
 STATE_DIR = ".kernel-builder"
+BUILD_DIR = "build"
 TMP_DIR = "tmp"
 LOCK_FILE = "build.lock"
 TREE_STAMP = "kernel-builder-tree.json"

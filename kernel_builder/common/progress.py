@@ -12,7 +12,28 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
+
+
+class ProgressSink(Protocol):
+    """Where a build reports its progress; the CLI decides how it looks."""
+
+    def stage(self, variant: str, stage: str) -> None: ...
+
+    def step(self, variant: str, done: int, total: int) -> None: ...
+
+
+class LogProgress:
+    """Stage changes as plain lines (compiler output streams through as written)."""
+
+    def __init__(self, log: Callable[[str], None]) -> None:
+        self.log = log
+
+    def stage(self, variant: str, stage: str) -> None:
+        self.log(f"{variant}: {stage}")
+
+    def step(self, variant: str, done: int, total: int) -> None:
+        pass
 
 
 class PlainProgress:

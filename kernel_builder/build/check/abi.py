@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -261,6 +261,29 @@ def check_library(path: Path, *, stable_abi: bool = False) -> list[Violation]:
                 "libstdc++.so is probably missing: use a compiler with a working shared libstdc++ (set CXX)",
             )
         )
+    return violations
+
+
+def judge(variant: str, violations: list[Violation], *, werror: bool, warn: Callable[[str], None]) -> None:
+    """The build's verdict on an extension's findings: Python-ABI, stable-ABI and dependency violations fail the
+    variant; symbol versions outside manylinux_2_28 warn (fail with ``werror``): the system toolchain decides
+    those, not the kernel."""
+    from kernel_builder.errors import BuildError
+
+    errors = [v for v in violations if v.kind != "symbol-version" or werror]
+    for violation in violations:
+        if violation not in errors:
+            warn(f"{variant}: {violation.detail} (not {MANYLINUX_POLICY}-compliant)")
+    if errors:
+        raise BuildError("ABI check failed:\n" + "\n".join(f"  {v.kind}: {v.detail}" for v in errors))
+
+
+def check_extension(
+    variant: str, extension: Path, *, stable_abi: bool, werror: bool, warn: Callable[[str], None]
+) -> list[Violation]:
+    """Check a freshly built ``extension``, :func:`judge` the findings and return them (for the build record)."""
+    violations = check_library(extension, stable_abi=stable_abi)
+    judge(variant, violations, werror=werror, warn=warn)
     return violations
 
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import kernel_builder.backends as registry
 from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.common import processes
+from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
 
 _MARK = "KB-IMPORT-CHECK-MISSING "
@@ -117,3 +120,42 @@ def describe_missing(
     if strict:
         return f"{message} (--strict-import)"
     return f"{message}. Install it there to check the whole variant, or pass --strict-import to make this an error"
+
+
+def provided_by(project: KernelProject, module: str, variant: VariantPlan) -> str | None:
+    """Who provides a third-party module in the variant's target environments, where known."""
+    from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
+
+    top = module.partition(".")[0]
+    for name in project.config.general.python_depends_for(variant.backend):
+        dependency = PYTHON_DEPENDENCIES.get(name)
+        if dependency is not None and dependency.import_name == top:
+            return f"the kernel declares it (python-depends: {name}), so users install {dependency.pip_name}"
+    if top == "triton" and registry.get(variant.backend).ships_triton:
+        return f"Torch's {variant.backend} builds install it"
+    return None
+
+
+def import_checker(
+    project: KernelProject,
+    interpreter: BuildInterpreter,
+    variant: VariantPlan,
+    *,
+    strict: bool,
+    warn: Callable[[str], None],
+) -> Callable[[Path], None]:
+    """The check :func:`~kernel_builder.build.package.assemble` runs on the assembled variant: a kernel error
+    fails it; a missing third-party module warns (fails with ``strict``, ``--strict-import``)."""
+
+    def check(variant_dir: Path) -> None:
+        missing = check_import(interpreter, variant_dir)
+        if missing is None:
+            return
+        message = describe_missing(
+            missing, interpreter, provided_by(project, missing.module, variant), strict=strict
+        )
+        if strict:
+            raise BuildError(message)
+        warn(f"{variant.name}: {message}")
+
+    return check

@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from kernel_builder.build.compile.interpreter import BuildInterpreter
 from kernel_builder.build.compile.isolated_envs import cache_root
+from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.common import processes
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.dependencies import CUTLASS_PINS, CutlassPin
@@ -101,6 +102,17 @@ def cutlass_includes(
         wheel = _download(spec, interpreter, Path(tmp))
         _unpack_headers(wheel, spec, cached)
     return _includes(cached)
+
+
+def dependency_includes(
+    variant: VariantPlan, interpreter: BuildInterpreter, log: Callable[[str], None], *, offline: bool
+) -> tuple[Path, ...]:
+    """The header directories of every CUTLASS pin the variant's kernels ``depend`` on."""
+    pins = sorted({d for c in variant.components for d in c.depends if d.startswith("cutlass_")})
+    includes: list[Path] = []
+    for pin in pins:
+        includes.extend(cutlass_includes(pin, interpreter, log, offline=offline))
+    return tuple(includes)
 
 
 def _download(spec: CutlassPin, interpreter: BuildInterpreter, into: Path) -> Path:

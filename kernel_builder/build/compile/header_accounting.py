@@ -9,12 +9,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from kernel_builder.build.compile.ninja_build import included_files
+from kernel_builder.build.generate.registration import KERNEL_TREE_COPY
+from kernel_builder.build.state import BUILD_DIR, STATE_DIR
+from kernel_builder.config.model import KernelProject
+
 #: Compiled sources: they are listed in ``src`` by construction, or compiled by another component.
 SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu", ".hip", ".mm", ".metal"})
 #: Build products that dependency records may mention (never headers).
 PRODUCT_SUFFIXES = frozenset({".o", ".obj", ".a", ".so", ".lib", ".dll", ".dylib", ".d"})
 #: Files the build writes into the kernel root itself.
-GENERATED = frozenset({"torch-ext/registration.h"})
+GENERATED = frozenset({KERNEL_TREE_COPY})
 
 
 def unlisted_headers(
@@ -40,3 +45,16 @@ def unlisted_headers(
             if rel not in known:
                 unlisted.setdefault(rel, obj)
     return unlisted
+
+
+def header_warnings(project: KernelProject, cmake_build: Path) -> list[str]:
+    """One warning per project header that the files compiled in ``cmake_build`` include and no ``src`` lists."""
+    config = project.config
+    listed = set(getattr(config.framework, "src", ())) | {s for k in config.kernels for s in k.src}
+    excluded = (project.root / BUILD_DIR, project.root / STATE_DIR)
+    unlisted = unlisted_headers(project.root, included_files(cmake_build), listed, excluded)
+    return [
+        f"header `{rel}` is included by a compiled file but listed in no `src`: it is not part of the unique id, "
+        "and a sandboxed build would not see it; add it to the `src` of the kernel that uses it"
+        for rel in sorted(unlisted)
+    ]

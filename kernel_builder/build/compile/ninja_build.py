@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kernel_builder.build.compile import configure_cache, toolchain
+from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
 from kernel_builder.common.runner import run
 from kernel_builder.errors import BuildError
@@ -71,6 +72,21 @@ def configure(
         restored = False
     if not restored:
         configure_cache.store(build_dir, cached)
+
+
+def link_compile_commands(root: Path, build_dir: Path) -> None:
+    """``.kernel-builder/compile_commands.json`` points at the latest configured variant's, and
+    ``compile_commands.json`` at the root points at that, for editors."""
+    link = root / STATE_DIR / "compile_commands.json"
+    target = build_dir / "compile_commands.json"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(os.path.relpath(target, link.parent))  # still right after the project is moved
+    # Editors (clangd, VS Code) look at the project root; a file of the project's own stays untouched.
+    root_link = root / "compile_commands.json"
+    if root_link.is_symlink() or not root_link.exists():
+        root_link.unlink(missing_ok=True)
+        root_link.symlink_to(Path(STATE_DIR) / "compile_commands.json")
 
 
 def _cmake_identity() -> tuple[Path, str]:

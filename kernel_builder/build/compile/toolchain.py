@@ -15,8 +15,13 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import kernel_builder.backends as registry
 from kernel_builder.errors import BuildError
+
+if TYPE_CHECKING:
+    from kernel_builder.build.compile.interpreter import BuildInterpreter
 
 _NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
@@ -195,6 +200,12 @@ def cuda_toolkit(purelib: Path | None = None, wanted: tuple[int, int] | None = N
         + f" or {DEFAULT_CUDA_HOME}"
     )
     raise BuildError(f"no CUDA compiler: nvcc not found in {where} (set CUDA_HOME)")
+
+
+def toolkit_for(interpreter: BuildInterpreter) -> CudaToolkit:
+    """nvcc of the interpreter's CUDA version: the system's, or one its environment brought from PyPI."""
+    backend, version = interpreter.backend()
+    return cuda_toolkit(interpreter.purelib, version if registry.get(backend).needs_nvcc else None)
 
 
 def check_cuda_match(toolkit: CudaToolkit, torch_cuda: str | None) -> None:

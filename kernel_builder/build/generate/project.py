@@ -1,0 +1,57 @@
+"""The generate stage of one compiled variant: check that the build interpreter's torch and the toolchain can
+build it, then write its CMake project (:func:`kernel_builder.build.generate.cmake.write_project`).
+
+Shared by ``kernel-builder build`` (before configuring) and ``kernel-builder generate``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import kernel_builder.backends as registry
+from kernel_builder.build.compile import toolchain
+from kernel_builder.build.compile.cutlass import dependency_includes
+from kernel_builder.build.compile.interpreter import BuildInterpreter, torch_details
+from kernel_builder.build.generate.cmake import ProjectOptions, write_project
+from kernel_builder.build.options import BuildOptions
+from kernel_builder.build.plan.planner import VariantPlan
+from kernel_builder.config.model import KernelProject
+from kernel_builder.errors import BuildError
+
+
+def write_variant_project(
+    project: KernelProject,
+    variant: VariantPlan,
+    interpreter: BuildInterpreter,
+    project_dir: Path,
+    options: BuildOptions,
+    log: Callable[[str], None],
+) -> bool:
+    """Checks torch and the toolchain, then writes the project into ``project_dir``; True for a CUDA project."""
+    details = torch_details(interpreter)
+    if sys.platform == "linux" and not details.cxx11_abi:
+        raise BuildError(
+            f"torch {details.version} was not built with the C++11 ABI; kernel-builder needs one that is"
+        )
+    toolkit = None
+    if registry.get(variant.backend).needs_nvcc:
+        toolkit = toolchain.toolkit_for(interpreter)
+        toolchain.check_cuda_match(toolkit, interpreter.cuda)
+    compiler = toolchain.host_compiler().path
+    if sys.platform == "linux":
+        from kernel_builder.build.generate.manylinux import check_compiler
+
+        check_compiler(compiler)
+    project_options = ProjectOptions(
+        build_type=options.build_type,
+        nvcc_threads=options.nvcc_threads,
+        gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
+        dependency_includes=dependency_includes(variant, interpreter, log, offline=options.offline),
+        manylinux_compiler=compiler if sys.platform == "linux" else None,
+        namespace_where_used=options.namespace_where_used,
+        debug_info=options.debug_build,
+    )
+    write_project(project_dir, project.root, variant, interpreter, details, toolkit, project_options)
+    return toolkit is not None

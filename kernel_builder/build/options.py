@@ -1,0 +1,37 @@
+"""The options of one ``kernel-builder build`` (or ``generate``, ``test``, ``kernel_builder.load``).
+
+Which of them shape a variant's output, and so send it to be rebuilt when they change, is decided in
+:mod:`kernel_builder.build.record`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernel_builder.build.package import Provenance
+from kernel_builder.build.plan.candidates import Selection
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    build_type: str = "Release"
+    arch: str | None = None  # "native" or None
+    unique_id: str | None = None
+    backend: str | None = None
+    verbose: bool = False
+    jobs: int | None = None
+    nvcc_threads: int | None = None
+    import_check: bool = True
+    strict_import: bool = False  # a third-party module missing from the build interpreter fails the variant
+    python: str | None = None  # build interpreter; default: this one
+    selection: Selection = field(default_factory=Selection)
+    refresh_envs: bool = False
+    parallel: int | None = None  # variants built at once; default from the cores
+    werror: bool = False  # ABI symbol-version findings fail the variant
+    offline: bool = False  # never create an isolated environment or pip-install anything (Nix, air-gapped)
+    provenance: Provenance | None = (
+        None  # recorded instead of the kernel's git state (e.g. a flake's revision)
+    )
+    debug_build: bool = False  # -g, and -lineinfo for nvcc
+    namespace_where_used: bool = False  # kernel_builder.load: see generate.cmake.namespace_sources
+    compile_log: bool = False  # compiler output to .kernel-builder/<variant>/build.log, not the terminal

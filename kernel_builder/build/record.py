@@ -1,0 +1,133 @@
+"""The build record: what a variant was last built from, in ``.kernel-builder/<variant>/record.json``.
+
+A variant whose inputs equal the record's (tool version, id inputs, plan, the options that shape the output and,
+for compiled variants, the interpreter, toolchain, manylinux compatibility and nvcc) and whose output is complete
+is up to date (docs/layout.md, "Up to date"). For a compiled variant the record also keeps the extension's digest
+and the ABI findings of that very file, so a no-op rebuild judges them again (``--werror`` included) without
+reading the ELF.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import kernel_builder.backends as registry
+from kernel_builder import __version__
+from kernel_builder.build.check.abi import Violation
+from kernel_builder.build.compile import toolchain
+from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.plan.planner import VariantPlan
+from kernel_builder.build.plan.unique_id import id_text
+from kernel_builder.build.state import STATE_DIR
+from kernel_builder.config.model import KernelProject
+
+RECORD_FILE = "record.json"
+
+#: Build options that do not shape a variant's output (compared with the record of the last build).
+NOT_INPUTS = (
+    "verbose", "jobs", "import_check", "strict_import", "python", "backend", "selection", "refresh_envs", "parallel",
+    "werror", "offline", "compile_log",
+)  # fmt: skip
+
+
+def variant_inputs(
+    project: KernelProject,
+    variant: VariantPlan,
+    interpreter: BuildInterpreter | None,
+    options: Mapping[str, object],
+) -> dict[str, object]:
+    """Everything that decides the output of ``variant``; ``options`` are the build options as a mapping."""
+    inputs: dict[str, object] = {
+        "tool": __version__,
+        "id-inputs": hashlib.sha256(id_text(project).encode()).hexdigest(),
+        "plan": repr(variant),
+        # Neither how the interpreter was named (its fingerprint counts) nor which backends were selected.
+        "options": {k: v for k, v in options.items() if k not in NOT_INPUTS},
+    }
+    if variant.aot and interpreter is not None:
+        tools = [toolchain.cmake(), toolchain.ninja(), toolchain.host_compiler()]
+        inputs["interpreter"] = interpreter.fingerprint()
+        inputs["toolchain"] = toolchain.fingerprint(*tools)
+        if sys.platform == "linux":
+            from kernel_builder.build.generate.manylinux import compat_fingerprint
+
+            inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
+        if registry.get(variant.backend).needs_nvcc:
+            inputs["nvcc"] = toolchain.fingerprint(toolchain.toolkit_for(interpreter))
+    return inputs
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _is_finding(value: object) -> bool:
+    """A recorded ABI finding: ``[kind, detail]``."""
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(x, str) for x in value)
+
+
+@dataclass
+class Record:
+    """The record of one variant as read at the start of its build (``data`` is None when there is none)."""
+
+    path: Path
+    data: dict[str, object] | None
+
+    @classmethod
+    def read(cls, root: Path, variant: str) -> Record:
+        path = root / STATE_DIR / variant / RECORD_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        return cls(path, data if isinstance(data, dict) else None)
+
+    def matches(self, inputs: Mapping[str, object]) -> bool:
+        """The last build had exactly these inputs."""
+        return self.data is not None and self.data.get("inputs") == inputs
+
+    def describes(self, extension: Path) -> bool:
+        """The recorded extension digest is that of ``extension`` (not relinked since)."""
+        return self.data is not None and self.data.get("extension") == _sha256(extension)
+
+    def findings(self, extension: Path) -> list[Violation] | None:
+        """The ABI findings recorded for ``extension`` (which :meth:`describes` it); None for a record written
+        before findings were kept. Same digest and same tool version (an input): the same findings."""
+        findings = None if self.data is None else self.data.get("abi")
+        if isinstance(findings, list) and all(_is_finding(f) for f in findings):
+            return [Violation(kind, extension, detail) for kind, detail in findings]
+        return None
+
+    def save(
+        self,
+        inputs: Mapping[str, object],
+        extension: Path | None = None,
+        findings: list[Violation] | None = None,
+    ) -> None:
+        """Record a finished build: its inputs, and for a compiled variant the extension and its ABI findings."""
+        data: dict[str, object] = {"inputs": dict(inputs)}
+        if extension is not None:
+            data["extension"] = _sha256(extension)
+            data["abi"] = [[v.kind, v.detail] for v in findings or []]
+        self._write(data)
+
+    def add_findings(self, findings: list[Violation]) -> None:
+        """Keep the findings of the recorded extension in a record written before findings were kept."""
+        self._write({**(self.data or {}), "abi": [[v.kind, v.detail] for v in findings]})
+
+    def forget(self) -> None:
+        """Remove the record: the build directory is about to describe something else until this build succeeds."""
+        self.path.unlink(missing_ok=True)
+
+    def _write(self, data: dict[str, object]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
+        self.data = data
