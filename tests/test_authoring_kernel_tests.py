@@ -1,5 +1,6 @@
 """Running a kernel's own tests the way its authors do (``kernel_builder.authoring.kernel_tests``): ``import <name>`` and
-``get_kernel(<repo id>)`` both give the built variant, and ``build/`` is left as it was."""
+``get_kernel(<repo id>)`` both give the built variant, through the same plugin and environment as
+``kernel-builder test``, and ``build/`` is left as it was."""
 
 from __future__ import annotations
 
@@ -7,14 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, STATE_DIR, metadata, quick_project, run_cli, snapshot
+from build_fixtures import CPU_VARIANT, metadata, quick_project, run_cli, snapshot
 
-from kernel_builder.authoring.kernel_tests import (
-    kernel_test_env,
-    package_view,
-    run_kernel_tests,
-    select_variant,
-)
+from kernel_builder.authoring.kernel_tests import PLUGIN, kernel_test_env, run_kernel_tests, select_variant
+from kernel_builder.authoring.pytest_plugin import ENV
 from kernel_builder.config import load_project
 from kernel_builder.errors import BuildError, UsageError
 
@@ -32,13 +29,13 @@ import torch
 
 def test_import_by_name_gives_the_built_variant():
     assert os.path.realpath(kb_quick.__file__) == os.path.realpath(os.environ["EXPECTED_INIT"])
+    assert kb_quick.__name__ == os.environ["EXPECTED_ID"]
     assert kb_quick.ops is getattr(torch.ops, os.environ["EXPECTED_ID"])
 
 
 def test_get_kernel_gives_the_same_variant():
     module = kernel_builder.get_kernel("{repo_id}", version=1)
-    assert module.__name__ == os.environ["EXPECTED_ID"]
-    assert module.ops is kb_quick.ops
+    assert module is kb_quick
 """
 
 
@@ -52,6 +49,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_authors_tests_pass_against_the_variant(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One module: ``import kb_quick`` is the variant the loader imported under its id (not a second copy)."""
     project = load_project(built).project
     variant = built / "build" / CPU_VARIANT
     before = snapshot(built / "build")
@@ -68,17 +66,19 @@ def test_the_variant_is_the_one_the_loader_picks(built: Path) -> None:
     assert select_variant(project) == built / "build" / CPU_VARIANT
 
 
-def test_view_is_a_relative_link_outside_build(built: Path) -> None:
+def test_environment_names_the_variant_and_the_plugin(built: Path) -> None:
     project = load_project(built).project
     variant = built / "build" / CPU_VARIANT
-    view = package_view(project, variant)
-    assert view == built / STATE_DIR / "import" / CPU_VARIANT
-    link = view / "kb_quick"
-    assert link.is_symlink() and not Path(link.readlink()).is_absolute()
-    assert link.resolve() == variant.resolve()
-    setup = kernel_test_env(project, variant, base={"PYTHONPATH": "/elsewhere", "LOCAL_KERNELS": "a/b=/x"})
-    assert setup.env["PYTHONPATH"] == f"{view}:/elsewhere"
-    assert setup.env["LOCAL_KERNELS"] == f"{REPO_ID}={variant}:a/b=/x"
+    base = {"PYTHONPATH": "/elsewhere", "LOCAL_KERNELS": "a/b=/x", "PYTEST_PLUGINS": "other_plugin"}
+    setup = kernel_test_env(project, variant, base=base)
+    assert setup.variant_dir == variant.resolve()
+    assert setup.env[ENV] == f"kb_quick={variant.resolve()}"
+    assert setup.env["PYTEST_PLUGINS"] == f"other_plugin,{PLUGIN}"
+    assert setup.env["LOCAL_KERNELS"] == f"a/b=/x:{REPO_ID}={variant.resolve()}"
+    assert setup.env["PYTHONPATH"].endswith(":/elsewhere")
+    # The same repo id mapped elsewhere is replaced (the loader rejects a second mapping of one id).
+    again = kernel_test_env(project, variant, base={"LOCAL_KERNELS": f"{REPO_ID}=/old"})
+    assert again.env["LOCAL_KERNELS"] == f"{REPO_ID}={variant.resolve()}"
 
 
 def test_no_build_is_a_usage_error(tmp_path: Path) -> None:
@@ -86,4 +86,4 @@ def test_no_build_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="does not exist: build the kernel first"):
         select_variant(project)
     with pytest.raises(BuildError, match="is not a built variant"):
-        package_view(project, tmp_path / "kb-quick" / "build" / CPU_VARIANT)
+        kernel_test_env(project, tmp_path / "kb-quick" / "build" / CPU_VARIANT)

@@ -17,7 +17,6 @@ import json
 import statistics
 import sys
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -230,13 +229,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from kernel_builder.loader import get_local_kernel
-    from kernel_builder.loader.alias import expose_as
+    from kernel_builder.loader.alias import load_as
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        kernel = get_local_kernel(args.build_dir)
-    expose_as(kernel, args.package)
+    kernel = load_as(args.build_dir, args.package)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     benchmarks = Path(args.root) / "benchmarks"
     # Files of another convention (no bench_* functions) leave the list empty: then the public ops are timed.

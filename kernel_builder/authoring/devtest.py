@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from kernel_builder.authoring.pytest_plugin import ENV as KERNEL_ENV
@@ -25,16 +25,21 @@ def repo_id_for_tests(project: KernelProject) -> str:
     return project.config.general.hub.repo_id or f"local/{project.name}"
 
 
-def pytest_environment(project: KernelProject, base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of the pytest subprocess: the kernel exposed, its repo id mapped, this package first."""
+def pytest_environment(
+    project: KernelProject, base: Mapping[str, str] | None = None, *, variant_dir: Path | None = None
+) -> dict[str, str]:
+    """The environment of the pytest subprocess: the kernel exposed, its repo id mapped, this package first.
+
+    The kernel is the project's build (the variant the loader picks in the test interpreter), or ``variant_dir``.
+    """
     env = dict(os.environ if base is None else base)
-    root = project.root.resolve()
-    mapping = f"{repo_id_for_tests(project)}={root}"
+    target = variant_dir.resolve() if variant_dir is not None else project.root.resolve()
+    mapping = f"{repo_id_for_tests(project)}={target}"
     # Entries of LOCAL_KERNELS already set stay; a second mapping of the same repo id would be an error.
     kept = [s for s in env.get("LOCAL_KERNELS", "").split(os.pathsep) if s.strip() and
             s.partition("=")[0].strip() != repo_id_for_tests(project)]  # fmt: skip
     env["LOCAL_KERNELS"] = os.pathsep.join([*kept, mapping])
-    env[KERNEL_ENV] = f"{project.py_name}={root / 'build'}"
+    env[KERNEL_ENV] = f"{project.py_name}={target if variant_dir is not None else target / 'build'}"
     return with_this_package(env)
 
 

@@ -1,12 +1,12 @@
-"""Running a kernel's own tests the way its authors do.
+"""Running a kernel's own tests the way its authors do, against one built variant.
 
-Kernel test suites usually ``import <name>`` (``import relu``), while a build holds flat variant directories
-(``build/<variant>/__init__.py``) that the loaders import under the variant's unique id. This module makes a
-variant importable under the kernel's package name without touching ``build/``: a *view* directory
-``.kernel-builder/import/<variant>/`` holds one entry, ``<name>``, a relative symlink to ``build/<variant>``; put
-the view first on ``sys.path`` (``PYTHONPATH``) and ``import <name>`` gives that variant. The same environment
-maps the kernel's Hub repo id to the variant through ``LOCAL_KERNELS``, so ``get_kernel("org/name")`` in the
-tests loads it too.
+Kernel test suites usually ``import <name>`` (``import relu``), while a build holds flat variant directories that
+the loaders import under the variant's unique id. The tests get the same environment as those of
+``kernel-builder test`` (:func:`kernel_builder.authoring.devtest.pytest_environment`), with the plugin
+:mod:`kernel_builder.authoring.pytest_plugin` named in ``PYTEST_PLUGINS``: before collection it loads the variant
+(digest verified, as every load) and exposes it as ``<name>`` (:func:`kernel_builder.loader.alias.load_as`);
+``LOCAL_KERNELS`` maps the kernel's Hub repo id to the variant, so ``get_kernel("org/name")`` in the tests gives
+that same module. ``build/`` is left as it was.
 
 :func:`run_kernel_tests` runs pytest on ``tests/`` that way, in the interpreter the variant is for.
 """
@@ -19,13 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.authoring.devtest import pytest_environment
 from kernel_builder.build.check.import_check import with_this_package
-from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, UsageError
 
-IMPORT_DIR = "import"
+PLUGIN = "kernel_builder.authoring.pytest_plugin"
 
 _SELECT = r"""
 import sys
@@ -36,47 +36,22 @@ print(local_variant_dir(sys.argv[1]))
 
 @dataclass(frozen=True)
 class KernelTestEnv:
-    """Where a kernel's tests find the variant: the view to put on ``sys.path`` and the environment variables."""
+    """Where a kernel's tests find the variant, and the environment of the pytest process that runs them."""
 
     variant_dir: Path
-    view: Path  # holds <py_name> -> variant_dir
     env: dict[str, str]
-
-
-def package_view(project: KernelProject, variant_dir: Path) -> Path:
-    """``.kernel-builder/import/<variant>/`` holding ``<py_name>`` → ``variant_dir`` (created or refreshed)."""
-    if not (variant_dir / "__init__.py").is_file():
-        raise BuildError(f"{variant_dir} is not a built variant (no __init__.py); build the kernel first")
-    view = project.root / STATE_DIR / IMPORT_DIR / variant_dir.name
-    link = view / project.py_name
-    target = os.path.relpath(variant_dir.absolute(), view.absolute())
-    if link.is_symlink() and os.readlink(link) == target:
-        return view
-    view.mkdir(parents=True, exist_ok=True)
-    tmp = view / f".{project.py_name}.{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(target, target_is_directory=True)
-    os.replace(tmp, link)
-    return view
 
 
 def kernel_test_env(
     project: KernelProject, variant_dir: Path, base: Mapping[str, str] | None = None
 ) -> KernelTestEnv:
-    """The environment in which ``import <py_name>`` and ``get_kernel(<repo id>)`` give ``variant_dir``.
-
-    ``PYTHONPATH`` starts with the view; ``LOCAL_KERNELS`` maps ``[general.hub] repo-id`` (when set) to the variant;
-    bytecode goes to ``.kernel-builder/pycache`` instead of into the variant.
-    """
-    env = dict(os.environ if base is None else base)
-    view = package_view(project, variant_dir)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(view), env.get("PYTHONPATH")) if p)
-    env["PYTHONPYCACHEPREFIX"] = str(project.root / STATE_DIR / "pycache")
-    repo_id = project.config.general.hub.repo_id
-    if repo_id:
-        mapping = f"{repo_id}={variant_dir}"
-        env["LOCAL_KERNELS"] = os.pathsep.join(p for p in (mapping, env.get("LOCAL_KERNELS")) if p)
-    return KernelTestEnv(variant_dir, view, env)
+    """The environment in which pytest exposes ``variant_dir`` as ``import <py_name>`` and ``get_kernel(<repo
+    id>)`` gives it (``[general.hub] repo-id``, else ``local/<name>``)."""
+    if not (variant_dir / "__init__.py").is_file():
+        raise BuildError(f"{variant_dir} is not a built variant (no __init__.py); build the kernel first")
+    env = pytest_environment(project, base, variant_dir=variant_dir)
+    env["PYTEST_PLUGINS"] = ",".join(p for p in (env.get("PYTEST_PLUGINS"), PLUGIN) if p)
+    return KernelTestEnv(variant_dir.resolve(), env)
 
 
 def select_variant(project: KernelProject, python: str | os.PathLike[str] | None = None) -> Path:

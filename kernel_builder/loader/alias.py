@@ -4,7 +4,9 @@ The loader imports every kernel under its unique id (``docs/loading.md``), so no
 in ``sys.modules``. :func:`expose_as` adds the module there under the package name, with its loaded
 submodules, and a finder that maps later ``import relu.x`` to ``<id>.x`` — the same module objects, never a
 second copy of the kernel's code or of its native library. Meant for test runs (``kernel-builder test``),
-where the plain name belongs to the kernel under test.
+where the plain name belongs to the kernel under test; :func:`load_as` loads a local build and exposes it in one
+step, the one way ``kernel-builder test``, ``kernel-builder bench`` and a kernel's own test runs
+(``kernel_builder.authoring.kernel_tests``) make a kernel importable under its name.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import keyword
+import os
 import sys
+import warnings
 from collections.abc import Sequence
 from types import ModuleType
 
-__all__ = ["expose_as"]
+__all__ = ["expose_as", "load_as"]
 
 
 class _SameModule(importlib.abc.Loader):
@@ -71,3 +75,16 @@ def expose_as(module: ModuleType, name: str) -> None:
         if key.startswith(prefix):
             sys.modules.setdefault(name + key[len(real) :], submodule)
     sys.meta_path.insert(0, _AliasFinder(name, real))
+
+
+def load_as(path: str | os.PathLike[str], name: str) -> ModuleType:
+    """Load the local kernel at ``path`` (a project, its ``build/`` or one variant directory; digest verified, as
+    every load) and :func:`expose_as` ``name``. Meant for development: the warning that a build comes from
+    uncommitted changes is not shown, that being the normal case there."""
+    from kernel_builder.loader import get_local_kernel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        module = get_local_kernel(path)
+    expose_as(module, name)
+    return module
