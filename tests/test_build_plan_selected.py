@@ -1,6 +1,6 @@
 """Planning explicitly selected variants (``kernel_builder.build.plan.selected``): which variants an interpreter
 serves itself (fast; planning in isolated environments and ``--offline`` are tested through the CLI in
-test_candidates.py)."""
+test_build_plan_candidates.py)."""
 
 from __future__ import annotations
 
