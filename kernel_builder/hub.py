@@ -484,9 +484,26 @@ class Hub:
         return CommitResult(info.oid, info.commit_url, info.pr_url, info.pr_revision)
 
     def trusted_publisher(self, organization: str) -> object:
-        """The overview's ``trustedKernelPublisher`` value (``None`` when absent)."""
-        overview = self.api.get_organization_overview(organization)
-        return getattr(overview, "trustedKernelPublisher", None)
+        """The organization overview's ``trustedKernelPublisher`` value (``None`` when absent).
+
+        Asked of this Hub's endpoint directly: some ``huggingface_hub`` releases build this one URL from the
+        endpoint read when they were imported, not from the client's, and would ask another Hub."""
+        from urllib.parse import quote
+
+        from huggingface_hub import get_session
+        from huggingface_hub.utils._headers import build_hf_headers  # the headers HfApi would send
+        from huggingface_hub.utils._http import hf_raise_for_status  # its HfHubHTTPError names the status
+
+        if self.offline:
+            raise RuntimeError("offline mode: no Hub request may be made")
+        headers = build_hf_headers(
+            library_name=LIBRARY_NAME, library_version=__version__, user_agent=self.user_agent
+        )
+        url = f"{self.endpoint}/api/organizations/{quote(organization, safe='')}/overview"
+        response = get_session().get(url, headers=headers)
+        hf_raise_for_status(response)
+        overview = response.json()
+        return overview.get("trustedKernelPublisher") if isinstance(overview, dict) else None
 
     # -- the cache --
 

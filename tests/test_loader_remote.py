@@ -743,3 +743,15 @@ def test_public_exports() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "True"]  # the Hub half is imported on first use
+
+
+def test_trust_is_asked_of_the_loaders_endpoint(hub: HubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface_hub's own endpoint (read when it was imported) may name another Hub, or one that is gone."""
+    from huggingface_hub import constants
+
+    from kernel_builder.hub import Hub
+
+    new_repo(hub)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    assert Hub().trusted_publisher("org") is True
+    assert [r.path for r in hub.requests][-1] == "/api/organizations/org/overview"
