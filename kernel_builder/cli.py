@@ -31,7 +31,9 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, that command's arguments and every other command as its name and
+    help alone (all ``kernel-builder --help`` or a usage error shows), so one command module is imported."""
     parser = _Parser(
         prog="kernel-builder",
         description="Build, publish and load PyTorch compute kernels from a declarative build.toml.",
@@ -39,9 +41,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kernel-builder {__version__}")
     add_common(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for command in COMMANDS:
-        importlib.import_module(module_name(command)).register(commands)
+    for command, summary in COMMANDS.items():
+        if only is None or command == only:
+            importlib.import_module(module_name(command)).register(commands)
+        else:
+            commands.add_parser(command, help=summary)
     return parser
+
+
+def _named_command(words: Sequence[str]) -> str:
+    """The command ``words`` name (its first word that is not an option), or ``""``: the top-level options
+    (``--help``, ``--version``, ``--debug``) take no value, so the first other word is the command."""
+    for word in words:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else ""
+    return ""
 
 
 def _report(error: BaseException, debug: bool) -> int:
@@ -58,8 +72,8 @@ def _report(error: BaseException, debug: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=_named_command(words))
     # `kernel-builder test [PATH] -- PYTEST_ARGS`: everything after the first `--` belongs to pytest. argparse
     # would take the first of those words for PATH.
     passed_on: list[str] | None = None

@@ -197,3 +197,35 @@ def test_options_come_from_the_arguments_of_the_same_names() -> None:
     assert options_from(UploadOptions, upload, kernel_dir=Path("d")) == UploadOptions(
         kernel_dir=Path("d"), repo_id="org/k", dry_run=True
     )
+
+
+def test_top_level_help_imports_no_command_module_and_lists_them_all() -> None:
+    """``kernel-builder --help`` needs only the commands' names and summaries (``COMMANDS``)."""
+    code = (
+        "import io, sys, contextlib\n"
+        "from kernel_builder import cli\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    try: cli.main(['--help'])\n"
+        "    except SystemExit: pass\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('kernel_builder.commands.') and '._' not in m)\n"
+        "print(loaded); print(out.getvalue() == cli.build_parser().format_help())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "True"]
+
+
+def test_a_command_imports_only_its_own_module(capsys: pytest.CaptureFixture[str]) -> None:
+    code = (
+        "import sys\n"
+        "from kernel_builder import cli\n"
+        "try: cli.main(['schema', '--help'])\n"
+        "except SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kernel_builder.commands.') and '._' not in m))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "['kernel_builder.commands.schema']"
+    with pytest.raises(SystemExit) as caught:
+        main(["no-such-command"])
+    assert caught.value.code == 2
+    assert "invalid choice: 'no-such-command'" in capsys.readouterr().err

@@ -14,23 +14,24 @@ batch that failed (variants of a build, repos of a lock or download). Modules wh
 
 from __future__ import annotations
 
-#: The commands, in the order ``kernel-builder --help`` lists them.
-COMMANDS: tuple[str, ...] = (
-    "init",
-    "check-config",
-    "update-build",
-    "schema",
-    "list-variants",
-    "matrix",
-    "check-abi",
-    "generate",
-    "build",
-    "test",
-    "bench",
-    "upload",
-    "lock",
-    "download",
-)
+#: The commands and their one-line help, in the order ``kernel-builder --help`` lists them: ``--help`` needs
+#: nothing else, so it imports no command module.
+COMMANDS: dict[str, str] = {
+    "init": "create a new kernel project that builds and tests as it is",
+    "check-config": "validate build.toml and print a summary",
+    "update-build": "rewrite a legacy build.toml in the current edition",
+    "schema": "print the JSON Schema of build.toml (for editors)",
+    "list-variants": "list the project's candidate variants",
+    "matrix": "print a CI build matrix of the buildable variants",
+    "check-abi": "check the built extensions against manylinux_2_28 and abi3",
+    "generate": "write pyproject.toml so pip builds the kernel as a wheel (scikit-build-core)",
+    "build": "build the kernel's variants into build/<variant>/",
+    "test": "build this environment's variant, then run the project's tests against it",
+    "bench": "build, then time the kernel's ops against a reference (benchmarks/ or torch)",
+    "upload": "upload the built variants to a kernel repo on the Hub",
+    "lock": "pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock",
+    "download": "download and verify the kernels pinned in kernels.lock",
+}
 
 
 def module_name(command: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, build_first
 from kernel_builder.errors import UsageError
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 def register(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "bench",
-        help="build, then time the kernel's ops against a reference (benchmarks/ or torch)",
+        help=COMMANDS["bench"],
         description="Build the variant for this environment, then run benchmarks/*.py (functions bench_*(kernel, "
         "device) returning kernel_builder.authoring.bench.Case) or, without them, each public function against its torch "
         "namesake. CUDA events on a GPU, wall clock on the CPU; median, spread and GB/s.",

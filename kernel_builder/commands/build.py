@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import (
     add_common,
     add_path,
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("build", help="build the kernel's variants into build/<variant>/")
+    parser = commands.add_parser("build", help=COMMANDS["build"])
     add_path(parser)
     which = parser.add_mutually_exclusive_group()
     which.add_argument(

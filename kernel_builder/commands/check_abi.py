@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path
 
 if TYPE_CHECKING:
@@ -12,9 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser(
-        "check-abi", help="check the built extensions against manylinux_2_28 and abi3"
-    )
+    parser = commands.add_parser("check-abi", help=COMMANDS["check-abi"])
     add_path(parser, "PATH", "kernel root, its build/ or one variant")
     add_common(parser)
     parser.set_defaults(handler=run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, print_diagnostics
 from kernel_builder.errors import UsageError
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("check-config", help="validate build.toml and print a summary")
+    parser = commands.add_parser("check-config", help=COMMANDS["check-config"])
     add_path(parser)
     parser.add_argument("--werror", action="store_true", help="treat warnings as errors")
     add_common(parser)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, print_warnings
 
 if TYPE_CHECKING:
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("download", help="download and verify the kernels pinned in kernels.lock")
+    parser = commands.add_parser("download", help=COMMANDS["download"])
     add_path(parser, "PROJECT_DIR", "project directory")
     parser.add_argument(
         "--all-variants", action="store_true", help="every locked variant, not only this machine's"

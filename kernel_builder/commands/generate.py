@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, load, log
 
 if TYPE_CHECKING:
@@ -12,9 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser(
-        "generate", help="write pyproject.toml so pip builds the kernel as a wheel (scikit-build-core)"
-    )
+    parser = commands.add_parser("generate", help=COMMANDS["generate"])
     add_path(parser)
     parser.add_argument("--force", action="store_true", help="replace an existing pyproject.toml")
     parser.add_argument("--python", metavar="PATH", help="interpreter whose torch the wheel is for")

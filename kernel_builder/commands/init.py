@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("init", help="create a new kernel project that builds and tests as it is")
+    parser = commands.add_parser("init", help=COMMANDS["init"])
     parser.add_argument(
         "path", nargs="?", default=None, metavar="PATH", help="directory to create (default: ./NAME)"
     )

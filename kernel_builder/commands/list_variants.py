@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, load
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("list-variants", help="list the project's candidate variants")
+    parser = commands.add_parser("list-variants", help=COMMANDS["list-variants"])
     add_path(parser)
     parser.add_argument("--json", action="store_true", help="print the candidates as a JSON list")
     parser.add_argument(

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, print_warnings
 
 if TYPE_CHECKING:
@@ -13,9 +14,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser(
-        "lock", help="pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock"
-    )
+    parser = commands.add_parser("lock", help=COMMANDS["lock"])
     add_path(parser, "PROJECT_DIR", "project directory")
     parser.add_argument("--trust-remote-code", action="store_true", help="skip the trusted-publisher check")
     add_common(parser)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, load
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("matrix", help="print a CI build matrix of the buildable variants")
+    parser = commands.add_parser("matrix", help=COMMANDS["matrix"])
     add_path(parser, "DIR", "kernel directory or its build.toml")
     parser.add_argument("--format", choices=["github", "json"], default="github", help="output format")
     parser.add_argument("--required", action="store_true", help="only the required (release) set")

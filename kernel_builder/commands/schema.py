@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common
 
 if TYPE_CHECKING:
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("schema", help="print the JSON Schema of build.toml (for editors)")
+    parser = commands.add_parser("schema", help=COMMANDS["schema"])
     parser.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of standard output")
     add_common(parser)
     parser.set_defaults(handler=run)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from kernel_builder.commands import _shared
+from kernel_builder.commands import COMMANDS, _shared
 from kernel_builder.commands._shared import add_common, add_path, log
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ def register(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "test",
         usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch {native}] [--debug] [PATH] [-- PYTEST_ARGS ...]",
-        help="build this environment's variant, then run the project's tests against it",
+        help=COMMANDS["test"],
         description="Build the variant for this environment, then run pytest on tests/ with the kernel importable "
         "under its package name and get_kernel(<repo-id>) resolving to this project (LOCAL_KERNELS). Arguments "
         "after `--` go to pytest. The exit status is pytest's.",

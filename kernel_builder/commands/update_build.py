@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, print_diagnostics
 
 if TYPE_CHECKING:
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("update-build", help="rewrite a legacy build.toml in the current edition")
+    parser = commands.add_parser("update-build", help=COMMANDS["update-build"])
     add_path(parser)
     parser.add_argument(
         "--license", metavar="ID", help="SPDX license identifier to add when the file has none"

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, log, options_from
 
 if TYPE_CHECKING:
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subparsers) -> None:
-    parser = commands.add_parser("upload", help="upload the built variants to a kernel repo on the Hub")
+    parser = commands.add_parser("upload", help=COMMANDS["upload"])
     add_path(parser, "KERNEL_DIR", "kernel directory")
     parser.add_argument(
         "--repo-id", metavar="ID", help="<org>/<name> (default: [general.hub] repo-id of build.toml)"
