@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 
@@ -106,7 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    try:
+        status = main()
+    except KeyboardInterrupt:  # one that came before the command could catch it, or after it returned
+        print("interrupted", file=sys.stderr)
+        status = 130
+    finally:
+        # The command is over: a Ctrl-C while the interpreter joins its threads and exits must not turn the
+        # command's outcome into a death by signal (exit -2 instead of 0 or 130).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -229,3 +229,25 @@ def test_a_command_imports_only_its_own_module(capsys: pytest.CaptureFixture[str
         main(["no-such-command"])
     assert caught.value.code == 2
     assert "invalid choice: 'no-such-command'" in capsys.readouterr().err
+
+
+def test_ctrl_c_as_the_command_returns_is_an_interruption_not_a_death_by_signal() -> None:
+    """A SIGINT that lands after the command's own handler (as ``main`` returns) still exits 130 with the short
+    message, not by the signal (-2) with a traceback."""
+    code = (
+        "import os, signal, sys, time\n"
+        "from kernel_builder import cli\n"
+        "command = cli.main\n"
+        "def main(argv=None):\n"
+        "    status = command(argv)\n"
+        "    os.kill(os.getpid(), signal.SIGINT)  # the Ctrl-C lands here, outside the command's handler\n"
+        "    time.sleep(5)\n"
+        "    return status\n"
+        "cli.main = main\n"
+        "sys.argv = ['kernel-builder', 'schema']\n"
+        "cli.entry()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (result.returncode, result.stderr) == (130, "interrupted\n")
