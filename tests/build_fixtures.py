@@ -998,6 +998,20 @@ def undefined_symbols(so: Path) -> set[str]:
     return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
 
 
+def assert_clean_extension(so: Path) -> None:
+    """What every built extension must be (build-output §7.4): abi3-named, linked only against the allowed
+    libraries (never libpython or libtorch_python), without RPATH/RUNPATH, importing only ``PyModule_Create2``
+    from Python."""
+    assert so.name.endswith(".abi3.so")
+    entries = needed(so)
+    assert not [n for n in entries if "python" in n], entries
+    assert [n for n in entries if not ALLOWED_NEEDED.fullmatch(n)] == []
+    assert "libtorch_python.so" not in entries and "libtorch.so" in entries
+    dynamic = dynamic_section(so)
+    assert "(RUNPATH)" not in dynamic and "(RPATH)" not in dynamic
+    assert {s for s in undefined_symbols(so) if s.startswith(("Py", "_Py"))} == {"PyModule_Create2"}
+
+
 def assert_one_ops_name(built: Built, name: str) -> None:
     """Build-output §10 case 8, on disk: ``name`` is the .so's name, its ``PyInit_`` symbol and _ops.py's."""
     assert built.ops_name == name

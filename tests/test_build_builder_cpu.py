@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from build_fixtures import (
-    ALLOWED_NEEDED,
     CPU_VARIANT,
     NO_COMPILER_CACHE,
     PROBE_BINDING_CU,
@@ -24,6 +23,7 @@ from build_fixtures import (
     REGISTRATION_PROBE,
     STATE_DIR,
     Built,
+    assert_clean_extension,
     assert_one_ops_name,
     build,
     built_example,
@@ -32,12 +32,10 @@ from build_fixtures import (
     contents,
     counter_project,
     cpu_python,
-    dynamic_section,
     extension,
     git,
     git_init,
     metadata,
-    needed,
     noarch_project,
     printed,
     probe_project,
@@ -293,16 +291,7 @@ def test_inline_static_locals_stay_separate(counter_a: Built, counter_u: Built) 
 @pytest.mark.parametrize("fixture", ["probe", "relu", "counter_a"])
 def test_binary_checks(fixture: str, request: pytest.FixtureRequest) -> None:
     built: Built = request.getfixturevalue(fixture)
-    so = extension(built.variant_dir)
-    assert so.name.endswith(".abi3.so")
-    entries = needed(so)
-    assert not [n for n in entries if "python" in n], entries
-    assert [n for n in entries if not ALLOWED_NEEDED.fullmatch(n)] == []
-    assert "libtorch_python.so" not in entries and "libtorch.so" in entries
-    dynamic = dynamic_section(so)
-    assert "(RUNPATH)" not in dynamic and "(RPATH)" not in dynamic
-    python_imports = {s for s in undefined_symbols(so) if s.startswith(("Py", "_Py"))}
-    assert python_imports == {"PyModule_Create2"}
+    assert_clean_extension(extension(built.variant_dir))
 
 
 def test_layout_aot(probe: Built, relu: Built) -> None:

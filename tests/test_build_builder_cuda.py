@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from build_fixtures import (
-    ALLOWED_NEEDED,
     CUDA_VARIANT,
     NO_COMPILER_CACHE,
     PROBE_BINDING_CU,
@@ -22,17 +21,16 @@ from build_fixtures import (
     PROBE_UNION,
     REGISTRATION_PROBE,
     Built,
+    assert_clean_extension,
     assert_one_ops_name,
     build,
     compile_commands,
     copy_example,
     cpu_python,
     cuobjdump,
-    dynamic_section,
     extension,
     lambda_project,
     metadata,
-    needed,
     nvcc,
     object_files,
     printed,
@@ -48,7 +46,6 @@ from build_fixtures import (
     tiny_cuda_project,
     tool_output,
     torch_includes,
-    undefined_symbols,
     variant_files,
 )
 
@@ -313,14 +310,7 @@ def test_relu_cuda_build_is_manylinux_clean(relu: Built) -> None:
 def test_binary_checks(fixture: str, request: pytest.FixtureRequest) -> None:
     built: Built = request.getfixturevalue(fixture)
     so = extension(built.variant_dir)
-    assert so.name.endswith(".abi3.so")
-    entries = needed(so)
-    assert not [n for n in entries if "python" in n], entries
-    assert [n for n in entries if not ALLOWED_NEEDED.fullmatch(n)] == []
-    assert "libtorch_python.so" not in entries and "libtorch.so" in entries
-    dynamic = dynamic_section(so)
-    assert "(RUNPATH)" not in dynamic and "(RPATH)" not in dynamic
-    assert {s for s in undefined_symbols(so) if s.startswith(("Py", "_Py"))} == {"PyModule_Create2"}
+    assert_clean_extension(so)
     assert " UNIQUE " not in symbol_table(so)
 
 
