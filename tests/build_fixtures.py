@@ -474,6 +474,17 @@ def probe_checks(component: ProbeComponent, language: str) -> str:
                 f'#error "own include dir missing ({header})"',
                 "#endif",
             ]
+        elif component.backend is None and other.backend is not None:
+            # The binding sees the include directories of the variant's kernel sections, and only those.
+            macro = f"{other.backend.upper()}_KERNEL"
+            lines += [
+                f'#if defined({macro}) && !__has_include("{header}")',
+                f'#error "the binding does not see the include dir of {other.name}"',
+                "#endif",
+                f'#if !defined({macro}) && __has_include("{header}")',
+                f'#error "include dir of {other.name} leaked into another backend\'s binding"',
+                "#endif",
+            ]
         else:
             lines += [
                 f'#if __has_include("{header}")',
@@ -555,7 +566,7 @@ def probe_project(root: Path) -> Path:
     )
     files[PROBE_UNLISTED_HEADER] = "#pragma once\ninline int kb_probe_helper() { return 0; }\n"
     # A .cu in [torch] src: compiled only into cuda variants, with the union of the kernels' capabilities, the
-    # [torch] include directories and neither cxx-flags nor any kernel's cuda-flags (§7.2).
+    # binding's include directories and neither cxx-flags nor any kernel's cuda-flags (§7.2).
     files[PROBE_BINDING_CU] = (
         probe_checks(PROBE_COMPONENTS[0], "CUDA")
         + "\n__global__ void kb_probe_binding_kernel(int *out) { *out = TORCH_TAG; }\n"

@@ -24,10 +24,15 @@ from pathlib import Path
 from types import CodeType, ModuleType
 
 import kernel_builder.backends as backends
-from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
+from kernel_builder.formats.dependencies import (
+    PYTHON_DEPENDENCIES,
+    PythonDependency,
+    describe_packages,
+    pip_install,
+)
 from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
-from kernel_builder.loader.errors import KernelIntegrityError
+from kernel_builder.loader.errors import KernelIntegrityError, MissingPythonDependencyError
 
 __all__ = [
     "LoadedKernel",
@@ -107,11 +112,12 @@ def check_python_dependencies(metadata: Metadata, backend: str, where: str | os.
     """Every ``python-depends`` entry must be known and, if it applies to ``backend``, importable (docs/loading.md).
 
     ``torch`` always passes; an entry of another backend's table is not needed here and is skipped. Raises
-    ``ValueError`` for an unknown entry and ``ImportError`` (with the ``pip install`` command) for a missing
-    one.
+    ``ValueError`` for an unknown entry and :class:`MissingPythonDependencyError` (an ``ImportError``) naming
+    every missing package and the one ``pip install`` command for them all.
     """
     spec = backends.by_alias(backend)
     backend = backend if spec is None else spec.name
+    missing: list[PythonDependency] = []
     for name in metadata.python_depends:
         if name == "torch":
             continue
@@ -129,11 +135,13 @@ def check_python_dependencies(metadata: Metadata, backend: str, where: str | os.
             continue
         if dependency.import_name is None or _importable(dependency.import_name):
             continue
-        raise ImportError(
-            f"kernel {metadata.name} ({where}) needs the Python package {dependency.pip_name} "
-            f"(python-depends: {name}), which is not installed; "
-            f"install it with: pip install {dependency.pip_name}",
-            name=dependency.import_name,
+        missing.append(dependency)
+    if missing:
+        verb, them = ("is", "it") if len(missing) == 1 else ("are", "them")
+        raise MissingPythonDependencyError(
+            f"kernel {metadata.name} ({where}) needs {describe_packages(missing)}, which {verb} not installed; "
+            f"install {them} with: {pip_install(missing)}",
+            missing,
         )
 
 
