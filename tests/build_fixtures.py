@@ -308,9 +308,10 @@ def cmake_cache_value(cmake_build: Path, key: str) -> str:
     raise AssertionError(f"{key} not in {cmake_build / 'CMakeCache.txt'}")
 
 
-def object_files(cmake_build: Path, component: str) -> list[Path]:
-    """The object files CMake compiled for one component (an object library named after it)."""
-    return sorted((cmake_build / "CMakeFiles" / f"{component}.dir").rglob("*.o"))
+def object_files(cmake_build: Path, target: str) -> list[Path]:
+    """The object files CMake compiled for one object library: ``kb_binding`` (the binding) or
+    ``kb_kernel_<section>`` (a kernel section)."""
+    return sorted((cmake_build / "CMakeFiles" / f"{target}.dir").rglob("*.o"))
 
 
 def git(root: Path, *args: str) -> str:
