@@ -248,7 +248,9 @@ PROBE_IMAGES = {
 def test_component_object_has_exactly_its_capabilities(probe: Built, cuda_py: Path, component: str) -> None:
     expected = PROBE_IMAGES[component]
     assert capabilities.expected_cuobjdump_images(PROBE_EFFECTIVE[component]) == expected
-    (cu_object,) = [p for p in object_files(probe.cmake_build, f"kb_kernel_{component}") if p.name.endswith(".cu.o")]
+    (cu_object,) = [
+        p for p in object_files(probe.cmake_build, f"kb_kernel_{component}") if p.name.endswith(".cu.o")
+    ]
     assert cuobjdump_images(cuda_py, cu_object) == expected
 
 

@@ -99,7 +99,9 @@ def test_import_check_messages() -> None:
         "wherever the kernel runs. Install it there (pip install nvidia-cutlass-dsl) to check the whole variant, or "
         "pass --strict-import to make this an error"
     )
-    two = MissingDependencies((PYTHON_DEPENDENCIES["tvm-ffi"], PYTHON_DEPENDENCIES["einops"]), "kernel_builder")
+    two = MissingDependencies(
+        (PYTHON_DEPENDENCIES["tvm-ffi"], PYTHON_DEPENDENCIES["einops"]), "kernel_builder"
+    )
     assert describe_missing_dependencies(two, CPU_213, strict=True) == (
         f"import check incomplete: the build interpreter {CPU_213.python} does not have the Python packages "
         f"{MISSING_HERE[0]} and {MISSING_HERE[1]}, so the kernel was not imported; users install them wherever "
@@ -108,7 +110,9 @@ def test_import_check_messages() -> None:
 
 
 @pytest.mark.slow
-def test_builds_warns_and_fails_to_load_with_the_packages_missing(tmp_path: Path, missing_packages: None) -> None:
+def test_builds_warns_and_fails_to_load_with_the_packages_missing(
+    tmp_path: Path, missing_packages: None
+) -> None:
     root = cute_dsl_project(tmp_path / NAME)
     run = run_cli(["build", root]).check()
     variant = root / "build" / "torch-cuda"
@@ -141,7 +145,9 @@ def test_builds_warns_and_fails_to_load_with_the_packages_missing(tmp_path: Path
         "not installed; install them with: pip install apache-tvm-ffi einops",
     ]
 
-    (root / "build").rename(root / "build-warned")  # rebuild: the up-to-date check would skip the import check
+    (root / "build").rename(
+        root / "build-warned"
+    )  # rebuild: the up-to-date check would skip the import check
     strict = run_cli(["build", root, "--strict-import"])
     assert strict.returncode == 1, strict.output
     assert "Traceback" not in strict.stderr

@@ -25,7 +25,12 @@ from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.compile import toolchain
 from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
 from kernel_builder.build.compile.toolchain import CudaToolkit
-from kernel_builder.build.generate.cmake import ProjectOptions, component_target, project_fingerprint, write_project
+from kernel_builder.build.generate.cmake import (
+    ProjectOptions,
+    component_target,
+    project_fingerprint,
+    write_project,
+)
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.build.generate.registration import GENERATED_MARKER, is_generated, registration_header
 from kernel_builder.build.plan.planner import VariantPlan, plan_build
@@ -582,7 +587,9 @@ cuda-capabilities = ["7.5", "10.0+PTX"]
     assert by_name["_torch_binding"].archs == variant.archs == union
     components = gen.components()
     for component in by_name.values():
-        assert components[component_target(component)]["GENCODE"] == capabilities.gencode_flags(component.archs)
+        assert components[component_target(component)]["GENCODE"] == capabilities.gencode_flags(
+            component.archs
+        )
     assert components["kb_binding"]["SOURCES"] == [
         str(root / "torch-ext/torch_binding.cpp"),
         str(root / "torch-ext/binding_kernels.cu"),

@@ -26,7 +26,15 @@ from kernel_builder.cli import main
 #: Upstream kernels' section names starting with `_`, then names that are (or were) our generated targets'
 #: and CMake's own.
 UPSTREAM_NAMES = ("_qattn_sm90", "_fused", "_fp4attn_sm100")
-COLLIDING_NAMES = ("_torch_binding", "kb_binding", "kb_common", "kb_manylinux", "kb_kernel_x", "all", "install")
+COLLIDING_NAMES = (
+    "_torch_binding",
+    "kb_binding",
+    "kb_common",
+    "kb_manylinux",
+    "kb_kernel_x",
+    "all",
+    "install",
+)
 
 CHECK_TOML = """\
 [general]
@@ -39,7 +47,8 @@ backends = ["cuda"]
 [torch]
 src = ["torch-ext/torch_binding.cpp"]
 """ + "".join(
-    f'\n[kernel.{name}]\nbackend = "cuda"\ndepends = ["torch"]\nsrc = ["csrc/{name}.cu"]\n' for name in UPSTREAM_NAMES
+    f'\n[kernel.{name}]\nbackend = "cuda"\ndepends = ["torch"]\nsrc = ["csrc/{name}.cu"]\n'
+    for name in UPSTREAM_NAMES
 )
 
 
@@ -86,9 +95,10 @@ def names_project(root: Path) -> Path:
         "build.toml": GENERAL.format(name="kb-names", backends='["cpu"]')
         + '\n[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n'
         + "".join(
-            f'\n[kernel.{name}]\nbackend = "cpu"\ndepends = []\nsrc = ["{name}/part.cpp"]\n' for name in sections
+            f'\n[kernel.{name}]\nbackend = "cpu"\ndepends = []\nsrc = ["{name}/part.cpp"]\n'
+            for name in sections
         ),
-        "torch-ext/kb_names/__init__.py": "from ._ops import ops\n\n__all__ = [\"ops\"]\n",
+        "torch-ext/kb_names/__init__.py": 'from ._ops import ops\n\n__all__ = ["ops"]\n',
         "torch-ext/torch_binding.cpp": "#include <cstdint>\n\n#include <torch/library.h>\n\n"
         '#include "registration.h"\n\n'
         + "".join(f"int64_t kb_part_{index}();\n" for index in sections.values())
@@ -98,7 +108,9 @@ def names_project(root: Path) -> Path:
         '  ops.def("sum_parts() -> int", &kb_sum_parts);\n}\n\nREGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n',
     }
     for name, index in sections.items():
-        files[f"{name}/part.cpp"] = f"#include <cstdint>\n\nint64_t kb_part_{index}() {{ return {index * index}; }}\n"
+        files[f"{name}/part.cpp"] = (
+            f"#include <cstdint>\n\nint64_t kb_part_{index}() {{ return {index * index}; }}\n"
+        )
     return write_tree(root, files)
 
 
@@ -107,7 +119,9 @@ def test_sections_with_any_name_build_and_load(tmp_path: Path) -> None:
     names = (*UPSTREAM_NAMES, *COLLIDING_NAMES)
     root = names_project(tmp_path / "kb-names")
     build(root)
-    lists = (root / ".kernel-builder" / CPU_VARIANT / "project" / "CMakeLists.txt").read_text(encoding="utf-8")
+    lists = (root / ".kernel-builder" / CPU_VARIANT / "project" / "CMakeLists.txt").read_text(
+        encoding="utf-8"
+    )
     for name in names:
         assert f"kb_component({SECTION_TARGET_PREFIX}{name}\n" in lists
     assert f"kb_component({BINDING_TARGET}\n" in lists

@@ -126,7 +126,9 @@ def test_cuda_variant_runs_on_the_gpu(tmp_path: Path) -> None:
     if capability is None:
         pytest.skip("needs a visible CUDA GPU and a CUDA build of torch (run on the GPU machine)")
     if capability < (9, 0):
-        pytest.skip(f"the fixture is compiled for capability 9.0+PTX; this GPU is {capability[0]}.{capability[1]}")
+        pytest.skip(
+            f"the fixture is compiled for capability 9.0+PTX; this GPU is {capability[0]}.{capability[1]}"
+        )
     root = copy_fixture(tmp_path / "megablocks-style")
     run = build(root, "--backend", "cuda")
     (variant,) = [d for d in (root / "build").iterdir() if d.is_dir() and "-cu" in d.name]

@@ -39,7 +39,7 @@ class Component:
     cuda_flags: tuple[str, ...] = ()
     archs: tuple[str, ...] = ()  # effective CUDA capabilities (cuda variants)
     depends: tuple[str, ...] = ()
-    binding: bool = False  # the ``[torch] src`` component (a section may have its name: tell them apart by this)
+    binding: bool = False  # the ``[torch] src`` component (a section may be named like it: this tells)
 
 
 @dataclass(frozen=True)
