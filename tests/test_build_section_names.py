@@ -7,7 +7,6 @@ extension (the op namespace, ``_<name>_<backend>_<id>``) or CMake's own targets.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -139,4 +138,3 @@ def test_sections_with_any_name_build_and_load(tmp_path: Path) -> None:
         root / "build" / CPU_VARIANT,
     )
     assert result == sum(index * index for index in range(1, len(names) + 1))
-    assert json.loads((root / "build" / CPU_VARIANT / "metadata.json").read_text(encoding="utf-8"))["id"]
