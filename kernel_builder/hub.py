@@ -17,6 +17,8 @@ import logging
 import math
 import os
 import platform
+import posixpath
+import stat
 import threading
 import time
 import warnings
@@ -45,8 +47,8 @@ from huggingface_hub.hf_api import RepoFile, RepoFolder
 from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
 
 from kernel_builder import __version__
-from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded, write_inside
-from kernel_builder.errors import HubConnectionError, UsageError
+from kernel_builder.common.safe_fs import UnsafeFileError, describe_mode, read_bounded, write_inside
+from kernel_builder.errors import HubConnectionError, KernelBuilderError, UsageError
 from kernel_builder.formats.files import HUB_IGNORE_PATTERNS
 from kernel_builder.formats.identifiers import is_commit_id, ref_name_problem
 
@@ -58,6 +60,7 @@ __all__ = [
     "NetworkPolicy",
     "REQUEST_ERRORS",
     "AddFile",
+    "CacheLinkError",
     "CommitResult",
     "DeleteFile",
     "Hub",
@@ -314,6 +317,47 @@ def repo_folder_name(repo_id: str, repo_type: str) -> str:
     return "--".join([f"{repo_type}s", *repo_id.split("/")])
 
 
+class CacheLinkError(KernelBuilderError, ValueError):
+    """A folder the download would write into is a symbolic link (or not a folder): nothing is written.
+
+    Anyone who can write to a shared cache could plant such a link to make the next download write elsewhere
+    (docs/security.md). Downloads write through none, and say which one to remove.
+    """
+
+
+def _no_links_below(root: Path, folders: Sequence[Path]) -> None:
+    """Refuse when any of ``folders`` (each below ``root``), or a folder between it and ``root``, is a symbolic
+    link or an existing non-folder. ``root`` itself may be a link: the user chose where the cache lives."""
+    checked: set[Path] = set()
+    for folder in folders:
+        relative = folder.relative_to(root)
+        current = root
+        for part in relative.parts:
+            current = current / part
+            if current in checked:
+                continue
+            checked.add(current)
+            try:
+                info = current.lstat()
+            except FileNotFoundError:
+                break  # created by the download, as a folder
+            except OSError as error:
+                raise CacheLinkError(
+                    f"cannot inspect {current} in the cache: {error.strerror or error}"
+                ) from None
+            if stat.S_ISLNK(info.st_mode):
+                raise CacheLinkError(
+                    f"{current} in the Hub cache is a symbolic link (to {os.readlink(current)}); a download would "
+                    f"write through it, outside the cache. Remove it (and check who can write to {root}); the "
+                    f"next download recreates it as a folder."
+                )
+            if not stat.S_ISDIR(info.st_mode):
+                raise CacheLinkError(
+                    f"{current} in the Hub cache is not a folder ({describe_mode(info.st_mode)}); remove it and "
+                    f"download again"
+                )
+
+
 class _QuietProgress(hf_tqdm):
     """No progress bars: the library is quiet, the CLI decides what to show."""
 
@@ -543,6 +587,7 @@ class Hub:
             return path if path.is_file() else None
 
         def download(kind: str) -> Path | None:
+            self._guard_cache(RemoteRepo(repo.repo_id, kind), sha, posixpath.dirname(filename))
             try:
                 return Path(
                     hf_hub_download(repo.repo_id, filename, repo_type=kind, revision=sha, **self._common())
@@ -561,6 +606,8 @@ class Hub:
         """
 
         def download(kind: str) -> str:
+            if not self.offline:
+                self._guard_cache(RemoteRepo(repo.repo_id, kind), sha, folder)
             return str(
                 snapshot_download(
                     repo.repo_id,
@@ -580,7 +627,8 @@ class Hub:
             else download(self._type(repo))
         )
         # The Hub may answer for another commit than the one asked: only the asked one's snapshot is used.
-        if os.path.abspath(snapshot) != os.path.abspath(self.snapshot(repo, sha)):
+        # (Compared resolved: a cache root that is itself a link is reported resolved by huggingface_hub.)
+        if os.path.realpath(snapshot) != os.path.realpath(self.snapshot(repo, sha)):
             raise ValueError(
                 f"{repo.repo_id}@{sha}: the download landed in {snapshot}, not in the snapshot of {sha}"
             )
@@ -713,6 +761,19 @@ class Hub:
 
     def _type(self, repo: RemoteRepo) -> str:
         return repo.repo_type or KERNEL
+
+    def _guard_cache(self, repo: RemoteRepo, sha: str, folder: str) -> None:
+        """Refuse a download whose cache folders include a planted link (:class:`CacheLinkError`).
+
+        Covers what ``huggingface_hub`` writes for the repo: ``blobs``, ``snapshots/<sha>/<folder>``, ``refs``
+        and its lock files under ``.locks``. Checked before each download: a link planted during one is a race
+        this cannot close (docs/security.md).
+        """
+        top = self.repo_folder(repo)
+        snapshot = self.snapshot(repo, sha)
+        inner = snapshot.joinpath(*[part for part in folder.split("/") if part])
+        locks = self.cache_dir / ".locks" / top.name
+        _no_links_below(self.cache_dir, [top / "blobs", top / "refs", inner, locks])
 
     def repo_folder(self, repo: RemoteRepo) -> Path:
         return self.cache_dir / repo_folder_name(repo.repo_id, self._type(repo))

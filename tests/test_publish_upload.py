@@ -418,7 +418,7 @@ def test_no_changes_and_the_token_is_never_printed(
     hub.fail_with_500(f"/api/kernels/{REPO}/refs")
     runs.append(upload(capsys, kernel))
     assert runs[-1].code == 1 and runs[-1].err.startswith(
-        f"error: upload to {REPO} failed: Server error '500"
+        f"error: upload to {REPO} failed: {REPO}: list the branches on {hub.url} failed: the Hub answered HTTP 500"
     )
     for run in runs:
         assert token not in run.out + run.err
