@@ -13,11 +13,13 @@ A :class:`RemoteRepo` carries a repo id and, once known, its type: the first cal
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import platform
 import posixpath
+import shutil
 import stat
 import threading
 import time
@@ -60,6 +62,7 @@ __all__ = [
     "NetworkPolicy",
     "REQUEST_ERRORS",
     "AddFile",
+    "CacheError",
     "CacheLinkError",
     "CommitResult",
     "DeleteFile",
@@ -259,14 +262,19 @@ def endpoint() -> str:
 
 def cache_dir() -> Path:
     """``KERNELS_CACHE``, else ``HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``."""
+    return cache_location()[0]
+
+
+def cache_location() -> tuple[Path, str]:
+    """The cache directory and what chose it (a variable's name, or ``the default``), for messages."""
     for name in ("KERNELS_CACHE", "HF_HUB_CACHE"):
         value = os.environ.get(name, "").strip()
         if value:
-            return Path(os.path.expanduser(value))
+            return Path(os.path.expanduser(value)), name
     home = os.environ.get("HF_HOME", "").strip()
     if home:
-        return Path(os.path.expanduser(home)) / "hub"
-    return Path.home() / ".cache" / "huggingface" / "hub"
+        return Path(os.path.expanduser(home)) / "hub", "HF_HOME"
+    return Path.home() / ".cache" / "huggingface" / "hub", "the default"
 
 
 def is_offline() -> bool:
@@ -317,12 +325,42 @@ def repo_folder_name(repo_id: str, repo_type: str) -> str:
     return "--".join([f"{repo_type}s", *repo_id.split("/")])
 
 
-class CacheLinkError(KernelBuilderError, ValueError):
+class CacheError(KernelBuilderError, OSError):
+    """The Hub cache cannot be written: the directory the environment names is unusable, or a folder in it is a
+    planted link. The message names the variable or the folder and what to do; nothing was written."""
+
+
+class CacheLinkError(CacheError):
     """A folder the download would write into is a symbolic link (or not a folder): nothing is written.
 
     Anyone who can write to a shared cache could plant such a link to make the next download write elsewhere
     (docs/security.md). Downloads write through none, and say which one to remove.
     """
+
+
+def _entries(folder: Path) -> set[Path]:
+    """Everything below ``folder`` now (nothing when it does not exist)."""
+    return set(folder.rglob("*")) if folder.is_dir() else set()
+
+
+def _remove_partial(folder: Path, before: set[Path], blobs: Path) -> None:
+    """Remove what a failed download added below ``folder`` (files first, then the folders it emptied) and its
+    unfinished blobs; what was there ``before`` stays."""
+    added = sorted(_entries(folder) - before, key=lambda path: len(path.parts), reverse=True)
+    with contextlib.suppress(OSError):
+        for path in added:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        if not before and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+        for unfinished in blobs.glob("*.incomplete"):
+            unfinished.unlink(missing_ok=True)
+
+
+def _kind(mode: int) -> str:
+    return "a regular file" if stat.S_ISREG(mode) else describe_mode(mode)
 
 
 def _no_links_below(root: Path, folders: Sequence[Path]) -> None:
@@ -353,7 +391,7 @@ def _no_links_below(root: Path, folders: Sequence[Path]) -> None:
                 )
             if not stat.S_ISDIR(info.st_mode):
                 raise CacheLinkError(
-                    f"{current} in the Hub cache is not a folder ({describe_mode(info.st_mode)}); remove it and "
+                    f"{current} in the Hub cache is not a folder ({_kind(info.st_mode)}); remove it and "
                     f"download again"
                 )
 
@@ -439,7 +477,7 @@ class Hub:
 
     def __init__(self, *, agent: str | None = None, offline: bool | None = None, warn: Warn = _warn) -> None:
         self.endpoint = endpoint()
-        self.cache_dir = cache_dir()
+        self.cache_dir, self.cache_source = cache_location()
         self.offline = is_offline() if offline is None else offline
         self.user_agent = agent
         self.network = NetworkPolicy.from_environment()
@@ -606,8 +644,28 @@ class Hub:
         """
 
         def download(kind: str) -> str:
-            if not self.offline:
-                self._guard_cache(RemoteRepo(repo.repo_id, kind), sha, folder)
+            if self.offline:
+                return str(fetch(kind))
+            typed = RemoteRepo(repo.repo_id, kind)
+            self._guard_cache(typed, sha, folder)
+            partial = self.snapshot(typed, sha).joinpath(*folder.split("/"))
+            before = _entries(partial)
+            try:
+                return str(fetch(kind))
+            except OSError as error:
+                # Never leave half a variant: a later load would find an incomplete folder.
+                _remove_partial(partial, before, self.repo_folder(typed) / "blobs")
+                if isinstance(error, HubConnectionError) or _failure(error, self.network) is not None:
+                    raise
+                raise CacheError(
+                    f"{repo.repo_id}: downloading {folder} at {sha} into {self.cache_dir} failed: "
+                    f"{error.strerror or error}"
+                    + (f" ({error.filename})" if error.filename else "")
+                    + "; the partial download was removed"
+                    + ". Free some space or point KERNELS_CACHE elsewhere, then load again."
+                ) from None
+
+        def fetch(kind: str) -> str:
             return str(
                 snapshot_download(
                     repo.repo_id,
@@ -762,6 +820,35 @@ class Hub:
     def _type(self, repo: RemoteRepo) -> str:
         return repo.repo_type or KERNEL
 
+    def writable_cache(self) -> None:
+        """Make sure the cache directory exists and can be written, or raise :class:`CacheError` naming the
+        variable that chose it (``KERNELS_CACHE``, ``HF_HUB_CACHE``, ``HF_HOME``) and what to do."""
+        root = self.cache_dir
+        chosen = (
+            f"the cache directory {root}"
+            if self.cache_source == "the default"
+            else f"{self.cache_source} ({root})"
+        )
+        remedy = (
+            "point KERNELS_CACHE at a writable directory, or set HF_HUB_OFFLINE=1 to load only what the cache "
+            "already holds"
+        )
+        try:
+            if not root.is_dir():
+                root.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            pass
+        except OSError as error:
+            raise CacheError(f"{chosen} cannot be created: {error.strerror or error}; {remedy}") from None
+        try:
+            info = root.stat()
+        except OSError as error:
+            raise CacheError(f"{chosen} cannot be used: {error.strerror or error}; {remedy}") from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise CacheError(f"{chosen} is not a directory ({_kind(info.st_mode)}); {remedy}")
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise CacheError(f"{chosen} is not writable; {remedy}")
+
     def _guard_cache(self, repo: RemoteRepo, sha: str, folder: str) -> None:
         """Refuse a download whose cache folders include a planted link (:class:`CacheLinkError`).
 
@@ -769,6 +856,7 @@ class Hub:
         and its lock files under ``.locks``. Checked before each download: a link planted during one is a race
         this cannot close (docs/security.md).
         """
+        self.writable_cache()
         top = self.repo_folder(repo)
         snapshot = self.snapshot(repo, sha)
         inner = snapshot.joinpath(*[part for part in folder.split("/") if part])
