@@ -172,7 +172,9 @@ def test_a_download_that_fails_half_way_leaves_no_partial_variant(hub: HubServer
     assert "File too large" in message and "the partial download was removed" in message
     repo = Path(os.environ["KERNELS_CACHE"]) / "kernels--org--relu"
     variant = repo / "snapshots" / sha / "build" / VARIANT
-    assert sorted(p.name for p in variant.iterdir()) == ["metadata.json"]  # read earlier, to choose the variant
+    assert sorted(p.name for p in variant.iterdir()) == [
+        "metadata.json"
+    ]  # read earlier, to choose the variant
     assert list((repo / "blobs").glob("*.incomplete")) == []
     # With room again, the same load succeeds from scratch.
     module = get_kernel(REPO, version=1)

@@ -64,7 +64,12 @@ def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
     # Self-contained on purpose: this source is copied into generated _ops.py files.
     def major_minor(text: "str") -> "tuple[int, int] | None":
         parts = text.strip().split(".")
-        if len(parts) < 2 or not (parts[0] + parts[1]).isascii() or not parts[0].isdigit() or not parts[1].isdigit():
+        if (
+            len(parts) < 2
+            or not (parts[0] + parts[1]).isascii()
+            or not parts[0].isdigit()
+            or not parts[1].isdigit()
+        ):
             return None
         return int(parts[0]), int(parts[1])
 
