@@ -346,7 +346,11 @@ def test_a_wheel_pinned_by_sha256(tmp_path: Path, offline_pip: Path, monkeypatch
     from dataclasses import replace
 
     wheel = cutlass_wheel(
-        offline_pip, "4.4.2", project="flashinfer-python", wheel_version="0.6.7", source="flashinfer/data/cutlass"
+        offline_pip,
+        "4.4.2",
+        project="flashinfer-python",
+        wheel_version="0.6.7",
+        source="flashinfer/data/cutlass",
     )
     with pytest.raises(BuildError) as info:
         cutlass_includes("cutlass_4_4", interpreter_with_pip(tmp_path), Log())

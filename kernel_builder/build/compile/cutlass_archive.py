@@ -127,7 +127,8 @@ def _download(url: str, into: Path, pin: CutlassPin, seconds: float) -> None:
         with urllib.request.urlopen(request, timeout=seconds) as response, into.open("wb") as out:
             length = response.headers.get("Content-Length")
             expected = int(length) if length is not None and length.isdigit() else None
-            while chunk := response.read(_CHUNK):
+            read = getattr(response, "read1", response.read)  # what has arrived, so the count stays exact
+            while chunk := read(_CHUNK):
                 out.write(chunk)
                 received += len(chunk)
     except urllib.error.HTTPError as exc:
