@@ -37,7 +37,7 @@ def compiled_by_backend() -> dict[str, tuple[str, ...]]:
 
 
 HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
-_CUTLASS_RE = re.compile(r"^cutlass_(\d+)_(\d+)$")
+_CUTLASS_RE = re.compile(r"^cutlass_([0-9]+)_([0-9]+)$")
 
 
 def read_kernels(ctx: Context, doc: dict[str, Any], root: Path, edition5_source: bool) -> tuple[Kernel, ...]:
