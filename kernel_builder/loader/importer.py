@@ -18,7 +18,7 @@ import re
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import CodeType, ModuleType
@@ -27,6 +27,7 @@ import kernel_builder.backends as backends
 from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
 from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
+from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError
 
 __all__ = [
@@ -330,10 +331,12 @@ def load_variant(
     *,
     metadata: Metadata | None = None,
     repo_info: RepoInfo | None = None,
+    dependencies: Mapping[str, ModuleType] | None = None,
 ) -> ModuleType:
     """Import a variant directory (docs/loading.md) and register it; a directory already loaded gives the same module.
 
-    ``metadata`` saves re-reading ``metadata.json``. Raises ``FileNotFoundError`` / ``ValueError`` for missing
+    ``metadata`` saves re-reading ``metadata.json``. ``dependencies`` (repository id → loaded module) are the
+    kernel's ``kernel-depends``, which its code gets from ``get_kernel_dep`` while it is imported. Raises ``FileNotFoundError`` / ``ValueError`` for missing
     or invalid metadata or package, ``ImportError`` when the id is taken by a different build, and re-raises
     what the package's ``__init__`` raises (after removing the id and its submodules from ``sys.modules``).
     """
@@ -398,7 +401,8 @@ def load_variant(
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_id] = module
         try:
-            spec.loader.exec_module(module)
+            with providing(f"{metadata.name} ({_where(directory, repo_info)})", dependencies or {}):
+                spec.loader.exec_module(module)
         except BaseException as error:
             _forget(module_id)
             _finder.ids.discard(module_id)

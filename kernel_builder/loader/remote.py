@@ -31,6 +31,7 @@ from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments
+from kernel_builder.loader.dependencies import resolve_dependencies
 from kernel_builder.loader.errors import KernelIntegrityError, NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     RepoInfo,
@@ -42,7 +43,7 @@ from kernel_builder.loader.importer import (
     read_variant_metadata,
     warn,
 )
-from kernel_builder.loader.local import load_local_override
+from kernel_builder.loader.local import dependency_sources, load_local_override
 from kernel_builder.loader.trust import check_trust_argument, require_trusted
 
 __all__ = [
@@ -428,7 +429,13 @@ def get_kernel(
     preferred compatible variant chosen; its Python dependencies checked; only that variant downloaded; its
     digest verified; imported under its unique id and registered with the repo and commit.
     """
-    module = load_local_override(repo_id, backend, verify_digest=verify_digest)
+    module = load_local_override(
+        repo_id,
+        backend,
+        verify_digest=verify_digest,
+        trust_remote_code=trust_remote_code,
+        user_agent=user_agent,
+    )
     if module is not None:
         if version is not None or revision is not None:
             logger.debug(
@@ -453,9 +460,18 @@ def get_kernel(
         raise FileNotFoundError(f"{target.label}: build/{variant}/{METADATA_FILE} not found")
     _check_agreement(target, variant, metadata)
     check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    sources = dependency_sources(
+        operation.backend,
+        trust_remote_code=trust_remote_code,
+        user_agent=user_agent,
+        verify_digest=verify_digest,
+        offline=hub.offline,
+    )
+    dependencies = resolve_dependencies(repo_id, metadata.kernel_depends, sources)  # docs/loading.md
     variant_dir, metadata = _download(operation, target, variant)
     _verify(operation, target, variant_dir, metadata, verify_digest)
-    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(target.repo.repo_id, target.sha))
+    repo_info = RepoInfo(target.repo.repo_id, target.sha)
+    return load_variant(variant_dir, metadata=metadata, repo_info=repo_info, dependencies=dependencies.load())
 
 
 def has_kernel(
@@ -526,6 +542,17 @@ def install_kernel(
     _check_agreement(target, variant, metadata)
     if validate_dependencies and metadata is not None:
         check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    # Its kernel dependencies are downloaded too, from the Hub (LOCAL_KERNELS does not apply), with no gate.
+    sources = dependency_sources(
+        operation.backend,
+        trust_remote_code=True,
+        user_agent=user_agent,
+        verify_digest=verify_digest,
+        offline=operation.hub.offline,
+        local_kernels=False,
+    )
+    dependencies = resolve_dependencies(repo_id, () if metadata is None else metadata.kernel_depends, sources)
     variant_dir, metadata = _download(operation, target, variant)
     _verify(operation, target, variant_dir, metadata, verify_digest)
+    dependencies.install()
     return variant_dir.absolute()
