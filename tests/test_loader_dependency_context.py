@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
+from loader_fixtures import reset_loader, write_variant
 
 from kernel_builder import get_kernel_dep
 from kernel_builder.loader.dependency_context import providing
+from kernel_builder.loader.importer import load_variant
 
 
 def module(name: str) -> ModuleType:
@@ -82,3 +85,29 @@ def test_get_kernel_dep_is_cheap_to_import() -> None:
         "assert heavy == [], heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_declared_dependency_the_caller_did_not_load_says_so() -> None:
+    """A load path that imports a kernel without its dependencies (a bare load_variant) is named as the cause."""
+    with providing("kb-a", {}, ["org/b"]), pytest.raises(RuntimeError) as caught:
+        get_kernel_dep("org/b")
+    assert str(caught.value) == (
+        "kernel kb-a declares dependency 'org/b', but the code that imported it did not load its kernel "
+        "dependencies; load it with get_kernel or get_local_kernel"
+    )
+
+
+def test_importing_a_kernel_without_its_dependencies_names_them(tmp_path: Path) -> None:
+    directory = write_variant(
+        tmp_path / "torch-cpu",
+        name="kb-a",
+        kernel_id="_kb_a_ctx",
+        files={"__init__.py": "from kernel_builder import get_kernel_dep\n\nget_kernel_dep('org/b')\n"},
+        extra={"kernel-depends": [{"repo-id": "org/b", "version": 1}]},
+    )
+    reset_loader()
+    try:
+        with pytest.raises(RuntimeError, match="declares dependency 'org/b', but the code that imported it"):
+            load_variant(directory)
+    finally:
+        reset_loader()

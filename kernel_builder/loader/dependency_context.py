@@ -17,7 +17,7 @@ import importlib
 import importlib.util
 import logging
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -37,6 +37,7 @@ class _Importing:
 
     kernel: str
     dependencies: Mapping[str, ModuleType]
+    declared: frozenset[str]  # its metadata's kernel-depends, loaded or not
 
 
 _current: ContextVar[_Importing | None] = ContextVar("kernel_builder_kernel_deps", default=None)
@@ -57,6 +58,11 @@ def get_kernel_dep(repo_id: str) -> ModuleType:
             f"(get_kernel, get_local_kernel, load_kernel): call it from the kernel's own code, at import time"
         )
     module = current.dependencies.get(repo_id)
+    if module is None and repo_id in current.declared:
+        raise RuntimeError(
+            f"kernel {current.kernel} declares dependency {repo_id!r}, but the code that imported it did not load "
+            f"its kernel dependencies; load it with get_kernel or get_local_kernel"
+        )
     if module is None:
         declared = ", ".join(sorted(current.dependencies)) or "none"
         raise RuntimeError(
@@ -92,13 +98,17 @@ def _upstream_context(dependencies: Mapping[str, ModuleType]) -> AbstractContext
 
 
 @contextmanager
-def providing(kernel: str, dependencies: Mapping[str, ModuleType]) -> Iterator[None]:
+def providing(
+    kernel: str, dependencies: Mapping[str, ModuleType], declared: Iterable[str] = ()
+) -> Iterator[None]:
     """Make ``dependencies`` (repository id → loaded module) what ``get_kernel_dep`` returns while the body runs.
 
-    ``kernel`` names the kernel being imported, for error messages. Nested uses (a kernel that loads another
+    ``kernel`` names the kernel being imported and ``declared`` the repository ids its metadata lists (those
+    not in ``dependencies`` were not loaded by the caller), for error messages. Nested uses (a kernel that loads another
     kernel while it is imported) each see their own dependencies; the previous ones are restored on exit.
     """
-    token = _current.set(_Importing(kernel, MappingProxyType(dict(dependencies))))
+    state = _Importing(kernel, MappingProxyType(dict(dependencies)), frozenset(declared) | set(dependencies))
+    token = _current.set(state)
     try:
         with _upstream_context(dependencies):
             yield

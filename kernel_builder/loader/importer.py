@@ -401,7 +401,8 @@ def load_variant(
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_id] = module
         try:
-            with providing(f"{metadata.name} ({_where(directory, repo_info)})", dependencies or {}):
+            declared = [dependency.repo_id for dependency in metadata.kernel_depends]
+            with providing(f"{metadata.name} ({_where(directory, repo_info)})", dependencies or {}, declared):
                 spec.loader.exec_module(module)
         except BaseException as error:
             _forget(module_id)
