@@ -307,3 +307,13 @@ def test_install_kernel_downloads_the_dependencies_too(hub: HubServer, tmp_path:
     cache = Path(os.environ["KERNELS_CACHE"])
     assert (cache / "kernels--org--b" / "snapshots" / sha_b / "build" / VARIANT / "__init__.py").is_file()
     assert get_loaded_kernels() == []  # nothing imported
+
+
+def test_a_local_kernels_entry_that_does_not_exist_names_the_chain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = kernel(tmp_path / "a", "kb-a", [v1("org/b")])
+    set_local_kernels(monkeypatch, {"org/a": a, "org/b": tmp_path / "nowhere"})
+    with pytest.raises(KernelDependencyError, match=r"^kernel dependency org/a -> org/b: cannot resolve org/b "
+                       r"\(version 1\): LOCAL_KERNELS maps org/b to .*nowhere, which does not exist"):  # fmt: skip
+        get_kernel("org/a", version=1)
