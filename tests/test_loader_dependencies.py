@@ -89,8 +89,8 @@ def test_a_dependency_mapped_in_local_kernels_loads_first(
     module = get_local_kernel(a)
     assert module.VALUE == "kb-a(kb-b())"
     assert loaded_names() == ["kb-b", "kb-a"]  # the dependency was imported before its dependent
-    (_, loaded_a) = get_loaded_kernels()
-    assert module.DEPS["org/b"] is get_loaded_kernels()[0].module and loaded_a.module is module
+    loaded_b, loaded_a = get_loaded_kernels()
+    assert module.DEPS["org/b"] is loaded_b.module and loaded_a.module is module
 
 
 def test_get_kernel_with_every_kernel_mapped_needs_no_hub(
