@@ -22,6 +22,7 @@ from kernel_builder.formats.metadata import Metadata
 from kernel_builder.loader.errors import (
     KernelIntegrityError,
     KernelNotLockedError,
+    LoaderTooOldError,
     NoCompatibleVariantError,
     UntrustedKernelError,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "KernelIntegrityError",
     "KernelNotLockedError",
     "LoadedKernel",
+    "LoaderTooOldError",
     "Metadata",
     "NoCompatibleVariantError",
     "RepoInfo",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KernelIntegrityError",
     "KernelNotLockedError",
+    "LoaderTooOldError",
     "NoCompatibleVariantError",
     "UntrustedKernelError",
 ]
@@ -42,3 +43,7 @@ class UntrustedKernelError(ValueError, KernelBuilderError):
 
 class KernelNotLockedError(ValueError, KernelBuilderError):
     """A locked load found no lock file that lists the repository."""
+
+
+class LoaderTooOldError(RuntimeError, KernelBuilderError):
+    """A build's ``kernels-minver`` names a newer ``kernels`` API than this loader implements."""
