@@ -597,6 +597,53 @@ def test_gpu_check_reads_only_metadata(hub: HubServer, tmp_path: Path, machine: 
     )
 
 
+def test_check_arch_false_skips_the_gpu_check(
+    hub: HubServer, tmp_path: Path, machine: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As upstream's check_arch=False (and KERNEL_BUILDER_CHECK_GPU_ARCH=0): the declared architectures may be
+    incomplete (a Triton fallback, say); the GPUs are not even probed."""
+    machine.gpus = [(10, 0)]
+    new_repo(hub)
+    version_branch(hub, tmp_path, 1, {CU130: {"archs": ["8.0", "9.0"]}})
+    with pytest.raises(NoCompatibleVariantError, match="GPU 0 has compute capability 10.0; build provides 8.0, 9.0"):
+        get_kernel(REPO, version=1)
+    assert not has_kernel(REPO, version=1)
+    probed: list[str] = []
+    monkeypatch.setattr(resolve_module, "probe_gpus", lambda backend: probed.append(backend) or machine.gpus)
+    assert has_kernel(REPO, version=1, check_arch=False)
+    assert get_kernel(REPO, version=1, check_arch=False).__name__ == f"_relu_v1_{CU130.replace('-', '_')}"
+    assert probed == []
+    # Under LOCAL_KERNELS the override honours it too.
+    root = tmp_path / "checkout"
+    write_variant(root / "build" / CU130, kernel_id="_relu_local", backend="cuda", archs=["8.0"])
+    monkeypatch.setenv("LOCAL_KERNELS", f"{REPO}={root}")
+    with pytest.raises(NoCompatibleVariantError):
+        get_kernel(REPO, version=1)
+    assert not has_kernel(REPO, version=1)
+    assert get_kernel(REPO, version=1, check_arch=False).__name__ == "_relu_local"
+    assert has_kernel(REPO, version=1, check_arch=False)
+
+
+def test_install_kernel_by_version_and_local_files_only(hub: HubServer, tmp_path: Path) -> None:
+    new_repo(hub)
+    v1 = version_branch(hub, tmp_path, 1, {"torch-cuda": {}})
+    v2 = version_branch(hub, tmp_path, 2, {"torch-cuda": {}})
+    with pytest.raises(ValueError, match="^exactly one of version and revision is required"):
+        install_kernel(REPO)
+    path = install_kernel(REPO, version=1)  # online: also records that org is a trusted publisher
+    assert path == cache_folder() / "snapshots" / v1 / "build" / "torch-cuda"
+    assert (cache_folder() / "refs" / "v1").read_text() == v1
+    hub.clear_requests()
+    assert install_kernel(REPO, version=1, local_files_only=True) == path
+    assert install_kernel(REPO, revision=v1, local_files_only=True) == path
+    assert hub.requests == []
+    with pytest.raises(ValueError, match="^cannot resolve version 2 of org/relu offline"):
+        install_kernel(REPO, version=2, local_files_only=True)
+    with pytest.raises(FileNotFoundError, match="is not in the cache"):
+        install_kernel(REPO, revision=v2, local_files_only=True)
+    assert hub.requests == []
+
+
 # --- §8.22, §8.23 offline -----------------------------------------------------------------------------------
 
 

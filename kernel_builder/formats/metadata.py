@@ -214,10 +214,12 @@ def _parse_provenance(fields: _Fields) -> Provenance | None:
 
 
 def _parse_kernels_minver(fields: _Fields) -> tuple[int, int, int] | None:
-    """``kernels-minver``: ``"X.Y.Z"``, three non-negative integers, as upstream's parser demands."""
-    text = fields.string("kernels-minver")
-    if text is None:
+    """``kernels-minver``: ``"X.Y.Z"``, three non-negative integers, as upstream's parser demands (``null``, as
+    there, is the same as no key)."""
+    if fields.data.get("kernels-minver") is None:
         return None
+    text = fields.string("kernels-minver")
+    assert text is not None
     parts = text.split(".")
     if len(parts) != 3 or not all(part.isascii() and part.isdigit() for part in parts):
         raise fields.error("kernels-minver", f"expected a version X.Y.Z of three numbers, got {json.dumps(text)}")
