@@ -32,7 +32,7 @@ def fake_gpu(capability: list[int]) -> None:
     import torch
 
     major, minor = capability
-    torch.version.cuda = "12.8"  # type: ignore[misc]
+    torch.version.cuda = "12.8"
     torch.cuda.is_available = lambda: True
     torch.cuda.device_count = lambda: 1
     torch.cuda.get_device_capability = lambda device=None: (major, minor)

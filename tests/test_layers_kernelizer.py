@@ -552,7 +552,9 @@ def test_locked_layer_repository(hub: HubServer, tmp_path: Path) -> None:
     with use_kernel_mapping({"ReLU": {"cpu": refused}}):  # online, the trust gate applies, as upstream's
         with pytest.raises(UntrustedKernelError):
             kernelize(model(), mode=Mode.INFERENCE, device="cpu")
-    repository = LockedLayerRepository(KERNEL_REPO, lockfile=lock, layer_name="ReLU", trust_remote_code=[KERNEL_REPO])
+    repository = LockedLayerRepository(
+        KERNEL_REPO, lockfile=lock, layer_name="ReLU", trust_remote_code=[KERNEL_REPO]
+    )
     assert repository != refused
     assert str(repository) == f"{KERNEL_REPO} (locked at {sha} in {project / 'kernels.lock'}), layer ReLU"
     net = model()

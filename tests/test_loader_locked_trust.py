@@ -31,7 +31,12 @@ def locked_project(hub: HubServer, tmp_path: Path) -> Path:
     hub.create_repo(REPO)
     hub.create_branch(REPO, "v1")
     commit_variants(
-        hub, tmp_path / "publish", {"torch-cpu": {}}, kernel_id=lambda name: "_relu_shady", repo_id=REPO, branch="v1"
+        hub,
+        tmp_path / "publish",
+        {"torch-cpu": {}},
+        kernel_id=lambda name: "_relu_shady",
+        repo_id=REPO,
+        branch="v1",
     )
     project = tmp_path / "app"
     project.mkdir()
@@ -45,7 +50,9 @@ def test_online_locked_loads_pass_the_trust_gate(hub: HubServer, tmp_path: Path)
     hub.clear_requests()
     with pytest.raises(UntrustedKernelError, match="organization 'shady' is not a trusted kernel publisher"):
         get_locked_kernel(REPO, lockfile=lock)
-    assert [r.path for r in hub.requests] == ["/api/organizations/shady/overview"]  # refused before downloading
+    assert [r.path for r in hub.requests] == [
+        "/api/organizations/shady/overview"
+    ]  # refused before downloading
     with pytest.raises(UntrustedKernelError):
         get_locked_kernel(REPO, lockfile=lock, trust_remote_code=["shady/other"])
     module = get_locked_kernel(REPO, lockfile=lock, trust_remote_code=[REPO])

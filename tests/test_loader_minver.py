@@ -39,13 +39,18 @@ def test_the_api_level_is_the_kernels_release_the_differential_tests_run() -> No
 
 
 @pytest.mark.parametrize(
-    ("value", "parsed"), [(None, None), ("0.17.0", (0, 17, 0)), ("0.17.2", (0, 17, 2)), ("10.0.12", (10, 0, 12))]
+    ("value", "parsed"),
+    [(None, None), ("0.17.0", (0, 17, 0)), ("0.17.2", (0, 17, 2)), ("10.0.12", (10, 0, 12))],
 )
-def test_kernels_minver_is_parsed(tmp_path: Path, value: str | None, parsed: tuple[int, int, int] | None) -> None:
+def test_kernels_minver_is_parsed(
+    tmp_path: Path, value: str | None, parsed: tuple[int, int, int] | None
+) -> None:
     assert read_metadata(variant(tmp_path, value)).kernels_minver == parsed
 
 
-@pytest.mark.parametrize("value", ["0.17", "1", "0.17.2.1", "abc", "0.18.0rc1", "", "1.-2.3", "١.٢.٣", 18, [0, 18, 0]])
+@pytest.mark.parametrize(
+    "value", ["0.17", "1", "0.17.2.1", "abc", "0.18.0rc1", "", "1.-2.3", "١.٢.٣", 18, [0, 18, 0]]
+)
 def test_kernels_minver_must_be_three_numbers(tmp_path: Path, value: object) -> None:
     """Upstream's parser refuses the same values (a version of exactly three numeric parts)."""
     directory = variant(tmp_path, "0.0.0")
@@ -54,7 +59,9 @@ def test_kernels_minver_must_be_three_numbers(tmp_path: Path, value: object) -> 
     (directory / "metadata.json").write_text(json.dumps(data))
     with pytest.raises(ValueError) as caught:
         read_metadata(directory)
-    assert str(caught.value).startswith(f"{directory / 'metadata.json'}: invalid field 'kernels-minver': expected ")
+    assert str(caught.value).startswith(
+        f"{directory / 'metadata.json'}: invalid field 'kernels-minver': expected "
+    )
 
 
 def test_null_is_no_minimum(tmp_path: Path) -> None:

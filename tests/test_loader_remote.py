@@ -521,7 +521,9 @@ def test_a_list_is_an_allowlist_of_repo_ids(hub: HubServer, tmp_path: Path) -> N
     with pytest.raises(UntrustedKernelError, match="organization 'org' is not a trusted kernel publisher"):
         get_kernel(REPO, revision="main", trust_remote_code=["org/other", "good/relu"])
     # A trusted publisher's kernel loads whatever the list says.
-    assert get_kernel("good/relu", revision="main", trust_remote_code=[REPO]).__name__ == "_relu_good_torch_cuda"
+    assert (
+        get_kernel("good/relu", revision="main", trust_remote_code=[REPO]).__name__ == "_relu_good_torch_cuda"
+    )
     assert install_kernel(REPO, version=None, revision="main", trust_remote_code=[REPO]).name == "torch-cuda"
 
     # The list is matched against every repository the load reaches: a redirect's destination too.
@@ -605,11 +607,18 @@ def test_check_arch_false_skips_the_gpu_check(
     machine.gpus = [(10, 0)]
     new_repo(hub)
     version_branch(hub, tmp_path, 1, {CU130: {"archs": ["8.0", "9.0"]}})
-    with pytest.raises(NoCompatibleVariantError, match="GPU 0 has compute capability 10.0; build provides 8.0, 9.0"):
+    with pytest.raises(
+        NoCompatibleVariantError, match="GPU 0 has compute capability 10.0; build provides 8.0, 9.0"
+    ):
         get_kernel(REPO, version=1)
     assert not has_kernel(REPO, version=1)
     probed: list[str] = []
-    monkeypatch.setattr(resolve_module, "probe_gpus", lambda backend: probed.append(backend) or machine.gpus)
+
+    def probe(backend: str) -> list[Device]:
+        probed.append(backend)
+        return machine.gpus
+
+    monkeypatch.setattr(resolve_module, "probe_gpus", probe)
     assert has_kernel(REPO, version=1, check_arch=False)
     assert get_kernel(REPO, version=1, check_arch=False).__name__ == f"_relu_v1_{CU130.replace('-', '_')}"
     assert probed == []

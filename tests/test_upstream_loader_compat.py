@@ -107,7 +107,9 @@ def run_script(package: str, config: dict[str, Any], work: Path) -> dict[str, An
 def compare(config: dict[str, Any], tmp_path: Path) -> dict[str, str]:
     """Run ``config`` through both packages; assert the same outcomes; return ours."""
     pytest.importorskip("kernels")
-    ours, theirs = (run_script(package, config, tmp_path / package) for package in ("kernel_builder", "kernels"))
+    ours, theirs = (
+        run_script(package, config, tmp_path / package) for package in ("kernel_builder", "kernels")
+    )
     differences = []
     for name in sorted(set(ours["results"]) | set(theirs["results"])):
         pair = (ours["results"].get(name), theirs["results"].get(name))
@@ -122,7 +124,9 @@ def compare(config: dict[str, Any], tmp_path: Path) -> dict[str, str]:
     return results
 
 
-def case(name: str, call: str, *args: Any, env: Mapping[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
+def case(
+    name: str, call: str, *args: Any, env: Mapping[str, str] | None = None, **kwargs: Any
+) -> dict[str, Any]:
     """One call of ``loader_compat.py``; a ``Path`` argument travels as ``{"path": ...}``."""
     encoded = [{"path": str(arg)} if isinstance(arg, Path) else arg for arg in args]
     return {"name": name, "call": call, "args": encoded, "kwargs": kwargs, "env": dict(env or {})}
@@ -137,7 +141,9 @@ def test_trust_allowlist_minver_and_local_kernels_as_upstream(hub: HubServer, tm
     publish(hub, tmp_path, MINVER, 2, {"torch-cpu": {"extra": {"kernels-minver": "0.17.2"}}})
     publish(hub, tmp_path, MINVER, 3, {"torch-cpu": {"extra": {"kernels-minver": "0.18.0"}}})
     local = write_kernel(tmp_path / "local", "local", {"torch-cpu": {}})
-    new_local = write_kernel(tmp_path / "local-new", "local-new", {"torch-cpu": {"extra": {"kernels-minver": "1.0.0"}}})
+    new_local = write_kernel(
+        tmp_path / "local-new", "local-new", {"torch-cpu": {"extra": {"kernels-minver": "1.0.0"}}}
+    )
     override = {"LOCAL_KERNELS": f"{TINY}={local}"}
     cases = [
         # trust_remote_code: a list of repo ids allowed in addition to trusted publishers

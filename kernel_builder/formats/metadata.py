@@ -222,7 +222,9 @@ def _parse_kernels_minver(fields: _Fields) -> tuple[int, int, int] | None:
     assert text is not None
     parts = text.split(".")
     if len(parts) != 3 or not all(part.isascii() and part.isdigit() for part in parts):
-        raise fields.error("kernels-minver", f"expected a version X.Y.Z of three numbers, got {json.dumps(text)}")
+        raise fields.error(
+            "kernels-minver", f"expected a version X.Y.Z of three numbers, got {json.dumps(text)}"
+        )
     major, minor, patch = (int(part) for part in parts)
     return (major, minor, patch)
 

@@ -18,8 +18,8 @@ from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
-from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.arguments import check_trust_argument
+from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     check_digest,
     check_python_dependencies,
@@ -98,7 +98,9 @@ def local_variant_dir(
     return _resolve(repo_path, backend, check_arch)[0]
 
 
-def _resolve(repo_path: str | os.PathLike[str], backend: str | None, check_arch: bool = True) -> tuple[Path, str]:
+def _resolve(
+    repo_path: str | os.PathLike[str], backend: str | None, check_arch: bool = True
+) -> tuple[Path, str]:
     root = Path(os.path.abspath(repo_path))
     env = environment.detect_environment()
     selected = resolve.select_backend(env, backend)
