@@ -102,6 +102,8 @@ class Metadata:
     arch_selection: str | None = None
     digest: Digest | None = None
     provenance: Provenance | None = None
+    #: ``kernels-minver``: the oldest ``kernels`` loader release that can load this build (major, minor, patch).
+    kernels_minver: tuple[int, int, int] | None = None
 
     @property
     def python_name(self) -> str:
@@ -241,6 +243,22 @@ def _parse_provenance(fields: _Fields) -> Provenance | None:
     )
 
 
+def _parse_kernels_minver(fields: _Fields) -> tuple[int, int, int] | None:
+    """``kernels-minver``: ``"X.Y.Z"``, three non-negative integers, as upstream's parser demands (``null``, as
+    there, is the same as no key)."""
+    if fields.data.get("kernels-minver") is None:
+        return None
+    text = fields.string("kernels-minver")
+    assert text is not None
+    parts = text.split(".")
+    if len(parts) != 3 or not all(part.isascii() and part.isdigit() for part in parts):
+        raise fields.error(
+            "kernels-minver", f"expected a version X.Y.Z of three numbers, got {json.dumps(text)}"
+        )
+    major, minor, patch = (int(part) for part in parts)
+    return (major, minor, patch)
+
+
 def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = None) -> Metadata:
     """Parse a ``metadata.json`` file (or the one inside the directory ``path``).
 
@@ -305,6 +323,7 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
         digest=_parse_digest(fields),
         provenance=_parse_provenance(fields),
         arch_selection=fields.string("arch-selection"),
+        kernels_minver=_parse_kernels_minver(fields),
     )
 
 

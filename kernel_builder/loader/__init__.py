@@ -27,6 +27,7 @@ from kernel_builder.loader.errors import (
     KernelDependencyError,
     KernelIntegrityError,
     KernelNotLockedError,
+    LoaderTooOldError,
     NoCompatibleVariantError,
     UntrustedKernelError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "KernelIntegrityError",
     "KernelNotLockedError",
     "LoadedKernel",
+    "LoaderTooOldError",
     "Metadata",
     "NoCompatibleVariantError",
     "RepoInfo",

@@ -19,6 +19,7 @@ __all__ = [
     "KernelDependencyError",
     "KernelIntegrityError",
     "KernelNotLockedError",
+    "LoaderTooOldError",
     "NoCompatibleVariantError",
     "UntrustedKernelError",
 ]
@@ -55,3 +56,7 @@ class KernelDependencyError(ValueError, KernelBuilderError):
     def __init__(self, message: str, chain: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.chain: tuple[str, ...] = tuple(chain)
+
+
+class LoaderTooOldError(RuntimeError, KernelBuilderError):
+    """A build's ``kernels-minver`` names a newer ``kernels`` API than this loader implements."""

@@ -16,6 +16,7 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
+from kernel_builder.loader.arguments import check_trust_argument, trusted_by_caller
 from kernel_builder.loader.dependencies import Located
 from kernel_builder.loader.importer import RepoInfo, check_python_dependencies
 from kernel_builder.loader.remote import (  # get_kernel's steps: a dependency loads exactly like a kernel
@@ -27,7 +28,7 @@ from kernel_builder.loader.remote import (  # get_kernel's steps: a dependency l
     start_operation,
     variant_metadata,
 )
-from kernel_builder.loader.trust import check_trust_argument, require_trusted
+from kernel_builder.loader.trust import require_trusted
 
 __all__ = ["HubSource"]
 
@@ -53,10 +54,10 @@ class HubSource:
     def locate(self, dependency: KernelDependency) -> Located:
         operation = self.operation
         hub = operation.hub
-        skip_gate = check_trust_argument(dependency.repo_id, self.trust_remote_code)
+        trust = check_trust_argument(self.trust_remote_code)
 
         def gate(repo_id: str) -> None:
-            if not skip_gate:
+            if not trusted_by_caller(trust, repo_id):
                 require_trusted(hub, repo_id)
 
         gate(dependency.repo_id)

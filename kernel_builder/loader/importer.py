@@ -29,6 +29,7 @@ from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
 from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError
+from kernel_builder.loader.minver import check_kernels_minver
 
 __all__ = [
     "LoadedKernel",
@@ -348,6 +349,7 @@ def load_variant(
             return known.module
         if metadata is None:
             metadata = read_variant_metadata(directory)
+        check_kernels_minver(metadata, directory.name, _where(directory, repo_info))
         dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
         if dirty:
             keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)

@@ -22,6 +22,7 @@ from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
+from kernel_builder.loader.arguments import check_trust_argument
 from kernel_builder.loader.dependencies import LazySource, Located, Source, resolve_dependencies
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
@@ -56,15 +57,19 @@ def get_local_kernel(
     repo_path: str | os.PathLike[str],
     backend: str | None = None,
     *,
-    verify_digest: bool | None = None,
     trust_remote_code: bool | list[str] = False,
     user_agent: str | dict[str, object] | None = None,
+    verify_digest: bool | None = None,
+    check_arch: bool = True,
 ) -> ModuleType:
     """Import a kernel from a local repo root, its ``build/`` directory or one variant directory.
 
     Among variant directories the best compatible one is chosen (docs/loading.md); a single variant directory is loaded
     without compatibility filtering. ``backend`` is ``None`` (the detected backend), ``"cpu"`` or the detected
-    backend's name. ``verify_digest=None`` follows ``KERNEL_BUILDER_VERIFY_DIGEST`` (on by default).
+    backend's name. ``verify_digest=None`` follows ``KERNEL_BUILDER_VERIFY_DIGEST`` (on by default);
+    ``check_arch=False`` skips the GPU-architecture check. ``trust_remote_code`` and ``user_agent`` are
+    upstream's: they apply to the Hub kernels this kernel depends on (the local kernel itself needs no trust);
+    ``trust_remote_code`` is validated here.
 
     Raises ``ValueError`` for an invalid backend, :class:`NoCompatibleVariantError` when variant directories
     exist but none suits this environment, ``FileNotFoundError`` when ``repo_path`` is none of the accepted
@@ -73,7 +78,10 @@ def get_local_kernel(
     Its ``kernel-depends`` are loaded first (``LOCAL_KERNELS``, else the Hub, behind the trust gate that
     ``trust_remote_code`` controls as for ``get_kernel``; ``user_agent`` goes with those Hub requests).
     """
-    return _load_local(repo_path, backend, verify_digest, trust_remote_code, user_agent, root=None)
+    check_trust_argument(trust_remote_code)
+    return _load_local(
+        repo_path, backend, verify_digest, trust_remote_code, user_agent, check_arch, root=None
+    )
 
 
 def _load_local(
@@ -82,11 +90,12 @@ def _load_local(
     verify_digest: bool | None,
     trust_remote_code: bool | list[str],
     user_agent: str | dict[str, object] | None,
+    check_arch: bool,
     *,
     root: str | None,
 ) -> ModuleType:
     """``get_local_kernel``; ``root`` names the kernel in dependency chains (its repo id for ``LOCAL_KERNELS``)."""
-    variant_dir, selected = _resolve(repo_path, backend)
+    variant_dir, selected = _resolve(repo_path, backend, check_arch)
     metadata = read_variant_metadata(variant_dir)
     _check_agreement(variant_dir, metadata)
     check_python_dependencies(metadata, selected, variant_dir)
@@ -111,17 +120,21 @@ def _check_agreement(variant_dir: Path, metadata: Metadata) -> None:
         )
 
 
-def local_variant_dir(repo_path: str | os.PathLike[str], backend: str | None = None) -> Path:
+def local_variant_dir(
+    repo_path: str | os.PathLike[str], backend: str | None = None, *, check_arch: bool = True
+) -> Path:
     """The variant directory :func:`get_local_kernel` would import from ``repo_path`` in this environment
     (same shapes and errors), without importing it."""
-    return _resolve(repo_path, backend)[0]
+    return _resolve(repo_path, backend, check_arch)[0]
 
 
-def _resolve(repo_path: str | os.PathLike[str], backend: str | None) -> tuple[Path, str]:
+def _resolve(
+    repo_path: str | os.PathLike[str], backend: str | None, check_arch: bool = True
+) -> tuple[Path, str]:
     root = Path(os.path.abspath(repo_path))
     env = environment.detect_environment()
     selected = resolve.select_backend(env, backend)
-    return _locate(root, env, selected), selected
+    return _locate(root, env, selected, check_arch), selected
 
 
 def _has_variant(names: list[str]) -> bool:
@@ -134,7 +147,7 @@ def _has_variant(names: list[str]) -> bool:
     return False
 
 
-def _locate(root: Path, env: environment.Environment, backend: str) -> Path:
+def _locate(root: Path, env: environment.Environment, backend: str, check_arch: bool) -> Path:
     for base in (root, root / "build"):
         names = variant_directories(base)
         if not _has_variant(names):
@@ -152,7 +165,7 @@ def _locate(root: Path, env: environment.Environment, backend: str) -> Path:
             backend,
             lookup,
             gpus=probe,
-            check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+            check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
             first_only=True,
         )
         if decisions and isinstance(decisions[0], resolve.VariantAccepted):
@@ -264,6 +277,7 @@ def load_local_override(
     verify_digest: bool | None = None,
     trust_remote_code: bool | list[str] = False,
     user_agent: str | dict[str, object] | None = None,
+    check_arch: bool = True,
 ) -> ModuleType | None:
     """``get_kernel``'s first step: the kernel ``LOCAL_KERNELS`` maps ``repo_id`` to, else ``None``.
 
@@ -273,7 +287,7 @@ def load_local_override(
     if path is None:
         return None
     logger.debug("%s: loading %s from %s (%s)", repo_id, repo_id, path, LOCAL_KERNELS)
-    return _load_local(path, backend, verify_digest, trust_remote_code, user_agent, root=repo_id)
+    return _load_local(path, backend, verify_digest, trust_remote_code, user_agent, check_arch, root=repo_id)
 
 
 # --- kernel dependencies (docs/loading.md) ---------------------------------------------------------------------------
