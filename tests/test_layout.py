@@ -100,6 +100,7 @@ TESTED_ELSEWHERE = {
             "check_config",
             "download",
             "generate",
+            "info",
             "init",
             "list_variants",
             "lock",
@@ -108,6 +109,8 @@ TESTED_ELSEWHERE = {
             "test",
             "update_build",
             "upload",
+            "verify_signature",
+            "versions",
         )
     },  # fmt: skip
 }

@@ -28,6 +28,7 @@ from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
 from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
 from kernel_builder.loader.errors import KernelIntegrityError
+from kernel_builder.loader.signatures import require_signature
 
 __all__ = [
     "LoadedKernel",
@@ -345,6 +346,8 @@ def load_variant(
             return known.module
         if metadata is None:
             metadata = read_variant_metadata(directory)
+        if repo_info is not None:  # a Hub download: the opt-in signature policy (docs/security.md)
+            require_signature(directory, metadata, _where(directory, repo_info))
         dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
         if dirty:
             keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
