@@ -12,6 +12,7 @@ import importlib.resources
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hub_server import HubServer
@@ -20,9 +21,8 @@ from loader_fixtures import ENV, commit_variants, reset_loader
 from kernel_builder.cli import main
 from kernel_builder.formats import runtime as environment
 from kernel_builder.formats.dependencies import KernelDependency
-from kernel_builder.loader import get_loaded_kernels, trust
+from kernel_builder.loader import get_loaded_kernels, signatures, trust
 from kernel_builder.loader import resolve as resolve_module
-from kernel_builder.loader import signatures
 from kernel_builder.loader.describe import describe_kernel, kernel_versions
 
 LINUX = "x86_64-linux"
@@ -30,7 +30,12 @@ CU126 = f"torch212-cxx11-cu126-{LINUX}"
 CU130 = f"torch212-cxx11-cu130-{LINUX}"
 CU132 = f"torch212-cxx11-cu132-{LINUX}"
 REPO = "org/relu"
-FOREIGN_BUNDLE = Path(__file__).resolve().parent / "fixtures" / "sigstore" / "pypi_attestation_models-0.0.4a2.tar.gz.sigstore"
+FOREIGN_BUNDLE = (
+    Path(__file__).resolve().parent
+    / "fixtures"
+    / "sigstore"
+    / "pypi_attestation_models-0.0.4a2.tar.gz.sigstore"
+)
 REJECT_126 = "built for CUDA 12.6 (cu126), major version differs from the environment's CUDA 13.0"
 REJECT_132 = "built for CUDA 13.2 (cu132), minor version newer than the environment's CUDA 13.0"
 BUILDER = {"provenance": {"kernel-builder": {"version": "0.9.1"}}}
@@ -45,7 +50,12 @@ def machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     for name in (signatures.REQUIRE_SIGNATURE, signatures.SIGNERS, "KERNEL_BUILDER_VERIFY_DIGEST"):
         monkeypatch.delenv(name, raising=False)
     # Verify against the production trust root the sigstore package ships: no TUF refresh, no network.
-    shipped = importlib.resources.files("sigstore") / "_store" / "https%3A%2F%2Ftuf-repo-cdn.sigstore.dev" / "trusted_root.json"
+    shipped = (
+        importlib.resources.files("sigstore")
+        / "_store"
+        / "https%3A%2F%2Ftuf-repo-cdn.sigstore.dev"
+        / "trusted_root.json"
+    )
     root = tmp_path / "trusted_root.json"
     root.write_bytes(shipped.read_bytes())
     monkeypatch.setenv(signatures.TRUSTED_ROOT, str(root))
@@ -59,20 +69,25 @@ def publish(hub: HubServer, tmp_path: Path) -> dict[str, str]:
     hub.add_organization("org")
     hub.create_repo(REPO)
     shas = {}
-    for version, variants, extra in (
+    releases: list[tuple[int, dict[str, dict[str, Any]], dict[str, bytes | str]]] = [
         (1, {CU126: {}, CU130: {"extra": {**BUILDER, **DEPENDS}}, CU132: {"digest": False}}, {f"build/{CU130}/metadata.json.sigstore": FOREIGN_BUNDLE.read_bytes()}),
         (2, {CU130: {}}, {}),
-    ):
+    ]  # fmt: skip
+    for version, variants, extra in releases:
         hub.create_branch(REPO, f"v{version}")
         shas[f"v{version}"] = commit_variants(
-            hub, tmp_path / f"v{version}", variants, kernel_id=lambda name, v=version: f"_relu_v{v}_{name[:18].replace('-', '_')}",
+            hub, tmp_path / f"v{version}", variants, kernel_id=lambda name: f"_relu_v{version}_{name[:18].replace('-', '_')}",
             repo_id=REPO, branch=f"v{version}", extra=extra,
         )  # fmt: skip
     return shas
 
 
 def downloaded(hub: HubServer) -> list[str]:
-    return sorted(r.path.split("/resolve/", 1)[1].split("/", 1)[1] for r in hub.requests if r.method == "GET" and "/resolve/" in r.path)
+    return sorted(
+        r.path.split("/resolve/", 1)[1].split("/", 1)[1]
+        for r in hub.requests
+        if r.method == "GET" and "/resolve/" in r.path
+    )
 
 
 # --- info ---------------------------------------------------------------------------------------------------
@@ -84,13 +99,18 @@ def test_info_judges_every_variant_and_reads_only_metadata(hub: HubServer, tmp_p
     info = describe_kernel(REPO, version=1)
     assert (info.repo_id, info.sha, info.ref, info.version, info.loads) == (REPO, shas["v1"], "v1", 1, CU130)
     assert info.environment == "Torch 2.12 (cxx11 ABI), backend cuda 13.0, x86_64-linux, no GPU visible"
-    rows = [(v.name, v.verdict, v.reason, v.builder_version, v.kernel_depends, v.digest, v.signature) for v in info.variants]
+    rows = [
+        (v.name, v.verdict, v.reason, v.builder_version, v.kernel_depends, v.digest, v.signature)
+        for v in info.variants
+    ]
     assert rows == [
         (CU130, "preferred", None, "0.9.1", (KernelDependency("org/activation", 2),), True, "present"),
         (CU126, "rejected", REJECT_126, None, (), True, "absent"),
         (CU132, "rejected", REJECT_132, None, (), False, "absent"),
     ]
-    assert all(path.endswith("/metadata.json") for path in downloaded(hub)), downloaded(hub)  # no code fetched
+    assert all(path.endswith("/metadata.json") for path in downloaded(hub)), downloaded(
+        hub
+    )  # no code fetched
     assert get_loaded_kernels() == []
 
 
@@ -112,7 +132,9 @@ def test_info_verify_checks_the_bundle_of_signed_variants(hub: HubServer, tmp_pa
     assert [v.signature for v in info.variants[1:]] == ["absent", "absent"]
 
 
-def test_info_command_text_and_json(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_info_command_text_and_json(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shas = publish(hub, tmp_path)
     assert main(["info", REPO, "--version", "1"]) == 0
     text = capsys.readouterr().out
@@ -128,13 +150,20 @@ def test_info_command_text_and_json(hub: HubServer, tmp_path: Path, capsys: pyte
     assert f"{CU126}: not here: {REJECT_126}" in text
     assert main(["info", REPO, "--version", "1", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert (data["revision"], data["loads"], data["name"], data["license"]) == (shas["v1"], CU130, "relu", "Apache-2.0")
+    assert (data["revision"], data["loads"], data["name"], data["license"]) == (
+        shas["v1"],
+        CU130,
+        "relu",
+        "Apache-2.0",
+    )
     assert [(v["name"], v["loads_here"], v["signature"], v["digest"]) for v in data["variants"]] == [
         (CU130, True, "present", True),
         (CU126, False, "absent", True),
         (CU132, False, "absent", False),
     ]
-    assert data["variants"][0]["kernel_depends"] == [{"repo_id": "org/activation", "version": 2, "revision": None}]
+    assert data["variants"][0]["kernel_depends"] == [
+        {"repo_id": "org/activation", "version": 2, "revision": None}
+    ]
 
 
 def test_info_errors(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -154,7 +183,9 @@ def test_info_errors(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixtu
 # --- versions -----------------------------------------------------------------------------------------------
 
 
-def test_versions_list_branches_commits_and_this_machines_variant(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_versions_list_branches_commits_and_this_machines_variant(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shas = publish(hub, tmp_path)
     versions = kernel_versions(REPO)
     assert [(v.version, v.sha, v.latest, v.variant) for v in versions] == [
@@ -176,7 +207,9 @@ def test_versions_list_branches_commits_and_this_machines_variant(hub: HubServer
     ]
 
 
-def test_versions_of_a_repo_without_version_branches(hub: HubServer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_versions_of_a_repo_without_version_branches(
+    hub: HubServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     hub.create_repo("org/plain")
     hub.commit("org/plain", {"README.md": b"# plain\n"})
     assert kernel_versions("org/plain") == []
@@ -184,7 +217,9 @@ def test_versions_of_a_repo_without_version_branches(hub: HubServer, capsys: pyt
     assert capsys.readouterr().err == "org/plain has no version branches (v<N>)\n"
 
 
-def test_versions_offline_come_from_the_cache(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_versions_offline_come_from_the_cache(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     shas = publish(hub, tmp_path)
     describe_kernel(REPO, version=1)  # reads metadata only: no ref recorded
     from kernel_builder.loader import get_kernel
@@ -197,7 +232,9 @@ def test_versions_offline_come_from_the_cache(hub: HubServer, tmp_path: Path, mo
 # --- verify-signature ---------------------------------------------------------------------------------------
 
 
-def test_verify_signature_downloads_and_fails_a_foreign_bundle(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_signature_downloads_and_fails_a_foreign_bundle(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     publish(hub, tmp_path)
     assert main(["verify-signature", REPO, "1"]) == 1
     err = capsys.readouterr().err
@@ -207,7 +244,9 @@ def test_verify_signature_downloads_and_fails_a_foreign_bundle(hub: HubServer, t
     assert get_loaded_kernels() == []  # nothing imported
 
 
-def test_verify_signature_unsigned_fails_unless_filtered(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_signature_unsigned_fails_unless_filtered(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     publish(hub, tmp_path)
     assert main(["verify-signature", REPO, "--version", "2"]) == 1
     assert f"error: {CU130}: not signed (no metadata.json.sigstore)" in capsys.readouterr().err
@@ -215,7 +254,9 @@ def test_verify_signature_unsigned_fails_unless_filtered(hub: HubServer, tmp_pat
     assert capsys.readouterr().out == f"skipped {CU130}: not signed (no metadata.json.sigstore)\n"
 
 
-def test_verify_signature_all_variants(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_signature_all_variants(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     publish(hub, tmp_path)
     assert main(["verify-signature", REPO, "1", "--all-variants", "--filter-unsigned"]) == 1
     captured = capsys.readouterr()
@@ -226,7 +267,9 @@ def test_verify_signature_all_variants(hub: HubServer, tmp_path: Path, capsys: p
     assert "1 of 3 variant(s) failed verification" in captured.err
 
 
-def test_verify_signature_usage_errors(hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verify_signature_usage_errors(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     publish(hub, tmp_path)
     assert main(["verify-signature", REPO, "1", "--identity", "org/relu"]) == 2
     assert "--identity 'org/relu' is not a GitHub Actions workflow URI" in capsys.readouterr().err

@@ -91,11 +91,15 @@ def test_a_workflow_uri_names_its_repository() -> None:
     ],
 )
 def test_anything_else_is_refused_with_the_expected_form(uri: str) -> None:
-    with pytest.raises(SignatureConfigError, match=r"not a GitHub Actions workflow URI; expected https://github"):
+    with pytest.raises(
+        SignatureConfigError, match=r"not a GitHub Actions workflow URI; expected https://github"
+    ):
         parse_signer(uri, origin="--identity")
 
 
-def test_default_signers_are_upstreams_and_the_variable_replaces_them(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_signers_are_upstreams_and_the_variable_replaces_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert [s.workflow for s in signers_from_env()] == list(DEFAULT_SIGNERS)
     assert {s.repository for s in signers_from_env()} == {"https://github.com/huggingface/kernels-community"}
     other = SDIST_WORKFLOW.replace("release.yml", "build.yml")
@@ -110,7 +114,9 @@ def test_default_signers_are_upstreams_and_the_variable_replaces_them(monkeypatc
 
 
 def test_the_real_attestation_verifies_for_its_workflow() -> None:
-    signer = verify_blob(SDIST.read_bytes(), SDIST_BUNDLE.read_bytes(), signer_policy([sdist_signer()]), verifier=production())
+    signer = verify_blob(
+        SDIST.read_bytes(), SDIST_BUNDLE.read_bytes(), signer_policy([sdist_signer()]), verifier=production()
+    )
     assert signer == SDIST_WORKFLOW
 
 
@@ -118,7 +124,9 @@ def test_a_tampered_artifact_fails(tmp_path: Path) -> None:
     data = bytearray(SDIST.read_bytes())
     data[100] ^= 1
     with pytest.raises(Rejected, match=r"do not include this file's sha256") as caught:
-        verify_blob(bytes(data), SDIST_BUNDLE.read_bytes(), signer_policy([sdist_signer()]), verifier=production())
+        verify_blob(
+            bytes(data), SDIST_BUNDLE.read_bytes(), signer_policy([sdist_signer()]), verifier=production()
+        )
     assert caught.value.kind == "bad-signature"
 
 
@@ -126,26 +134,44 @@ def test_a_tampered_artifact_fails(tmp_path: Path) -> None:
     "workflow",
     [
         DEFAULT_SIGNERS[0],  # another repository: what a kernel is checked against by default
-        SDIST_WORKFLOW.replace("@refs/tags/v0.0.4a2", "@refs/heads/main"),  # the right workflow at another ref
+        SDIST_WORKFLOW.replace(
+            "@refs/tags/v0.0.4a2", "@refs/heads/main"
+        ),  # the right workflow at another ref
         SDIST_WORKFLOW.replace("release.yml", "ci.yml"),  # another workflow of the right repository
     ],
 )
 def test_a_wrong_identity_fails(workflow: str) -> None:
     with pytest.raises(Rejected) as caught:
-        verify_blob(SDIST.read_bytes(), SDIST_BUNDLE.read_bytes(), signer_policy([parse_signer(workflow)]), verifier=production())
+        verify_blob(
+            SDIST.read_bytes(),
+            SDIST_BUNDLE.read_bytes(),
+            signer_policy([parse_signer(workflow)]),
+            verifier=production(),
+        )
     assert caught.value.kind == "bad-signature"
 
 
 def test_any_accepted_signer_is_enough() -> None:
     accepted = [parse_signer(DEFAULT_SIGNERS[0]), sdist_signer()]
-    assert verify_blob(SDIST.read_bytes(), SDIST_BUNDLE.read_bytes(), signer_policy(accepted), verifier=production()) == SDIST_WORKFLOW
+    assert (
+        verify_blob(
+            SDIST.read_bytes(), SDIST_BUNDLE.read_bytes(), signer_policy(accepted), verifier=production()
+        )
+        == SDIST_WORKFLOW
+    )
 
 
 def test_a_damaged_bundle_is_an_invalid_bundle() -> None:
     text = SDIST_BUNDLE.read_text(encoding="utf-8")
-    for damaged in (text[: len(text) // 2], '{"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json"}', text.replace('"rawBytes": "MII', '"rawBytes": "MIJ')):
+    for damaged in (
+        text[: len(text) // 2],
+        '{"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json"}',
+        text.replace('"rawBytes": "MII', '"rawBytes": "MIJ'),
+    ):
         with pytest.raises(Rejected) as caught:
-            verify_blob(SDIST.read_bytes(), damaged.encode(), signer_policy([sdist_signer()]), verifier=production())
+            verify_blob(
+                SDIST.read_bytes(), damaged.encode(), signer_policy([sdist_signer()]), verifier=production()
+            )
         assert caught.value.kind == "invalid-bundle", damaged[:80]
 
 
@@ -154,7 +180,10 @@ def test_a_damaged_bundle_is_an_invalid_bundle() -> None:
 
 def test_the_real_message_signature_verifies() -> None:
     staging = Verifier.staging(offline=True)
-    assert verify_blob(TEXT.read_bytes(), TEXT_BUNDLE.read_bytes(), TEXT_SIGNER, verifier=staging) == "william@yossarian.net"
+    assert (
+        verify_blob(TEXT.read_bytes(), TEXT_BUNDLE.read_bytes(), TEXT_SIGNER, verifier=staging)
+        == "william@yossarian.net"
+    )
 
 
 def test_a_tampered_message_fails() -> None:
@@ -167,7 +196,9 @@ def test_a_tampered_message_fails() -> None:
 def test_a_message_signed_by_a_person_is_not_a_github_workflow_signature() -> None:
     staging = Verifier.staging(offline=True)
     with pytest.raises(Rejected) as caught:
-        verify_blob(TEXT.read_bytes(), TEXT_BUNDLE.read_bytes(), signer_policy([sdist_signer()]), verifier=staging)
+        verify_blob(
+            TEXT.read_bytes(), TEXT_BUNDLE.read_bytes(), signer_policy([sdist_signer()]), verifier=staging
+        )
     assert caught.value.kind == "bad-signature"
 
 
@@ -181,14 +212,26 @@ def test_a_staging_signature_does_not_verify_against_production() -> None:
 
 
 def test_an_explicit_trusted_root_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    shipped = importlib.resources.files("sigstore") / "_store" / "https%3A%2F%2Ftuf-repo-cdn.sigstore.dev" / "trusted_root.json"
+    shipped = (
+        importlib.resources.files("sigstore")
+        / "_store"
+        / "https%3A%2F%2Ftuf-repo-cdn.sigstore.dev"
+        / "trusted_root.json"
+    )
     root = tmp_path / "trusted_root.json"
     root.write_bytes(shipped.read_bytes())
     monkeypatch.setenv(TRUSTED_ROOT, str(root))
     verifier = make_verifier(offline=False)  # no TUF refresh: the file is the root
-    assert verify_blob(SDIST.read_bytes(), SDIST_BUNDLE.read_bytes(), signer_policy([sdist_signer()]), verifier=verifier) == SDIST_WORKFLOW
+    assert (
+        verify_blob(
+            SDIST.read_bytes(), SDIST_BUNDLE.read_bytes(), signer_policy([sdist_signer()]), verifier=verifier
+        )
+        == SDIST_WORKFLOW
+    )
     monkeypatch.setenv(TRUSTED_ROOT, str(tmp_path / "missing.json"))
-    with pytest.raises(SignatureConfigError, match=rf"{TRUSTED_ROOT}=.*missing.json: not a readable Sigstore trusted root"):
+    with pytest.raises(
+        SignatureConfigError, match=rf"{TRUSTED_ROOT}=.*missing.json: not a readable Sigstore trusted root"
+    ):
         make_verifier()
 
 
@@ -236,4 +279,7 @@ def test_metadata_signed_for_other_bytes_or_by_someone_else_fails(tmp_path: Path
     assert check.status == "bad-signature"
     assert check.describe().startswith("the signature of metadata.json does not verify: ")
     shutil.copy(SDIST, directory / "metadata.json")
-    assert verify_variant(directory, [parse_signer(DEFAULT_SIGNERS[0])], verifier=production()).status == "bad-signature"
+    assert (
+        verify_variant(directory, [parse_signer(DEFAULT_SIGNERS[0])], verifier=production()).status
+        == "bad-signature"
+    )

@@ -20,15 +20,19 @@ from hub_server import HubServer
 from loader_fixtures import ENV, commit_variants, reset_loader
 
 from kernel_builder.formats import runtime as environment
-from kernel_builder.loader import KernelIntegrityError, get_kernel, get_loaded_kernels, trust
+from kernel_builder.loader import KernelIntegrityError, get_kernel, get_loaded_kernels, signatures, trust
 from kernel_builder.loader import resolve as resolve_module
-from kernel_builder.loader import signatures
 from kernel_builder.loader.signatures import REQUIRE_SIGNATURE, SIGNERS, SignatureConfigError, SignatureError
 
 REPO = "org/relu"
 VARIANT = "torch-universal"
 MODULE = "_relu_universal_0123"
-BUNDLE = Path(__file__).resolve().parent / "fixtures" / "sigstore" / "pypi_attestation_models-0.0.4a2.tar.gz.sigstore"
+BUNDLE = (
+    Path(__file__).resolve().parent
+    / "fixtures"
+    / "sigstore"
+    / "pypi_attestation_models-0.0.4a2.tar.gz.sigstore"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +42,12 @@ def machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.setattr(trust, "_verdicts", {})
     for name in (REQUIRE_SIGNATURE, SIGNERS, "KERNEL_BUILDER_VERIFY_DIGEST"):
         monkeypatch.delenv(name, raising=False)
-    shipped = importlib.resources.files("sigstore") / "_store" / "https%3A%2F%2Ftuf-repo-cdn.sigstore.dev" / "trusted_root.json"
+    shipped = (
+        importlib.resources.files("sigstore")
+        / "_store"
+        / "https%3A%2F%2Ftuf-repo-cdn.sigstore.dev"
+        / "trusted_root.json"
+    )
     root = tmp_path / "trusted_root.json"
     root.write_bytes(shipped.read_bytes())
     monkeypatch.setenv(signatures.TRUSTED_ROOT, str(root))
@@ -52,7 +61,15 @@ def publish(hub: HubServer, tmp_path: Path, *, bundle: bytes | None) -> None:
     hub.create_repo(REPO)
     hub.create_branch(REPO, "v1")
     extra = {} if bundle is None else {f"build/{VARIANT}/metadata.json.sigstore": bundle}
-    commit_variants(hub, tmp_path / "v1", {VARIANT: {}}, kernel_id=lambda name: MODULE, repo_id=REPO, branch="v1", extra=extra)
+    commit_variants(
+        hub,
+        tmp_path / "v1",
+        {VARIANT: {}},
+        kernel_id=lambda name: MODULE,
+        repo_id=REPO,
+        branch="v1",
+        extra=extra,
+    )
 
 
 def test_off_by_default_unsigned_and_badly_signed_variants_load(hub: HubServer, tmp_path: Path) -> None:
@@ -60,14 +77,19 @@ def test_off_by_default_unsigned_and_badly_signed_variants_load(hub: HubServer, 
     assert get_kernel(REPO, version=1).__name__ == MODULE
 
 
-def test_an_unsigned_variant_is_refused_before_import(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unsigned_variant_is_refused_before_import(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     publish(hub, tmp_path, bundle=None)
     monkeypatch.setenv(REQUIRE_SIGNATURE, "1")
     with pytest.raises(SignatureError) as caught:
         get_kernel(REPO, version=1)
     message = str(caught.value)
     assert message.startswith(f"{REPO} at ")
-    assert f"build/{VARIANT}: not signed (no metadata.json.sigstore); refusing to load it because {REQUIRE_SIGNATURE} is set" in message
+    assert (
+        f"build/{VARIANT}: not signed (no metadata.json.sigstore); refusing to load it because {REQUIRE_SIGNATURE} is set"
+        in message
+    )
     assert signatures.DEFAULT_SIGNERS[0] in message and f"unset {REQUIRE_SIGNATURE}" in message
     assert isinstance(caught.value, KernelIntegrityError)  # and so a ValueError, exit 1 on the command line
     assert get_loaded_kernels() == [] and MODULE not in sys.modules
@@ -75,7 +97,9 @@ def test_an_unsigned_variant_is_refused_before_import(hub: HubServer, tmp_path: 
     assert get_kernel(REPO, version=1).__name__ == MODULE
 
 
-def test_a_bundle_that_does_not_sign_this_metadata_is_refused(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bundle_that_does_not_sign_this_metadata_is_refused(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     publish(hub, tmp_path, bundle=BUNDLE.read_bytes())
     monkeypatch.setenv(REQUIRE_SIGNATURE, "yes")
     with pytest.raises(SignatureError, match=r"the signature of metadata.json does not verify: "):
@@ -83,12 +107,16 @@ def test_a_bundle_that_does_not_sign_this_metadata_is_refused(hub: HubServer, tm
     assert get_loaded_kernels() == [] and MODULE not in sys.modules
 
 
-def test_the_accepted_signers_come_from_the_variable(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_accepted_signers_come_from_the_variable(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     publish(hub, tmp_path, bundle=None)
     monkeypatch.setenv(REQUIRE_SIGNATURE, "1")
     workflow = "https://github.com/org/relu/.github/workflows/build.yml@refs/heads/main"
     monkeypatch.setenv(SIGNERS, workflow)
-    with pytest.raises(SignatureError, match=rf"Accepted signers: {workflow} \(set {SIGNERS} to change them\)"):
+    with pytest.raises(
+        SignatureError, match=rf"Accepted signers: {workflow} \(set {SIGNERS} to change them\)"
+    ):
         get_kernel(REPO, version=1)
     monkeypatch.setenv(SIGNERS, "org/relu")
     with pytest.raises(SignatureConfigError, match=SIGNERS):

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 def add_revision(parser: argparse.ArgumentParser) -> None:
     """``--version N`` or ``--revision R`` (neither: the newest version branch, else ``main``)."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--version", type=int, metavar="N", help="the major version (branch vN); default: the newest")
+    group.add_argument(
+        "--version", type=int, metavar="N", help="the major version (branch vN); default: the newest"
+    )
     group.add_argument("--revision", metavar="R", help="a branch, tag or commit instead of a version")
 
 
@@ -51,7 +53,9 @@ def _variant_lines(variant: VariantInfo) -> list[str]:
     depends = ", ".join(_dependency(dep) for dep in variant.kernel_depends) or "-"
     lines = [
         f"{variant.name}: {verdict}",
-        f"  built by: kernel-builder {variant.builder_version}" if variant.builder_version else "  built by: -",
+        f"  built by: kernel-builder {variant.builder_version}"
+        if variant.builder_version
+        else "  built by: -",
         f"  digest: {digest}",
         f"  signature: {signature}",
         f"  kernel dependencies: {depends}",
@@ -73,7 +77,11 @@ def render(info: KernelInfo) -> str:
             f"license: {meta.license or '-'}",
             f"python dependencies: {', '.join(meta.python_depends) or '-'}",
         ]
-    lines += [f"environment: {info.environment}", f"loads here: {info.loads or 'no variant for this machine'}", ""]
+    lines += [
+        f"environment: {info.environment}",
+        f"loads here: {info.loads or 'no variant for this machine'}",
+        "",
+    ]
     if not info.variants:
         lines.append("no build variants")
     for variant in info.variants:

@@ -30,7 +30,9 @@ def register(commands: Subparsers) -> None:
         "(https://github.com/<owner>/<repo>/.github/workflows/<file>.yml@<ref>; repeatable); "
         "replaces KERNEL_BUILDER_SIGNERS and the default kernels-community workflows",
     )  # fmt: skip
-    parser.add_argument("--filter-unsigned", action="store_true", help="skip unsigned variants instead of failing")
+    parser.add_argument(
+        "--filter-unsigned", action="store_true", help="skip unsigned variants instead of failing"
+    )
     parser.add_argument(
         "--filter-no-digest", action="store_true",
         help="skip variants whose signed metadata.json has no digest instead of failing",
@@ -66,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for outcome in outcomes:
         status = outcome.check.status
-        if (status == "unsigned" and args.filter_unsigned) or (status == "no-digest" and args.filter_no_digest):
+        if (status == "unsigned" and args.filter_unsigned) or (
+            status == "no-digest" and args.filter_no_digest
+        ):
             print(f"skipped {outcome.variant}: {outcome.check.describe()}")
         elif outcome.check.ok:
             print(f"verified {outcome.variant}: {outcome.check.describe()}; every file matches its digest")

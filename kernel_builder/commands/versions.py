@@ -30,7 +30,13 @@ def run(args: argparse.Namespace) -> int:
         import json
 
         rows = [
-            {"version": v.version, "branch": f"v{v.version}", "commit": v.sha, "latest": v.latest, "loads": v.variant}
+            {
+                "version": v.version,
+                "branch": f"v{v.version}",
+                "commit": v.sha,
+                "latest": v.latest,
+                "loads": v.variant,
+            }
             for v in versions
         ]
         print(json.dumps(rows, indent=2))

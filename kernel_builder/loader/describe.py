@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 _VERSION_RE = re.compile(r"v(0|[1-9][0-9]*)")
+#: What a lookup can fail with: a failed request, an invalid answer (ValueError), a missing file or variant.
+_FAILURES: tuple[type[Exception], ...] = (ValueError, *REQUEST_ERRORS)
 SignatureState = Literal["absent", "present", "verified", "invalid"]
 
 
@@ -121,11 +123,14 @@ def kernel_versions(repo_id: str, *, backend: str | None = None) -> list[Version
         newest = max(refs, default=None)
         return [
             VersionBranch(
-                version, sha, version == newest, _preferred(operation, Target(repo, sha, f"v{version}", version))
+                version,
+                sha,
+                version == newest,
+                _preferred(operation, Target(repo, sha, f"v{version}", version)),
             )
             for version, sha in sorted(refs.items())
         ]
-    except (ValueError, *REQUEST_ERRORS) as error:
+    except _FAILURES as error:
         raise _failed(error) from None
 
 
@@ -154,7 +159,8 @@ class VariantInfo:
             "reason": self.reason,
             "builder_version": self.builder_version,
             "kernel_depends": [
-                {"repo_id": d.repo_id, "version": d.version, "revision": d.revision} for d in self.kernel_depends
+                {"repo_id": d.repo_id, "version": d.version, "revision": d.revision}
+                for d in self.kernel_depends
             ],
             "digest": self.digest,
             "signature": self.signature,
@@ -199,7 +205,9 @@ class KernelInfo:
         }
 
 
-def _default_revision(hub: Hub, repo_id: str, version: int | None, revision: str | None) -> tuple[int | None, str | None]:
+def _default_revision(
+    hub: Hub, repo_id: str, version: int | None, revision: str | None
+) -> tuple[int | None, str | None]:
     """Neither given: the newest version branch, as upstream's ``kernels info`` does, else ``main``."""
     if version is not None or revision is not None:
         return version, revision
@@ -213,8 +221,16 @@ def _signed_paths(hub: Hub, target: Target) -> set[str]:
         build = hub.snapshot(target.repo, target.sha) / "build"
         if not build.is_dir():
             return set()
-        return {f"build/{entry.name}/{BUNDLE_FILE}" for entry in build.iterdir() if (entry / BUNDLE_FILE).is_file()}
-    return {file.path for file in hub.tree_files(target.repo, target.sha, "build") if file.path.endswith(BUNDLE_FILE)}
+        return {
+            f"build/{entry.name}/{BUNDLE_FILE}"
+            for entry in build.iterdir()
+            if (entry / BUNDLE_FILE).is_file()
+        }
+    return {
+        file.path
+        for file in hub.tree_files(target.repo, target.sha, "build")
+        if file.path.endswith(BUNDLE_FILE)
+    }
 
 
 def _signature_state(
@@ -226,12 +242,19 @@ def _signature_state(
         return "present", ""
     hub.download_file(target.repo, target.sha, f"build/{name}/{BUNDLE_FILE}")
     directory = hub.snapshot(target.repo, target.sha) / "build" / name
-    check = verify_variant(directory, signers, check_files=False, default_name=_default_name(target.repo.repo_id))
+    check = verify_variant(
+        directory, signers, check_files=False, default_name=_default_name(target.repo.repo_id)
+    )
     return ("verified", check.detail) if check.ok else ("invalid", check.describe())
 
 
 def _variant_info(
-    hub: Hub, target: Target, decision: resolve.Decision, preferred: bool, signed: set[str], signers: Sequence[Signer] | None
+    hub: Hub,
+    target: Target,
+    decision: resolve.Decision,
+    preferred: bool,
+    signed: set[str],
+    signers: Sequence[Signer] | None,
 ) -> tuple[VariantInfo, Metadata | None]:
     name = decision.variant.variant_str
     metadata: Metadata | None = None
@@ -295,7 +318,7 @@ def describe_kernel(
             variants.append(info)
             if shown is None or preferred:
                 shown = metadata or shown
-    except (ValueError, *REQUEST_ERRORS) as error:
+    except _FAILURES as error:
         raise _failed(error) from None
     return KernelInfo(
         repo_id=target.repo.repo_id,
@@ -352,12 +375,14 @@ def verify_signatures(
             from kernel_builder.loader.errors import NoCompatibleVariantError
 
             line = resolve.environment_line(operation.env, operation.backend, probe.probed)
-            raise NoCompatibleVariantError(resolve.describe_no_compatible(target.label, line, decisions), decisions)
+            raise NoCompatibleVariantError(
+                resolve.describe_no_compatible(target.label, line, decisions), decisions
+            )
         outcomes = []
         for name in names:
             directory = hub.download_folder(target.repo, target.sha, f"build/{name}")
             check = verify_variant(directory, signers, default_name=_default_name(target.repo.repo_id))
             outcomes.append(VariantVerification(name, directory, check))
-    except (ValueError, *REQUEST_ERRORS) as error:
+    except _FAILURES as error:
         raise _failed(error) from None
     return target.label, outcomes

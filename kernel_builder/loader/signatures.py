@@ -250,13 +250,17 @@ def _signer_of(certificate: Any) -> str:
 def _check_statement(payload_type: str, payload: bytes, data: bytes) -> None:
     """A DSSE bundle signs an in-toto statement: one of its subjects must carry ``data``'s SHA-256."""
     if payload_type != _IN_TOTO:
-        raise Rejected("bad-signature", f"the DSSE envelope carries {payload_type!r}, not an in-toto statement")
+        raise Rejected(
+            "bad-signature", f"the DSSE envelope carries {payload_type!r}, not an in-toto statement"
+        )
     try:
         statement = json.loads(payload)
         subjects = statement["subject"]
         digests = {str(subject["digest"]["sha256"]).lower() for subject in subjects}
     except (ValueError, KeyError, TypeError, RecursionError) as error:
-        raise Rejected("bad-signature", f"the signed in-toto statement has no valid subject ({error})") from None
+        raise Rejected(
+            "bad-signature", f"the signed in-toto statement has no valid subject ({error})"
+        ) from None
     actual = hashlib.sha256(data).hexdigest()
     if actual not in digests:
         raise Rejected(
