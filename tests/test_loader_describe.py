@@ -276,3 +276,33 @@ def test_verify_signature_usage_errors(
     assert main(["verify-signature", REPO, "1", "--version", "1"]) == 2
     assert "give the version once" in capsys.readouterr().err
     assert main(["verify-signature", REPO, "1", "--identity", signatures.DEFAULT_SIGNERS[0]]) == 1
+
+
+# --- info on a local build ----------------------------------------------------------------------------------
+
+
+def test_info_describes_a_local_build(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from loader_fixtures import write_variant
+
+    build = tmp_path / "kernel" / "build"
+    write_variant(build / CU130, backend="cuda", extra=BUILDER)
+    write_variant(build / CU126, backend="cuda", kernel_id="_relu_cu126_0123")
+    (build / CU130 / "metadata.json.sigstore").write_bytes(FOREIGN_BUNDLE.read_bytes())
+    assert main(["info", str(tmp_path / "kernel"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["path"], data["loads"], "repo_id" in data) == (str(build), CU130, False)
+    assert [(v["name"], v["reason"], v["builder_version"], v["signature"]) for v in data["variants"]] == [
+        (CU130, None, "0.9.1", "present"),
+        (CU126, REJECT_126, None, "absent"),
+    ]
+    assert main(["info", str(build), "--verify"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"path: {build}\n")
+    assert "  signature: invalid (the signature of metadata.json does not verify: " in text
+    assert main(["info", str(build), "--version", "1"]) == 2
+    assert "is a local directory: --version and --revision apply to Hub repos" in capsys.readouterr().err
+    assert main(["info", str(tmp_path)]) == 2
+    assert (
+        "holds no build variants: expected <variant>/ or build/<variant>/ directories"
+        in capsys.readouterr().err
+    )

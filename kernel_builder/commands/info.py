@@ -25,7 +25,10 @@ def add_revision(parser: argparse.ArgumentParser) -> None:
 
 def register(commands: Subparsers) -> None:
     parser = commands.add_parser("info", help=COMMANDS["info"])
-    parser.add_argument("repo_id", metavar="REPO", help="Hub repository id (<org>/<name>)")
+    parser.add_argument(
+        "repo_id", metavar="REPO",
+        help="Hub repository id (<org>/<name>), or a local kernel directory or its build/",
+    )  # fmt: skip
     add_revision(parser)
     parser.add_argument("--backend", help="judge the variants for this backend instead of the detected one")
     parser.add_argument(
@@ -69,7 +72,10 @@ def render(info: KernelInfo) -> str:
     """The human-readable description: the kernel, the environment, then one block per variant."""
     ref = f" ({info.ref})" if info.ref else ""
     meta = info.metadata
-    lines = [f"repository: {info.repo_id}", f"revision: {info.sha}{ref}"]
+    if info.path is not None:
+        lines = [f"path: {info.path}"]
+    else:
+        lines = [f"repository: {info.repo_id}", f"revision: {info.sha}{ref}"]
     if meta is not None:
         lines += [
             f"name: {meta.name}",
@@ -90,13 +96,23 @@ def render(info: KernelInfo) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernel_builder.loader.describe import describe_kernel
+    import os
+
+    from kernel_builder.errors import UsageError
+    from kernel_builder.loader.describe import describe_kernel, describe_local
     from kernel_builder.loader.signatures import signers_from_env
 
     signers = signers_from_env() if args.verify else None
-    info = describe_kernel(
-        args.repo_id, version=args.version, revision=args.revision, backend=args.backend, signers=signers
-    )
+    if os.path.isdir(args.repo_id):  # a local build, as upstream's `kernels info PATH`
+        if args.version is not None or args.revision is not None:
+            raise UsageError(
+                f"{args.repo_id} is a local directory: --version and --revision apply to Hub repos"
+            )
+        info = describe_local(args.repo_id, backend=args.backend, signers=signers)
+    else:
+        info = describe_kernel(
+            args.repo_id, version=args.version, revision=args.revision, backend=args.backend, signers=signers
+        )
     if args.json:
         import json
 

@@ -19,10 +19,14 @@ from typing import Any, Literal
 
 import kernel_builder.loader.resolve as resolve
 from kernel_builder.errors import HubError, KernelBuilderError, UsageError
+from kernel_builder.formats import runtime as environment
 from kernel_builder.formats.dependencies import KernelDependency
+from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
+from kernel_builder.formats.variants import parse_variant
 from kernel_builder.hub import REQUEST_ERRORS, Hub, RemoteRepo, describe_error
+from kernel_builder.loader.importer import env_flag, read_variant_metadata
 
 # The resolution steps of a load, shared with get_kernel so that these commands answer what a load would do.
 from kernel_builder.loader.remote import (
@@ -42,6 +46,7 @@ __all__ = [
     "VariantVerification",
     "VersionBranch",
     "describe_kernel",
+    "describe_local",
     "kernel_versions",
     "verify_signatures",
 ]
@@ -171,15 +176,17 @@ class VariantInfo:
 
 @dataclass(frozen=True)
 class KernelInfo:
-    """A repository at one commit: what it is, and every variant with this machine's verdict."""
+    """A repository at one commit (or a local build directory): what it is, and every variant with this
+    machine's verdict."""
 
-    repo_id: str  # after redirects
-    sha: str
+    repo_id: str | None  # after redirects; None for a local directory
+    sha: str | None
     ref: str | None
     version: int | None
     environment: str
     metadata: Metadata | None  # the preferred variant's, else the first readable one
     variants: tuple[VariantInfo, ...]
+    path: str | None = None  # the local build directory described
 
     @property
     def loads(self) -> str | None:
@@ -188,11 +195,13 @@ class KernelInfo:
 
     def to_json(self) -> dict[str, Any]:
         meta = self.metadata
+        where: dict[str, Any] = (
+            {"path": self.path}
+            if self.path is not None
+            else {"repo_id": self.repo_id, "revision": self.sha, "ref": self.ref, "version": self.version}
+        )
         return {
-            "repo_id": self.repo_id,
-            "revision": self.sha,
-            "ref": self.ref,
-            "version": self.version,
+            **where,
             "environment": self.environment,
             "loads": self.loads,
             "name": None if meta is None else meta.name,
@@ -248,7 +257,7 @@ def _signature_state(
     return ("verified", check.detail) if check.ok else ("invalid", check.describe())
 
 
-def _variant_info(
+def _hub_variant_info(
     hub: Hub,
     target: Target,
     decision: resolve.Decision,
@@ -265,14 +274,26 @@ def _variant_info(
         problem = str(error)
     if metadata is None and problem is None:
         problem = f"build/{name}/{METADATA_FILE} is missing"
+    state, detail = _signature_state(hub, target, name, f"build/{name}/{BUNDLE_FILE}" in signed, signers)
+    return _variant_info(decision, preferred, metadata, problem, state, detail), metadata
+
+
+def _variant_info(
+    decision: resolve.Decision,
+    preferred: bool,
+    metadata: Metadata | None,
+    problem: str | None,
+    state: SignatureState,
+    detail: str,
+) -> VariantInfo:
+    name = decision.variant.variant_str
     if isinstance(decision, resolve.VariantRejected):
         verdict: Literal["preferred", "compatible", "rejected"] = "rejected"
         reason: str | None = decision.reason
     else:
         verdict, reason = ("preferred" if preferred else "compatible"), None
     builder = metadata.provenance.kernel_builder if metadata is not None and metadata.provenance else None
-    state, detail = _signature_state(hub, target, name, f"build/{name}/{BUNDLE_FILE}" in signed, signers)
-    info = VariantInfo(
+    return VariantInfo(
         name=name,
         verdict=verdict,
         reason=reason,
@@ -283,7 +304,6 @@ def _variant_info(
         signature_detail=detail,
         metadata_problem=problem,
     )
-    return info, metadata
 
 
 def describe_kernel(
@@ -314,7 +334,7 @@ def describe_kernel(
         shown: Metadata | None = None
         for index, decision in enumerate(decisions):
             preferred = index == 0 and isinstance(decision, resolve.VariantAccepted)
-            info, metadata = _variant_info(hub, target, decision, preferred, signed, signers)
+            info, metadata = _hub_variant_info(hub, target, decision, preferred, signed, signers)
             variants.append(info)
             if shown is None or preferred:
                 shown = metadata or shown
@@ -328,6 +348,70 @@ def describe_kernel(
         environment=resolve.environment_line(operation.env, operation.backend, probe.probed),
         metadata=shown,
         variants=tuple(variants),
+    )
+
+
+def _local_base(root: Path) -> Path:
+    """The directory holding the variants: ``root`` itself or ``root/build`` (as a local load finds them)."""
+    for base in (root, root / "build"):
+        for name in variant_directories(base):
+            try:
+                parse_variant(name)
+            except ValueError:
+                continue
+            return base
+    raise UsageError(f"{root} holds no build variants: expected <variant>/ or build/<variant>/ directories")
+
+
+def describe_local(
+    path: str | os.PathLike[str], *, backend: str | None = None, signers: Sequence[Signer] | None = None
+) -> KernelInfo:
+    """:func:`describe_kernel` for a local build (a kernel directory or its ``build/``), as upstream's
+    ``kernels info PATH``. With ``signers`` a signed variant is verified in full: its files are all here."""
+    base = _local_base(Path(path))
+    env = environment.detect_environment()
+    selected = resolve.select_backend(env, backend)
+    found: dict[str, Metadata | None] = {}
+    problems: dict[str, str] = {}
+
+    def lookup(name: str) -> Metadata | None:
+        if name not in found:
+            try:
+                found[name] = read_variant_metadata(base / name)
+            except (ValueError, OSError) as error:
+                found[name], problems[name] = None, str(error)
+        return found[name]
+
+    probe = resolve.GpuProbe(lambda: resolve.probe_gpus(selected))
+    decisions = resolve.resolve_variants(
+        variant_directories(base), env, selected, lookup, gpus=probe,
+        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"), first_only=False,
+    )  # fmt: skip
+    variants: list[VariantInfo] = []
+    shown: Metadata | None = None
+    for index, decision in enumerate(decisions):
+        name = decision.variant.variant_str
+        preferred = index == 0 and isinstance(decision, resolve.VariantAccepted)
+        metadata = lookup(name)
+        state: SignatureState = "present" if (base / name / BUNDLE_FILE).is_file() else "absent"
+        detail = ""
+        if state == "present" and signers is not None:
+            check = verify_variant(
+                base / name, signers, default_name=None if metadata is None else metadata.name
+            )
+            state, detail = ("verified", check.detail) if check.ok else ("invalid", check.describe())
+        variants.append(_variant_info(decision, preferred, metadata, problems.get(name), state, detail))
+        if shown is None or preferred:
+            shown = metadata or shown
+    return KernelInfo(
+        repo_id=None,
+        sha=None,
+        ref=None,
+        version=None,
+        environment=resolve.environment_line(env, selected, probe.probed),
+        metadata=shown,
+        variants=tuple(variants),
+        path=str(base),
     )
 
 
