@@ -131,3 +131,28 @@ def test_local_loads_are_not_subject_to_the_policy(tmp_path: Path, monkeypatch: 
     write_variant(tmp_path / "build" / VARIANT, kernel_id=MODULE)
     monkeypatch.setenv(REQUIRE_SIGNATURE, "1")
     assert get_local_kernel(tmp_path / "build").__name__ == MODULE
+
+
+def test_locked_loads_are_subject_to_the_policy(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernel_builder.cli import main
+    from kernel_builder.loader import get_locked_kernel, load_kernel
+
+    publish(hub, tmp_path, bundle=None)
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "pyproject.toml").write_text(
+        f'[project]\nname = "app"\nversion = "0.1"\n\n[tool.kernels.dependencies]\n"{REPO}" = 1\n',
+        encoding="utf-8",
+    )
+    assert main(["lock", str(app)]) == 0
+    lock = app / "kernels.lock"
+    monkeypatch.setenv(REQUIRE_SIGNATURE, "1")
+    with pytest.raises(SignatureError, match=r"not signed \(no metadata.json.sigstore\)"):
+        get_locked_kernel(REPO, lockfile=lock)
+    with pytest.raises(SignatureError, match=r"not signed"):  # the cached download, without the network
+        load_kernel(REPO, lockfile=lock)
+    assert get_loaded_kernels() == [] and MODULE not in sys.modules
+    monkeypatch.delenv(REQUIRE_SIGNATURE)
+    assert load_kernel(REPO, lockfile=lock).__name__ == MODULE

@@ -334,7 +334,9 @@ def load_variant(
 ) -> ModuleType:
     """Import a variant directory (docs/loading.md) and register it; a directory already loaded gives the same module.
 
-    ``metadata`` saves re-reading ``metadata.json``. Raises ``FileNotFoundError`` / ``ValueError`` for missing
+    ``metadata`` saves re-reading ``metadata.json``. A Hub download (``repo_info`` given) first passes the opt-in
+    signature policy (:func:`~kernel_builder.loader.signatures.require_signature`): this is the one place every
+    Hub load (``get_kernel``, the locked loads, ``kernelize``) goes through. Raises ``FileNotFoundError`` / ``ValueError`` for missing
     or invalid metadata or package, ``ImportError`` when the id is taken by a different build, and re-raises
     what the package's ``__init__`` raises (after removing the id and its submodules from ``sys.modules``).
     """
