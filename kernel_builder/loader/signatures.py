@@ -256,8 +256,9 @@ def _check_statement(payload_type: str, payload: bytes, data: bytes) -> None:
     try:
         statement = json.loads(payload)
         subjects = statement["subject"]
-        digests = {str(subject["digest"]["sha256"]).lower() for subject in subjects}
-    except (ValueError, KeyError, TypeError, RecursionError) as error:
+        # Subjects may name other files or other algorithms: only SHA-256 values are compared.
+        digests = {str(s["digest"]["sha256"]).lower() for s in subjects if "sha256" in s.get("digest", {})}
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         raise Rejected(
             "bad-signature", f"the signed in-toto statement has no valid subject ({error})"
         ) from None
