@@ -34,6 +34,7 @@ __all__ = [
     "ProvenanceEntry",
     "digest_files",
     "digest_problems",
+    "parse_metadata",
     "read_metadata",
     "verify_digest",
 ]
@@ -270,11 +271,21 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
     if file.is_dir():
         file = file / METADATA_FILE
     try:
-        text = read_bounded(file, METADATA_LIMIT).decode("utf-8")
+        data = read_bounded(file, METADATA_LIMIT)
     except FileNotFoundError:
         raise FileNotFoundError(f"{file}: {METADATA_FILE} not found") from None
     except UnsafeFileError as error:
         raise ValueError(f"{file}: cannot be read: {error}") from None
+    return parse_metadata(data, file, default_name=default_name)
+
+
+def parse_metadata(data: bytes, file: Path, *, default_name: str | None = None) -> Metadata:
+    """:func:`read_metadata` for bytes already read from ``file`` (which names it in errors): a signature check
+    parses exactly the bytes it verified, never a second read of the file."""
+    if len(data) > METADATA_LIMIT:
+        raise ValueError(f"{file}: cannot be read: it is larger than {METADATA_LIMIT} bytes")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"{file}: not valid UTF-8 ({error})") from None
     try:

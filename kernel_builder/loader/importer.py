@@ -30,6 +30,7 @@ from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metada
 from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError
 from kernel_builder.loader.minver import check_kernels_minver
+from kernel_builder.loader.signatures import require_signature
 
 __all__ = [
     "LoadedKernel",
@@ -337,7 +338,10 @@ def load_variant(
     """Import a variant directory (docs/loading.md) and register it; a directory already loaded gives the same module.
 
     ``metadata`` saves re-reading ``metadata.json``. ``dependencies`` (repository id → loaded module) are the
-    kernel's ``kernel-depends``, which its code gets from ``get_kernel_dep`` while it is imported. Raises ``FileNotFoundError`` / ``ValueError`` for missing
+    kernel's ``kernel-depends``, which its code gets from ``get_kernel_dep`` while it is imported. A Hub download
+    (``repo_info`` given) first passes the opt-in signature policy
+    (:func:`~kernel_builder.loader.signatures.require_signature`): this is the one place every Hub load
+    (``get_kernel``, the locked loads, ``kernelize``) goes through. Raises ``FileNotFoundError`` / ``ValueError`` for missing
     or invalid metadata or package, ``ImportError`` when the id is taken by a different build, and re-raises
     what the package's ``__init__`` raises (after removing the id and its submodules from ``sys.modules``).
     """
@@ -350,6 +354,8 @@ def load_variant(
         if metadata is None:
             metadata = read_variant_metadata(directory)
         check_kernels_minver(metadata, directory.name, _where(directory, repo_info))
+        if repo_info is not None:  # a Hub download: the opt-in signature policy (docs/security.md)
+            require_signature(directory, metadata, _where(directory, repo_info))
         dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
         if dirty:
             keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
