@@ -264,7 +264,9 @@ class Mixed(Benchmark):
 
 
 def test_failures_are_reported_and_the_other_workloads_still_run() -> None:
-    results = {r.name: r for r in run_classes([(Path(__file__), Mixed)], fake_kernel(), "cpu", warmup=0, runs=2)}
+    results = {
+        r.name: r for r in run_classes([(Path(__file__), Mixed)], fake_kernel(), "cpu", warmup=0, runs=2)
+    }
     broken, wrong, nan, good = (results[f"Mixed.{w}"] for w in ("broken", "wrong", "nan", "good"))
     line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "no inputs" in text)
     assert broken.error == f"setup_broken: {Path(__file__).name}:{line}: ValueError: no inputs"
@@ -380,7 +382,9 @@ def built_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def bench(project: Path, tmp_path: Path, env: dict[str, str] | None = None) -> tuple[int, str, dict[str, Any]]:
+def bench(
+    project: Path, tmp_path: Path, env: dict[str, str] | None = None
+) -> tuple[int, str, dict[str, Any]]:
     root = shutil.copytree(project, tmp_path / "kb-bench")
     report_file = tmp_path / "bench.json"
     run = run_cli(["bench", root, "--runs", "3", "--warmup", "1", "--json", report_file], env=env)
@@ -390,12 +394,16 @@ def bench(project: Path, tmp_path: Path, env: dict[str, str] | None = None) -> t
 
 def rows(output: str) -> dict[str, list[str]]:
     """The table's rows, by workload, as lists of cells."""
-    return {cells[0]: cells for cells in map(str.split, output.splitlines()) if cells and cells[0] in WORKLOADS}
+    return {
+        cells[0]: cells for cells in map(str.split, output.splitlines()) if cells and cells[0] in WORKLOADS
+    }
 
 
 def check_verified_run(code: int, output: str, data: dict[str, Any]) -> None:
     assert code == 0, output
-    assert "kb_bench: mode: Benchmark classes of benchmarks/benchmark*.py, reference verify_<workload>" in output
+    assert (
+        "kb_bench: mode: Benchmark classes of benchmarks/benchmark*.py, reference verify_<workload>" in output
+    )
     assert "note: benchmarks/benchmark_probe.py defines no Benchmark subclass: skipped" in output
     table = rows(output)
     assert sorted(table) == WORKLOADS
@@ -427,10 +435,8 @@ def test_bench_runs_the_classes_with_kernels_installed(built_project: Path, tmp_
 @pytest.mark.slow
 def test_bench_runs_the_classes_with_kernels_hidden(built_project: Path, tmp_path: Path) -> None:
     site = write_tree(tmp_path / "site", {"sitecustomize.py": HIDE_KERNELS})
-    code, output, data = bench(
-        built_project, tmp_path, env={"PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get(
-            "PYTHONPATH")]))}  # fmt: skip
-    )
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    code, output, data = bench(built_project, tmp_path, env={"PYTHONPATH": path})
     check_verified_run(code, output, data)
     assert "probe: kernels.benchmark.Benchmark is kernel_builder.Benchmark: True" in output
 

@@ -78,7 +78,9 @@ def _missing_kernels_name(name: str) -> Any:
 def kernels_shim_modules() -> tuple[ModuleType, ModuleType]:
     """Stand-ins for ``kernels`` and ``kernels.benchmark`` whose ``Benchmark`` is :class:`kernel_builder.Benchmark`."""
     package = ModuleType("kernels", "Stand-in of the kernels package inside `kernel-builder bench`.")
-    submodule = ModuleType("kernels.benchmark", "Stand-in of kernels.benchmark inside `kernel-builder bench`.")
+    submodule = ModuleType(
+        "kernels.benchmark", "Stand-in of kernels.benchmark inside `kernel-builder bench`."
+    )
     submodule.__dict__.update(Benchmark=Benchmark, __all__=["Benchmark"])
     # `__path__` makes it a package (so `kernels.benchmark` is its submodule); other names fail with a message.
     package.__dict__.update(Benchmark=Benchmark, benchmark=submodule, __path__=[],
@@ -219,12 +221,12 @@ def compare(out: Any, expected: Any, workload: str) -> Check:
         reason = str(exc).splitlines()[0]
         return Check(False, problem=f"cannot compare self.out ({_describe(out)}) with verify_{workload}'s "
                                     f"result ({_describe(expected)}): {reason}")  # fmt: skip
-    a, b = out.detach(), expected.detach()
-    wide = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
-    a, b = torch.broadcast_tensors(a.to(wide), b.to(wide))
-    if a.numel() == 0:
-        return Check(verified, 0.0)
+    wide = torch.complex128 if out.is_complex() or expected.is_complex() else torch.float64
+    a, b = out.detach().to(wide), expected.detach().to(wide)
+    # Equal values (infinities included) differ by 0; NaN anywhere else counts as an infinite error.
     diff = torch.where(a == b, torch.zeros((), dtype=torch.float64, device=a.device), (a - b).abs())
+    if diff.numel() == 0:
+        return Check(verified, 0.0)
     largest = float(torch.nan_to_num(diff, nan=math.inf).max())
     return Check(verified, largest)
 
@@ -300,7 +302,9 @@ def run_workload(
             result.error = result.error or check.problem
         elif check.max_abs_error is not None and not math.isfinite(check.max_abs_error):
             result.error = "NaN or infinity where self.out and the reference differ"
-    _, result.kernel = _step(result, path, run.__name__, lambda: measure(run, device, warmup=warmup, runs=runs))
+    _, result.kernel = _step(
+        result, path, run.__name__, lambda: measure(run, device, warmup=warmup, runs=runs)
+    )
     if verify is not None and not result.error:
         _, result.reference = _step(result, path, verify.__name__,
                                     lambda: measure(verify, device, warmup=warmup, runs=runs))  # fmt: skip
