@@ -135,10 +135,13 @@ def test_subclasses_of_upstreams_class_are_found(tmp_path: Path) -> None:
         ("import not_a_module_anywhere\n", "benchmarks/benchmark.py:1: ModuleNotFoundError: No module named"),
     ],
 )
-def test_a_file_that_fails_to_load_is_named_with_its_line(tmp_path: Path, text: str, where: str) -> None:
-    directory = benchmarks(tmp_path, {"benchmark.py": text})
+def test_a_file_that_fails_to_load_is_named_with_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, where: str
+) -> None:
+    benchmarks(tmp_path, {"benchmark.py": text})
+    monkeypatch.chdir(tmp_path)  # a relative directory: the line is found all the same
     with pytest.raises(BenchmarkFileError) as caught:
-        load_files(directory)
+        load_files(Path("benchmarks"))
     assert str(caught.value).startswith(where)
     assert "_kb_bench_benchmark" not in sys.modules
 
@@ -456,3 +459,88 @@ def test_bench_exits_1_when_a_verify_disagrees(built_project: Path, tmp_path: Pa
     assert results["ScaleBenchmark.small"]["max_abs_error"] > ATOL
     assert results["ScaleBenchmark.large"]["verified"] is True  # the others still ran
     assert results["SiluAndMulBenchmark.silu_and_mul"]["verified"] is True
+
+
+# --- the benchmark process, in this process (the kernel faked) ----------------------------------------------
+
+
+def run_main(root: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> int:
+    from kernel_builder.authoring import bench
+
+    monkeypatch.setattr("kernel_builder.loader.get_local_kernel", lambda path: fake_kernel())
+    monkeypatch.setattr("kernel_builder.loader.alias.expose_as", lambda module, name: None)
+    return bench.main(
+        [str(root / "build"), str(root), "--package", "fake", "--runs", "2", "--warmup", "0", *extra]
+    )
+
+
+def test_classes_take_precedence_over_bench_functions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    benchmarks(
+        tmp_path,
+        {
+            "benchmark.py": """
+                import torch
+                from kernel_builder import Benchmark
+
+                class Double(Benchmark):
+                    def setup(self):
+                        self.x = torch.ones(4)
+
+                    def benchmark_twice(self):
+                        self.out = self.kernel.scale(self.x, 2.0)
+
+                    def verify_twice(self):
+                        return self.x * 2
+            """,
+            "bench_old.py": "def bench_never(kernel, device):\n    raise AssertionError('not in class mode')\n",
+            "benchmark_empty.py": "X = 1\n",
+        },
+    )
+    report_file = tmp_path / "r.json"
+    assert run_main(tmp_path, monkeypatch, "--json", str(report_file)) == 0
+    out = capsys.readouterr().out
+    assert "fake: mode: Benchmark classes of benchmarks/benchmark*.py, reference verify_<workload>" in out
+    assert "note: benchmarks/benchmark_empty.py defines no Benchmark subclass: skipped" in out
+    data = json.loads(report_file.read_text())
+    assert (data["device"], data["source"]) == ("cpu", "Benchmark classes")
+    assert [(r["name"], r["verified"], r["max_abs_error"]) for r in data["results"]] == [
+        ("Double.twice", True, 0.0)
+    ]
+
+
+def test_bench_functions_still_run_without_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # benchmark.py is loaded once to look for classes, and its bench_* functions are then run from that load.
+    benchmarks(
+        tmp_path,
+        {
+            "benchmark.py": """
+                from pathlib import Path
+
+                import torch
+                from kernel_builder.authoring.bench import Case
+
+                with open(Path(__file__).with_name("loads.txt"), "a") as log:
+                    print("loaded", file=log)
+
+                def bench_scale(kernel, device):
+                    x = torch.ones(4)
+                    return Case(run=lambda: kernel.scale(x, 2.0), reference=lambda: x + x)
+            """
+        },
+    )
+    assert run_main(tmp_path, monkeypatch) == 0
+    out = capsys.readouterr().out
+    assert "fake: mode: functions bench_* of benchmarks/" in out and "scale" in out
+    assert (tmp_path / "benchmarks" / "loads.txt").read_text() == "loaded\n"
+
+
+def test_a_broken_benchmark_file_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    benchmarks(tmp_path, {"benchmark.py": "import torch\n\nraise RuntimeError('no GPU here')\n"})
+    assert run_main(tmp_path, monkeypatch) == 1
+    assert capsys.readouterr().err == "error: benchmarks/benchmark.py:3: RuntimeError: no GPU here\n"

@@ -118,9 +118,10 @@ class BenchmarkFileError(Exception):
 
 def _where(exc: BaseException, path: Path) -> str:
     """``benchmark.py:12: NameError: ...``: the deepest line of ``path`` in the traceback, and the error."""
-    line: int | None = exc.lineno if isinstance(exc, SyntaxError) and exc.filename == str(path) else None
+    path = path.resolve()
+    line = exc.lineno if isinstance(exc, SyntaxError) and Path(exc.filename or "").resolve() == path else None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename) == path:
+        if Path(frame.filename).resolve() == path:
             line = frame.lineno
     message = f"{type(exc).__name__}: {exc}".splitlines()[0]
     return f"{path.name}:{line}: {message}" if line else f"{path.name}: {message}"
@@ -148,7 +149,7 @@ def load_files(
             spec.loader.exec_module(module)
         except Exception as exc:  # noqa: BLE001  (any error of the user's file becomes one message)
             del sys.modules[name]
-            raise BenchmarkFileError(f"benchmarks/{_where(exc, path.resolve())}") from exc
+            raise BenchmarkFileError(f"benchmarks/{_where(exc, path)}") from exc
         modules[path] = module
     return modules
 
@@ -273,7 +274,7 @@ def _step(result: WorkloadResult, path: Path, what: str, fn: Callable[[], Any]) 
     try:
         return True, fn()
     except Exception as exc:  # noqa: BLE001  (a failing workload is reported; the others still run)
-        result.error = result.error or f"{what}: {_where(exc, path.resolve())}"
+        result.error = result.error or f"{what}: {_where(exc, path)}"
         return False, None
 
 
