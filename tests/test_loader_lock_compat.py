@@ -498,3 +498,21 @@ def test_locked_loads_refuse_a_hostile_lock(
 
     with pytest.raises(LockFileError, match=f"^{lock}"):
         runpy.run_path(str(script), run_name="__main__")
+
+
+def test_a_revision_dependency_is_locked_at_its_commit(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sha_b = seed(hub, tmp_path, B)
+    sha_a = seed(hub, tmp_path, A, [{"repo-id": B, "revision": "v1"}])
+    app = project(tmp_path, f'"{A}" = 1\n')
+    assert run_cli(capsys, "lock", str(app)).code == 0
+    text = (app / "kernels.lock").read_text()
+    assert json.loads(text) == [
+        {"dependency": {"repo-id": A, "version": 1}, "lock": {"commit": sha_a}},
+        {"dependency": {"repo-id": B, "revision": "v1"}, "lock": {"commit": sha_b}},
+    ]
+    rust = pytest.importorskip("kernels._rust")
+    assert rust.KernelLocks.from_json(text).to_json() == text
+    run = run_cli(capsys, "download", str(app))
+    assert run.code == 0 and len(run.out.splitlines()) == 2, run.err
