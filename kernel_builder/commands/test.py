@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def register(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "test",
-        usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch {native}] [--debug] [PATH] [-- PYTEST_ARGS ...]",
+        usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch ARCH] [--debug] [PATH] [-- PYTEST_ARGS ...]",
         help=COMMANDS["test"],
         description="Build the variant for this environment, then run pytest on tests/ with the kernel importable "
         "under its package name and get_kernel(<repo-id>) resolving to this project (LOCAL_KERNELS). Arguments "
@@ -26,7 +26,9 @@ def register(commands: Subparsers) -> None:
     parser.add_argument("--backend", help="build only this backend's variants")
     parser.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs")
     parser.add_argument(
-        "--arch", choices=["native"], help="native: compile CUDA code only for the visible GPU (faster)"
+        "--arch",
+        metavar="ARCH",
+        help="native: compile CUDA code only for the visible GPU (faster); or capabilities such as 9.0 or 8.0,9.0a",
     )
     add_common(parser)
     parser.set_defaults(handler=run)
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from kernel_builder.build.builder import BuildOptions
 
     project, status = _shared.build_first(
-        args.path, BuildOptions(backend=args.backend, jobs=args.jobs, arch=args.arch)
+        args.path, BuildOptions(backend=args.backend, jobs=args.jobs, arch=_shared.arch_option(args.arch))
     )
     if status:
         return status

@@ -176,6 +176,29 @@ def _parse_kernel_depends(fields: _Fields) -> tuple[KernelDependency, ...]:
     return tuple(result)
 
 
+def _digest_path_problem(relpath: str) -> str | None:
+    """Why a ``digest.files`` key is not a plain relative path inside the variant, or ``None``.
+
+    Keys are ``/``-separated paths relative to the variant directory. Anything else (absolute, ``..``, empty or
+    ``.`` components, backslashes, control characters) could only point outside it or at nothing: such metadata
+    is refused outright rather than skipped like a hidden file.
+    """
+    if not relpath:
+        return "an empty path"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in relpath):
+        return "a path with a control character"
+    if "\\" in relpath:
+        return "a path with a backslash (keys are '/'-separated)"
+    if relpath.startswith("/") or (len(relpath) > 1 and relpath[1] == ":"):
+        return "an absolute path"
+    parts = relpath.split("/")
+    if ".." in parts:
+        return "a path that leaves the variant directory ('..')"
+    if any(part in ("", ".") for part in parts):
+        return "a path with an empty or '.' component"
+    return None
+
+
 def _parse_digest(fields: _Fields) -> Digest | None:
     table = fields.table("digest")
     if table is None:
@@ -183,6 +206,13 @@ def _parse_digest(fields: _Fields) -> Digest | None:
     algorithm = table.string("algorithm", required=True)
     files = table.get("files", dict, "an object mapping relative paths to base64 digests", required=True)
     for relpath, value in files.items():
+        problem = _digest_path_problem(relpath)
+        if problem is not None:
+            raise table.error(
+                f"files.{json.dumps(relpath)}",
+                f"{problem}; a digest lists only files inside its own variant directory, so this metadata.json is "
+                f"refused",
+            )
         if not isinstance(value, str):
             raise table.error(f"files.{relpath}", f"expected a base64 string, got {json.dumps(value)}")
     assert algorithm is not None

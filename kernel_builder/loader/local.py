@@ -142,6 +142,31 @@ def _format() -> str:
     return f"<org>/<name>=<path>, several separated by {os.pathsep!r}"
 
 
+_PATH_MAX = 4096  # Linux's PATH_MAX; longer paths fail in every file call
+_NAME_MAX = 255
+_QUOTE_MAX = 120
+
+
+def _quoted(text: str) -> str:
+    """``repr`` of ``text``, cut in the middle when long: a message quotes a huge value, not all of it."""
+    if len(text) <= _QUOTE_MAX:
+        return repr(text)
+    half = _QUOTE_MAX // 2
+    return f"{text[:half]!r}…({len(text)} characters)…{text[-half:]!r}"
+
+
+def _path_problem(path: str) -> str | None:
+    encoded = os.fsencode(path)
+    if len(encoded) > _PATH_MAX:
+        return f"the path is {len(encoded)} bytes long, more than the file system allows ({_PATH_MAX})"
+    longest = max(encoded.split(b"/"), key=len)
+    if len(longest) > _NAME_MAX:
+        return (
+            f"a name in the path is {len(longest)} bytes long, more than the file system allows ({_NAME_MAX})"
+        )
+    return None
+
+
 def parse_local_kernels(value: str) -> dict[str, Path]:
     """Parse a ``LOCAL_KERNELS`` value: repo id → absolute, ``~``-expanded path (existence is not checked).
 
@@ -156,7 +181,9 @@ def parse_local_kernels(value: str) -> dict[str, Path]:
             continue
 
         def invalid(problem: str, segment: str = segment) -> ValueError:
-            return ValueError(f"invalid {LOCAL_KERNELS} segment {segment!r}: {problem}; expected {_format()}")
+            return ValueError(
+                f"invalid {LOCAL_KERNELS} segment {_quoted(segment)}: {problem}; expected {_format()}"
+            )
 
         repo_id, equals, path = segment.partition("=")
         repo_id, path = repo_id.strip(), path.strip()
@@ -168,6 +195,9 @@ def parse_local_kernels(value: str) -> dict[str, Path]:
             raise invalid(f"repo id {repo_id!r} is not of the form <org>/<name>")
         if not path:
             raise invalid("empty path")
+        problem = _path_problem(os.path.expanduser(path))
+        if problem is not None:
+            raise invalid(problem)
         if repo_id in mapping:
             raise invalid(f"repo id {repo_id!r} is given more than once")
         mapping[repo_id] = Path(os.path.abspath(os.path.expanduser(path)))
@@ -181,8 +211,17 @@ def local_kernel_path(repo_id: str) -> Path | None:
     not exist.
     """
     path = parse_local_kernels(os.environ.get(LOCAL_KERNELS, "")).get(repo_id)
-    if path is not None and not path.exists():
-        raise FileNotFoundError(f"{LOCAL_KERNELS} maps {repo_id} to {path}, which does not exist")
+    if path is None:
+        return None
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"{LOCAL_KERNELS} maps {repo_id} to {path}, which does not exist") from None
+    except OSError as error:
+        raise ValueError(
+            f"{LOCAL_KERNELS} maps {repo_id} to {path}, which cannot be used: {error.strerror or error}; fix "
+            f"that entry of {LOCAL_KERNELS}"
+        ) from None
     return path
 
 
