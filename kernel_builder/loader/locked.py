@@ -1,12 +1,13 @@
 """Locked loads: ``load_kernel`` and ``get_locked_kernel`` (docs/loading.md).
 
-Both take the commit SHA from a lock file (the caller's, found by :mod:`~kernel_builder.loader.caller`, or
-``lockfile``) and never resolve versions. ``load_kernel`` applies no trust gate (trust is checked when locking);
-``get_locked_kernel`` applies it online, as upstream's does, with ``trust_remote_code`` as for ``get_kernel``.
-``load_kernel`` never uses the network: the variant must be in the cache, where the lock hash is re-derived
-from the blob names. ``get_locked_kernel`` downloads a missing variant (unless offline), checking the tree
-listing against the lock and every downloaded file against the tree. :func:`fetch_locked_variant` is that
-download, shared with ``kernel-builder download``.
+Both take the commit SHA from a lock file in either format (the caller's, found by
+:mod:`~kernel_builder.loader.caller`, or ``lockfile``) and never resolve versions. ``load_kernel`` applies no
+trust gate (trust is checked when locking); ``get_locked_kernel`` applies it online, as upstream's does, with
+``trust_remote_code`` as for ``get_kernel``. ``load_kernel`` never uses the network: the variant must be in the
+cache, where each file is checked against the blob it names (and an older-format lock's hash re-derived from
+those names). ``get_locked_kernel`` downloads a missing variant (unless offline), checking every downloaded file
+against the tree listing at the locked commit (and that listing against an older-format lock's hash).
+:func:`fetch_locked_variant` is that download, shared with ``kernel-builder download``.
 """
 
 from __future__ import annotations
@@ -140,12 +141,15 @@ def _start(match: LockMatch, operation: Operation) -> _Locked:
     return _Locked(match, operation, cached)
 
 
-def _candidates(locked: _Locked) -> list[str]:
+def _candidates(locked: _Locked, online: RemoteRepo | None = None) -> list[str]:
+    """The variants to choose from: an older-format lock's, the cached ones, and (``online``) those of the tree
+    at the locked commit."""
+    hub = locked.operation.hub
     names = set(locked.entry.variants)
     if locked.repo is not None:
-        names.update(
-            variant_directories(locked.operation.hub.snapshot(locked.repo, locked.entry.sha) / "build")
-        )
+        names.update(variant_directories(hub.snapshot(locked.repo, locked.entry.sha) / "build"))
+    if online is not None and not locked.entry.legacy:
+        names.update(hub.folders(online, locked.entry.sha, "build"))
     return sorted(names)
 
 
@@ -258,7 +262,10 @@ def get_locked_match(
     target = Target(repo, entry.sha, None)
     subject = f"{entry.repo_id} at {entry.sha} (locked in {locked.match.source})"
     variant = choose_variant(
-        _candidates(locked), locked.operation, subject, lambda name: variant_metadata(hub, target, name)
+        _candidates(locked, None if hub.offline else repo),
+        locked.operation,
+        subject,
+        lambda name: variant_metadata(hub, target, name),
     )
     cached = locked.repo is not None and (hub.snapshot(repo, entry.sha) / "build" / variant).is_dir()
     if not cached and hub.offline:
