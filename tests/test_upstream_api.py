@@ -20,9 +20,6 @@ kernels = pytest.importorskip("kernels")
 
 MIGRATING = Path(__file__).resolve().parents[1] / "docs" / "migrating.md"
 
-#: Upstream names that other changes provide (the kernel-dependency loader, the benchmark API). Missing ones
-#: are tolerated here only; once every change is merged this set is empty.
-PROVIDED_BY_ANOTHER_CHANGE = frozenset({"Benchmark", "get_kernel_dep"})
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
@@ -31,11 +28,6 @@ _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 def upstream_names() -> list[str]:
     return sorted(kernels.__all__)
 
-
-def present(name: str) -> bool:
-    if name in PROVIDED_BY_ANOTHER_CHANGE and not hasattr(kernel_builder, name):
-        return False
-    return True
 
 
 def signature(obj: Any) -> inspect.Signature | None:
@@ -80,15 +72,12 @@ def incompatibilities(theirs: inspect.Signature, ours: inspect.Signature) -> lis
 
 
 def test_every_upstream_name_exists() -> None:
-    missing = [name for name in upstream_names() if present(name) and not hasattr(kernel_builder, name)]
+    missing = [name for name in upstream_names() if not hasattr(kernel_builder, name)]
     assert missing == []
-    assert set(PROVIDED_BY_ANOTHER_CHANGE) <= set(upstream_names())  # the exceptions are upstream names
 
 
 @pytest.mark.parametrize("name", [n for n in upstream_names() if callable(getattr(kernels, n))])
 def test_upstream_parameters_exist_with_the_same_meaning(name: str) -> None:
-    if not present(name):
-        pytest.skip(f"{name} is provided by another change")
     theirs, ours = signature(getattr(kernels, name)), signature(getattr(kernel_builder, name))
     if theirs is None:  # upstream's Metadata: a builtin class, made by its reader, never called by users
         assert isinstance(getattr(kernel_builder, name), type)
