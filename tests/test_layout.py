@@ -97,6 +97,7 @@ TESTED_ELSEWHERE = {
             "check_config",
             "download",
             "generate",
+            "info",
             "init",
             "list_variants",
             "lock",
@@ -105,6 +106,8 @@ TESTED_ELSEWHERE = {
             "test",
             "update_build",
             "upload",
+            "verify_signature",
+            "versions",
         )
     },  # fmt: skip
 }

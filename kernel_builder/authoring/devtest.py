@@ -2,7 +2,7 @@
 
 Tests run in a pytest subprocess (a fresh process: op namespaces are process-global, and a rebuilt kernel
 must not meet the previous one), where the kernel is importable under its package name (``import relu``,
-through :mod:`kernel_builder.authoring.pytest_plugin`) and ``get_kernel("<repo-id>")`` resolves to the project
+through :mod:`kernel_builder.authoring.pytest_plugin`) and ``get_kernel("<repo-id>", version=N)`` resolves to the project
 through ``LOCAL_KERNELS``. See ``docs/tutorial.md``.
 """
 
