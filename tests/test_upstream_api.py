@@ -29,7 +29,6 @@ def upstream_names() -> list[str]:
     return sorted(kernels.__all__)
 
 
-
 def signature(obj: Any) -> inspect.Signature | None:
     """The call signature; ``None`` for a builtin class without one (upstream's Rust ``Metadata``)."""
     try:

@@ -29,6 +29,7 @@ from typing import Any
 
 from kernel_builder.authoring.benchmark import Benchmark
 from kernel_builder.authoring.timing import Timing, format_time, measure, render_rows
+from kernel_builder.errors import KernelBuilderError
 
 __all__ = [
     "ATOL",
@@ -112,8 +113,8 @@ def benchmark_bases() -> tuple[type, ...]:
 # --- discovery --------------------------------------------------------------------------------------------
 
 
-class BenchmarkFileError(Exception):
-    """A benchmark file that could not be loaded; the message names the file and line."""
+class BenchmarkFileError(KernelBuilderError):
+    """A benchmark file that could not be loaded; the message names the file and line (exit 1)."""
 
 
 def _where(exc: BaseException, path: Path) -> str:

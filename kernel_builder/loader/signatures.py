@@ -214,7 +214,7 @@ def make_verifier(*, offline: bool | None = None) -> Verifier:
 # --- one artifact -------------------------------------------------------------------------------------------
 
 
-class Rejected(Exception):
+class Rejected(ValueError, KernelBuilderError):
     """The bundle or its signature does not verify; ``kind`` says which."""
 
     def __init__(self, kind: Literal["invalid-bundle", "bad-signature"], reason: str) -> None:
