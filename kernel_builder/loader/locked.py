@@ -182,9 +182,13 @@ def _not_cached(locked: _Locked, variant: str | None = None) -> FileNotFoundErro
 
 
 def _lock_hint(project_dir: Path | None) -> str:
+    """What to do about a lock that does not pin a kernel dependency: re-create it (it pins the whole tree)."""
     if project_dir is None:  # a lock shipped in an installed distribution: its project re-creates it
         return "re-create the lock of the project that ships it with `kernel-builder lock` and reinstall it"
-    return f"re-create the lock with `kernel-builder lock {project_dir}`, then run `kernel-builder download {project_dir}`"
+    return (
+        f"re-create the lock with `kernel-builder lock {project_dir}`, then run "
+        f"`kernel-builder download {project_dir}`"
+    )
 
 
 def _subject(locked: _Locked) -> str:
