@@ -28,6 +28,7 @@ from publish_fixtures import CPU, cpu_machine, run_cli  # noqa: F401 (fixture)
 from kernel_builder.layers import LockedLayerRepository
 from kernel_builder.loader import (
     KernelDependencyError,
+    get_kernel,
     get_loaded_kernels,
     get_locked_kernel,
     load_kernel,
@@ -279,6 +280,7 @@ def test_get_locked_kernel_downloads_the_locked_tree_like_kernels(
     assert theirs["beta_file"].startswith(str(tmp_path / "upstream-cache"))
     assert {**theirs, "beta_file": None} == {**ours, "provider": "kernels", "beta_file": None}
     assert f"/snapshots/{sha_b}/build/{CPU}/" in theirs["beta_file"]
+    assert get_kernel(B, version=1).VALUE == "local"  # the decoy is what an unlocked load would take
 
 
 def test_a_locked_layer_repository_gets_its_dependencies(
