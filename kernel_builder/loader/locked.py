@@ -8,25 +8,34 @@ cache, where each file is checked against the blob it names (and an older-format
 those names). ``get_locked_kernel`` downloads a missing variant (unless offline), checking every downloaded file
 against the tree listing at the locked commit (and that listing against an older-format lock's hash).
 :func:`fetch_locked_variant` is that download, shared with ``kernel-builder download``.
+
+A locked kernel's ``kernel-depends`` load from the same lock: each dependency at the commit the lock pins for
+it, chosen, fetched and verified exactly as the kernel itself (the trust gate included, for
+``get_locked_kernel``), the whole tree resolved before anything is downloaded
+(:mod:`~kernel_builder.loader.dependencies`). As in upstream's ``kernels``, ``LOCAL_KERNELS`` plays no part
+in a locked load.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
 import kernel_builder.loader.resolve as resolve
+from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
-from kernel_builder.formats.lockfile import LockEntry, group_variant_files
-from kernel_builder.formats.metadata import Metadata
+from kernel_builder.formats.lockfile import LockEntry, find_dependency, group_variant_files
+from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
 from kernel_builder.loader.arguments import check_trust_argument, trusted_by_caller
 from kernel_builder.loader.caller import LockMatch, find_locked
-from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.dependencies import Located, resolve_dependencies
+from kernel_builder.loader.errors import KernelIntegrityError, KernelNotLockedError, NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     RepoInfo,
     check_digest,
@@ -153,12 +162,37 @@ def _candidates(locked: _Locked, online: RemoteRepo | None = None) -> list[str]:
     return sorted(names)
 
 
+def _downloaded(hub: Hub, repo: RemoteRepo, sha: str, variant: str) -> bool:
+    """Whether the cache holds the variant: more than its ``metadata.json``, which choosing a variant online
+    fetches alone (a failed download leaves nothing else: it removes what it wrote)."""
+    try:
+        return any(
+            entry.name != METADATA_FILE for entry in (hub.snapshot(repo, sha) / "build" / variant).iterdir()
+        )
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
 def _not_cached(locked: _Locked, variant: str | None = None) -> FileNotFoundError:
     what = f", variant {variant}," if variant is not None else ""
     return FileNotFoundError(
         f"{locked.entry.repo_id} at {locked.entry.sha}{what} (locked in {locked.match.source}) is not in the "
         f"cache ({locked.operation.hub.cache_dir}): {_download_hint(locked.match.project_dir)}"
     )
+
+
+def _lock_hint(project_dir: Path | None) -> str:
+    """What to do about a lock that does not pin a kernel dependency: re-create it (it pins the whole tree)."""
+    if project_dir is None:  # a lock shipped in an installed distribution: its project re-creates it
+        return "re-create the lock of the project that ships it with `kernel-builder lock` and reinstall it"
+    return (
+        f"re-create the lock with `kernel-builder lock {project_dir}`, then run "
+        f"`kernel-builder download {project_dir}`"
+    )
+
+
+def _subject(locked: _Locked) -> str:
+    return f"{locked.entry.repo_id} at {locked.entry.sha} (locked in {locked.match.source})"
 
 
 def _verify_cached(
@@ -176,6 +210,157 @@ def _verify_cached(
     return variant_dir, metadata
 
 
+@dataclass(frozen=True)
+class _Chosen:
+    """A locked kernel's variant for this environment, chosen from metadata alone; ``fetch`` downloads it when it
+    is not cached, verifies it as the lock requires and returns its directory and the metadata read there."""
+
+    repo: RemoteRepo
+    entry: LockEntry
+    variant: str
+    metadata: Metadata | None  # read before anything else is fetched; None: a legacy variant without one
+    fetch: Callable[[], tuple[Path, Metadata]]
+
+    @property
+    def depends(self) -> tuple[KernelDependency, ...]:
+        return () if self.metadata is None else self.metadata.kernel_depends
+
+    @property
+    def repo_info(self) -> RepoInfo:
+        return RepoInfo(self.repo.repo_id, self.entry.sha)
+
+
+_Choose = Callable[[_Locked], _Chosen]
+_Gate = Callable[[_Locked], None]
+
+
+def _choose_cached(locked: _Locked, verify_digest: bool | None) -> _Chosen:
+    """``load_kernel``'s steps: the variant in the cache at the locked commit, or ``FileNotFoundError``."""
+    if locked.repo is None:
+        raise _not_cached(locked)
+    repo = locked.repo
+    hub = locked.operation.hub
+    target = Target(repo, locked.entry.sha, None)
+    variant = choose_variant(
+        _candidates(locked), locked.operation, _subject(locked), partial(variant_metadata, hub, target)
+    )
+    if not _downloaded(hub, repo, locked.entry.sha, variant):
+        raise _not_cached(locked, variant)
+    return _Chosen(
+        repo,
+        locked.entry,
+        variant,
+        variant_metadata(hub, target, variant),
+        partial(_verify_cached, locked, repo, variant, verify_digest),
+    )
+
+
+def _choose_or_download(locked: _Locked, verify_digest: bool | None) -> _Chosen:
+    """``get_locked_kernel``'s steps after the trust gate: the cached variant, else (online) the one at the
+    locked commit, to be downloaded; its Python dependencies checked."""
+    hub = locked.operation.hub
+    entry = locked.entry
+    if locked.repo is None and hub.offline:
+        raise _not_cached(locked)
+    repo = locked.repo or RemoteRepo(entry.repo_id)
+    target = Target(repo, entry.sha, None)
+    subject = _subject(locked)
+    variant = choose_variant(
+        _candidates(locked, None if hub.offline else repo),
+        locked.operation,
+        subject,
+        partial(variant_metadata, hub, target),
+    )
+    cached = locked.repo is not None and _downloaded(hub, repo, entry.sha, variant)
+    if not cached and hub.offline:
+        raise _not_cached(locked, variant)
+    require_covered(entry, variant, lock=locked.match.source)
+    metadata = variant_metadata(hub, target, variant)
+    if metadata is not None:
+        check_python_dependencies(metadata, locked.operation.backend, f"{subject}, build/{variant}")
+    if cached:
+        return _Chosen(
+            repo, entry, variant, metadata, partial(_verify_cached, locked, repo, variant, verify_digest)
+        )
+
+    def download() -> tuple[Path, Metadata]:
+        verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify_digest is None else verify_digest
+        tree = variant_tree(hub.tree_files(repo, entry.sha, f"build/{variant}"), variant)
+        return fetch_locked_variant(
+            hub,
+            repo,
+            entry,
+            variant,
+            tree,
+            lock=locked.match.source,
+            fix=cache_fix(hub, repo, locked.match.project_dir),
+            load_anyway=_LOAD_ANYWAY,
+            verify_files=verify,
+            verify_digest=verify,
+        )
+
+    return _Chosen(repo, entry, variant, metadata, download)
+
+
+def _trust_gate(trust: bool | frozenset[str]) -> _Gate:
+    """``get_locked_kernel``'s trust gate for each kernel of the tree, online only: offline the lock decides (it
+    was trust-checked when written)."""
+
+    def gate(locked: _Locked) -> None:
+        hub = locked.operation.hub
+        entry = locked.entry
+        requested = [repo_id for repo_id in (entry.repo_id, entry.redirected_from) if repo_id is not None]
+        if not hub.offline and not any(trusted_by_caller(trust, repo_id) for repo_id in requested):
+            require_trusted(hub, entry.repo_id)
+
+    return gate
+
+
+class _LockedSource:
+    """The kernel dependencies of a locked load (docs/loading.md): each at the commit the same lock pins for it,
+    chosen, fetched and verified exactly as the locked kernel itself. ``LOCAL_KERNELS`` is not consulted, for
+    the dependencies as for the kernel (as in upstream's ``kernels``)."""
+
+    def __init__(self, match: LockMatch, operation: Operation, choose: _Choose, gate: _Gate) -> None:
+        self.match = match
+        self.operation = operation
+        self.choose = choose
+        self.gate = gate
+
+    def locate(self, dependency: KernelDependency) -> Located:
+        match = self.match
+        entry = find_dependency(match.entries, dependency.repo_id, dependency.version, dependency.revision)
+        if entry is None:
+            raise KernelNotLockedError(
+                f"the lock {match.source} does not pin it (it was written before this dependency existed, or "
+                f"by hand): {_lock_hint(match.project_dir)}"
+            )
+        locked = _start(LockMatch(entry, match.source, match.project_dir, match.entries), self.operation)
+        self.gate(locked)
+        chosen = self.choose(locked)
+        where = f"{_subject(locked)}, build/{chosen.variant}"
+        if chosen.metadata is None:
+            raise FileNotFoundError(f"{where}: {METADATA_FILE} not found")
+        return Located(where, chosen.metadata, chosen.fetch, chosen.repo_info)
+
+
+def _load_locked(match: LockMatch, operation: Operation, choose: _Choose, gate: _Gate) -> ModuleType:
+    """_Choose the locked kernel's variant, resolve its whole dependency tree from the same lock (reading only
+    metadata), then fetch and verify the kernel, load the tree and import the kernel with it."""
+    locked = _start(match, operation)
+    gate(locked)
+    chosen = choose(locked)
+    source = _LockedSource(match, operation, choose, gate)
+    tree = resolve_dependencies(match.entry.repo_id, chosen.depends, [source])
+    variant_dir, metadata = chosen.fetch()
+    if metadata.kernel_depends != chosen.depends:
+        raise KernelIntegrityError(
+            f"{_subject(locked)}, build/{chosen.variant}: the verified {METADATA_FILE} lists other "
+            f"kernel-depends than the one read before; refusing it"
+        )
+    return load_variant(variant_dir, metadata=metadata, repo_info=chosen.repo_info, dependencies=tree.load())
+
+
 def load_kernel(
     repo_id: str,
     *,
@@ -185,28 +370,18 @@ def load_kernel(
 ) -> ModuleType:
     """Import the locked build of ``repo_id`` from the cache, without any network access.
 
-    The lock is ``lockfile`` or the calling project's (docs/loading.md). The locked commit's variant for this environment
-    must have been downloaded (``kernel-builder download``); otherwise ``FileNotFoundError`` says so. The
-    cached files are checked against the lock hash (where the cache holds links) and the digest, unless
+    The lock is ``lockfile`` or the calling project's (docs/loading.md). The locked commit's variant for this
+    environment must have been downloaded (``kernel-builder download``); otherwise ``FileNotFoundError`` says so.
+    The cached files are checked against the lock hash (where the cache holds links) and the digest, unless
     ``verify_digest=False`` / ``KERNEL_BUILDER_VERIFY_DIGEST=0``. No trust gate: trust is checked when locking.
+    Its kernel dependencies load the same way, each at the commit the same lock pins for it
+    (:class:`KernelDependencyError` names the chain when one is not pinned or not downloaded).
     """
     match = find_locked(repo_id, lockfile, sys._getframe(1))
-    locked = _start(match, start_operation(backend, None, offline=True))
-    if locked.repo is None:
-        raise _not_cached(locked)
-    repo = locked.repo
-    hub = locked.operation.hub
-    target = Target(repo, locked.entry.sha, None)
-    variant = choose_variant(
-        _candidates(locked),
-        locked.operation,
-        f"{repo.repo_id} at {locked.entry.sha} (locked in {locked.match.source})",
-        lambda name: variant_metadata(hub, target, name),
+    operation = start_operation(backend, None, offline=True)
+    return _load_locked(
+        match, operation, partial(_choose_cached, verify_digest=verify_digest), lambda _: None
     )
-    if not (hub.snapshot(repo, locked.entry.sha) / "build" / variant).is_dir():
-        raise _not_cached(locked, variant)
-    variant_dir, metadata = _verify_cached(locked, repo, variant, verify_digest)
-    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(repo.repo_id, locked.entry.sha))
 
 
 def get_locked_kernel(
@@ -222,7 +397,7 @@ def get_locked_kernel(
 
     As :func:`load_kernel`, except that a missing variant is downloaded (unless offline) and verified against
     the lock (tree hash, file bytes, digest), the variant's Python dependencies are checked, and online the
-    trust gate applies (``trust_remote_code`` as for ``get_kernel``).
+    trust gate applies (``trust_remote_code`` as for ``get_kernel``), to each of its kernel dependencies too.
     """
     check_trust_argument(trust_remote_code)
     match = find_locked(repo_id, lockfile, sys._getframe(1))
@@ -250,45 +425,6 @@ def get_locked_match(
     loads later from ``kernelize``, whose caller may belong to another project.
     """
     trust = check_trust_argument(trust_remote_code)
-    locked = _start(match, start_operation(backend, user_agent))
-    hub = locked.operation.hub
-    entry = locked.entry
-    requested = [repo_id for repo_id in (entry.repo_id, entry.redirected_from) if repo_id is not None]
-    if not hub.offline and not any(trusted_by_caller(trust, repo_id) for repo_id in requested):
-        require_trusted(hub, entry.repo_id)  # offline the lock decides: it was trust-checked when written
-    if locked.repo is None and hub.offline:
-        raise _not_cached(locked)
-    repo = locked.repo or RemoteRepo(entry.repo_id)
-    target = Target(repo, entry.sha, None)
-    subject = f"{entry.repo_id} at {entry.sha} (locked in {locked.match.source})"
-    variant = choose_variant(
-        _candidates(locked, None if hub.offline else repo),
-        locked.operation,
-        subject,
-        lambda name: variant_metadata(hub, target, name),
-    )
-    cached = locked.repo is not None and (hub.snapshot(repo, entry.sha) / "build" / variant).is_dir()
-    if not cached and hub.offline:
-        raise _not_cached(locked, variant)
-    require_covered(entry, variant, lock=locked.match.source)
-    metadata = variant_metadata(hub, target, variant)
-    if metadata is not None:
-        check_python_dependencies(metadata, locked.operation.backend, f"{subject}, build/{variant}")
-    if cached:
-        variant_dir, metadata = _verify_cached(locked, repo, variant, verify_digest)
-    else:
-        verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify_digest is None else verify_digest
-        tree = variant_tree(hub.tree_files(repo, entry.sha, f"build/{variant}"), variant)
-        variant_dir, metadata = fetch_locked_variant(
-            hub,
-            repo,
-            entry,
-            variant,
-            tree,
-            lock=locked.match.source,
-            fix=cache_fix(hub, repo, locked.match.project_dir),
-            load_anyway=_LOAD_ANYWAY,
-            verify_files=verify,
-            verify_digest=verify,
-        )
-    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(repo.repo_id, entry.sha))
+    operation = start_operation(backend, user_agent)
+    choose = partial(_choose_or_download, verify_digest=verify_digest)
+    return _load_locked(match, operation, choose, _trust_gate(trust))
