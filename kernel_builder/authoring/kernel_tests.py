@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel_builder.authoring.devtest import pytest_environment
+from kernel_builder.authoring.devtest import collected_sources, pytest_environment
+from kernel_builder.authoring.preflight import check_test_interpreter
 from kernel_builder.build.check.import_check import with_this_package
 from kernel_builder.common import processes
 from kernel_builder.config.model import KernelProject
@@ -81,9 +82,13 @@ def run_kernel_tests(
     cwd: Path | None = None,
 ) -> int:
     """Run pytest on the kernel's ``tests/`` with ``python`` (default: this interpreter), the variant importable
-    under the kernel's name; returns pytest's exit status."""
+    under the kernel's name; returns pytest's exit status. ``UsageError`` when ``python`` lacks pytest (or
+    ``kernels``, which the tests import)."""
     chosen = variant_dir or select_variant(project, python)
     setup = kernel_test_env(project, chosen)
     tests = project.root / "tests"
+    check_test_interpreter(
+        python or sys.executable, setup.env, collected_sources(project, pytest_args), root=project.root
+    )
     argv = [str(python or sys.executable), "-m", "pytest", *(pytest_args or [str(tests)])]
     return processes.run(argv, cwd=cwd or project.root, env=setup.env, stdin=None).returncode
