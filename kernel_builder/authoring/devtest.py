@@ -51,8 +51,6 @@ def pytest_environment(
     The kernel is the project's build (the variant the loader picks in the test interpreter), or ``variant_dir``.
     """
     env = dict(os.environ if base is None else base)
-    shim = write_import_shim(project)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim), env.get("PYTHONPATH")) if p)
     target = variant_dir.resolve() if variant_dir is not None else project.root.resolve()
     mapping = f"{repo_id_for_tests(project)}={target}"
     # Entries of LOCAL_KERNELS already set stay; a second mapping of the same repo id would be an error.
@@ -60,16 +58,20 @@ def pytest_environment(
             s.partition("=")[0].strip() != repo_id_for_tests(project)]  # fmt: skip
     env["LOCAL_KERNELS"] = os.pathsep.join([*kept, mapping])
     env[KERNEL_ENV] = f"{project.py_name}={target if variant_dir is not None else target / 'build'}"
-    return with_this_package(env)
+    env = with_this_package(env)
+    # First: before kernel-builder's own site-packages, which may hold an unrelated package of the same name.
+    env["PYTHONPATH"] = os.pathsep.join((str(write_import_shim(project)), env["PYTHONPATH"]))
+    return env
 
 
 def write_import_shim(project: KernelProject) -> Path:
     """The directory (in the project's state directory) holding the import shim ``<package>/__init__.py``.
 
-    A ``conftest.py`` is imported before any plugin hook that could come later than pytest's start, and a
-    process the tests start runs no plugin at all; an entry of ``PYTHONPATH`` is searched by every Python
-    process that inherits the environment, with no ``sitecustomize`` or ``.pth`` file to install (those would
-    have to go into the test interpreter's own site-packages). Written atomically, only when it changed.
+    In the pytest process the plugin loads the kernel before the first conftest; a process the tests start
+    runs no plugin, but searches ``PYTHONPATH``, which it inherits. A ``sitecustomize`` or ``.pth`` file would
+    have to go into the test interpreter's own site-packages (and a ``sitecustomize`` there would hide the
+    interpreter's own). The shim is static: the kernel's path comes from the environment. Written
+    atomically, only when it changed.
     """
     directory = project.root / STATE_DIR / SHIM_DIR
     init = directory / project.py_name / "__init__.py"
