@@ -3,6 +3,7 @@ it, looked up in real interpreters (virtual environments without them), with the
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -121,7 +122,9 @@ def test_kernels_is_asked_for_only_when_the_tests_import_it(pip_only_venv: Path,
 def test_the_lookup_uses_the_environment_the_tests_get(empty_venv: Path, tmp_path: Path) -> None:
     """``PYTHONPATH`` (kernel-builder's own ``site-packages`` for an installed kernel-builder) counts."""
     pytest_dir = Path(pytest.__file__).parent
-    kernels_dir = Path(__import__("kernels").__file__).parent
+    kernels = importlib.util.find_spec("kernels")
+    assert kernels is not None and kernels.origin is not None
+    kernels_dir = Path(kernels.origin).parent
     path = tmp_path / "path"
     path.mkdir()
     for package in (pytest_dir, kernels_dir):
@@ -148,7 +151,7 @@ def test_an_interpreter_that_does_not_run(tmp_path: Path) -> None:
 # --- the command -----------------------------------------------------------------------------------------
 
 
-def cli(python: Path, *args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+def cli(python: str | os.PathLike[str], *args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
     """``python -m kernel_builder ARGS`` with this checkout importable: kernel-builder run by ``python``."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
