@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from suite_fixtures import SUITE_TESTS, mixed_suite_project
 
 from kernel_builder.authoring.devtest import SHIM_DIR, collected_sources, pytest_environment
 from kernel_builder.authoring.kernel_tests import run_kernel_tests
+from kernel_builder.authoring.pytest_plugin import ENV
 from kernel_builder.config import load_project
 
 pytest.importorskip(
@@ -82,4 +85,49 @@ def test_collected_sources_follow_the_test_paths(suite: Path) -> None:
         "tests/upstream/test_upstream.py",
         "tests/upstream/__init__.py",
         "tests/conftest.py",
+    ]
+
+
+def test_the_shim_outside_a_test_run(suite: Path) -> None:
+    """Without ``KERNEL_BUILDER_TEST_KERNEL`` naming it, the shim is a clear ``ModuleNotFoundError``."""
+    env = pytest_environment(load_project(suite).project, dict(os.environ))
+    for value in (None, "other_kernel=/somewhere"):
+        env.pop(ENV, None)
+        if value is not None:
+            env[ENV] = value
+        result = subprocess.run(
+            [sys.executable, "-c", "import kb_mix"], capture_output=True, text=True, env=env, check=False
+        )
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines()[-1] == (
+            "ModuleNotFoundError: No module named 'kb_mix': the kernel-builder test shim for it loads the kernel "
+            "under test only where KERNEL_BUILDER_TEST_KERNEL=kb_mix=<build directory> is set (a `kernel-builder "
+            "test` run and the processes it starts)"
+        )
+
+
+@pytest.mark.slow
+def test_a_build_that_does_not_load_stops_pytest_before_the_conftests(suite: Path, tmp_path: Path) -> None:
+    env = pytest_environment(load_project(suite).project, dict(os.environ))
+    env[ENV] = f"kb_mix={tmp_path / 'nowhere'}"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "kernel_builder.authoring.pytest_plugin",
+            str(suite / "tests"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=suite,
+        check=False,
+    )
+    assert result.returncode == 4  # pytest's usage error
+    assert result.stderr.strip().splitlines() == [
+        f"ERROR: cannot load the kernel under test from {tmp_path / 'nowhere'}: {tmp_path / 'nowhere'} does not "
+        "exist: expected a kernel repo root containing build/, a build/ directory with variant directories, or "
+        "one variant directory containing metadata.json"
     ]
