@@ -61,10 +61,9 @@ SAME = {
 }
 
 
-def run(code: str, first: Path, second: Path) -> dict[str, object]:
-    out = run_python(
-        Path(sys.executable), CHECKS + code + "\nprint(json.dumps(report(a, b)))\n", first, second
-    )
+def run(code: str, first: Path, second: Path, env: dict[str, str] | None = None) -> dict[str, object]:
+    script = CHECKS + code + "\nprint(json.dumps(report(a, b)))\n"
+    out = run_python(Path(sys.executable), script, first, second, env=env)
     result: dict[str, object] = json.loads(out.strip().splitlines()[-1])
     return result
 
@@ -136,3 +135,15 @@ b = kernels.get_local_kernel(second)
     # Executed a second time over a's submodules: the failure this module prevents for the same build.
     assert result["complete"] == [True, False]
     assert result["in_sys_modules"] is False and result["kernels_registry"] == [False]
+
+
+def test_the_switch_turns_sharing_off(variant: Path) -> None:
+    """``KERNEL_BUILDER_SHARE_WITH_KERNELS=0`` (the build's import check): the kernels package imports it
+    itself, as without kernel_builder."""
+    code = """
+import kernel_builder, kernels
+a = kernel_builder.get_local_kernel(first)
+b = kernels.get_local_kernel(second)
+"""
+    result = run(code, variant, variant, env={"KERNEL_BUILDER_SHARE_WITH_KERNELS": "off"})
+    assert (result["same"], result["complete"]) == (False, [True, False])

@@ -35,6 +35,9 @@ logger = logging.getLogger("kernel_builder")
 
 TARGET = "kernels.importer"
 _REGISTRY = "_loaded_kernels"
+#: ``0``, ``false``, ``no`` or ``off``: the ``kernels`` package imports every variant itself (read at each lookup).
+ENV = "KERNEL_BUILDER_SHARE_WITH_KERNELS"
+_OFF = frozenset({"0", "false", "no", "off"})
 
 #: The loader's lookup: the module it imported for the build in a variant directory, else ``None``.
 Lookup = Callable[[Path], "ModuleType | None"]
@@ -62,6 +65,8 @@ class SharedRegistry(dict[Any, Any]):
     @staticmethod
     def _entry(key: Any) -> Any:
         if _lookup is None or not isinstance(key, (str, os.PathLike)):
+            return None
+        if os.environ.get(ENV, "").strip().lower() in _OFF:
             return None
         variant = Path(key)
         try:
