@@ -21,10 +21,6 @@ from __future__ import annotations
 import os
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pytest
 
 ENV = "KERNEL_BUILDER_TEST_KERNEL"
 
@@ -80,6 +76,6 @@ def pytest_load_initial_conftests() -> None:
     _load_for_pytest()
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def pytest_configure() -> None:
     """The plugin registered later (``pytest_plugins`` in a conftest): load now; a no-op after the hook above."""
     _load_for_pytest()
