@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kernel_builder.common.diagnostics import Diagnostic
 
-__all__ = ["BuildError", "ConfigError", "HubError", "KernelBuilderError", "UsageError", "exit_status"]
+__all__ = [
+    "BuildError",
+    "ConfigError",
+    "HubConnectionError",
+    "HubError",
+    "KernelBuilderError",
+    "UsageError",
+    "exit_status",
+]
 
 #: The exit statuses (0 is success).
 FAILED = 1
@@ -63,6 +71,15 @@ class HubError(KernelBuilderError):
     """An upload, lock or download failed, or the variants to upload were refused.
 
     ``kernel_builder.publish.errors.PublishError`` is this class under the name upload's callers catch.
+    """
+
+
+class HubConnectionError(HubError, ConnectionError):
+    """The Hub could not be reached, stopped answering, or kept failing (429, 5xx) after the retries.
+
+    The message names the endpoint, the repository and the request, and what went wrong (could not connect,
+    no answer within the read timeout, a dropped connection, the last HTTP status). A ``ConnectionError``
+    too, so ``except OSError`` around a load keeps catching network failures.
     """
 
 

@@ -13,13 +13,20 @@ A :class:`RemoteRepo` carries a repo id and, once known, its type: the first cal
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import os
 import platform
+import posixpath
+import shutil
+import stat
 import threading
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,7 +49,8 @@ from huggingface_hub.hf_api import RepoFile, RepoFolder
 from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
 
 from kernel_builder import __version__
-from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded, write_inside
+from kernel_builder.common.safe_fs import UnsafeFileError, describe_mode, read_bounded, write_inside
+from kernel_builder.errors import HubConnectionError, KernelBuilderError, UsageError
 from kernel_builder.formats.files import HUB_IGNORE_PATTERNS
 from kernel_builder.formats.identifiers import is_commit_id, ref_name_problem
 
@@ -51,8 +59,11 @@ __all__ = [
     "HTTP_ERRORS",
     "KERNEL",
     "MODEL",
+    "NetworkPolicy",
     "REQUEST_ERRORS",
     "AddFile",
+    "CacheError",
+    "CacheLinkError",
     "CommitResult",
     "DeleteFile",
     "Hub",
@@ -99,6 +110,144 @@ def describe_error(error: BaseException) -> str:
     return f"{lines[0]} {lines[-1]}" if len(lines) > 2 else " ".join(lines)
 
 
+# --- timeouts and retries (docs/environment.md) ------------------------------------------------------------------
+
+CONNECT_TIMEOUT = "KERNEL_BUILDER_HUB_CONNECT_TIMEOUT"
+READ_TIMEOUT = "KERNEL_BUILDER_HUB_READ_TIMEOUT"
+RETRIES = "KERNEL_BUILDER_HUB_RETRIES"
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_BACKOFF_FIRST = 0.5  # seconds before the first retry; doubled each time
+_BACKOFF_MOST = 8.0  # no single wait is longer, whatever Retry-After asks
+# Transport failures by the class names of the HTTP library under huggingface_hub (it has changed library
+# before): worth another try, and reported as a network problem rather than a traceback.
+_TIMEOUT_CLASSES = frozenset({"TimeoutException", "Timeout"})
+_DROPPED_CLASSES = frozenset({"NetworkError", "RemoteProtocolError", "ConnectError", "ConnectionError"})
+
+
+def _seconds(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"{name}={text!r} is not a number of seconds above 0; set it to e.g. {default:g}")
+    return value
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    """How long a Hub request may take and how often a failed one is tried again (docs/environment.md).
+
+    ``connect``: seconds to open a connection; ``read``: seconds to wait for any byte of an answer; ``retries``:
+    further attempts after a timeout, a dropped connection, a 429 or a 5xx, with exponential back-off.
+    """
+
+    connect: float = 10.0
+    read: float = 30.0
+    retries: int = 2
+
+    @classmethod
+    def from_environment(cls) -> NetworkPolicy:
+        text = os.environ.get(RETRIES, "").strip()
+        retries = cls.retries
+        if text:
+            if not (text.isascii() and text.isdigit()) or int(text) > 20:
+                raise UsageError(f"{RETRIES}={text!r} is not a whole number from 0 to 20; set it to e.g. 2")
+            retries = int(text)
+        return cls(_seconds(CONNECT_TIMEOUT, cls.connect), _seconds(READ_TIMEOUT, cls.read), retries)
+
+    def apply(self) -> None:
+        """Bound every request of ``huggingface_hub``'s shared HTTP client from now on (docs/environment.md).
+
+        The client has no timeout by default, and some calls pass "no timeout" explicitly, so the bounds are set
+        on each request as it is sent (a request hook): ``connect`` and ``read`` cap whatever the request
+        carries. The shared client serves the whole process, so this bounds other ``huggingface_hub`` calls
+        too; a request that gets its answer in time behaves as before.
+        """
+        global _active_policy
+        from huggingface_hub import get_session
+
+        _active_policy = self
+        hooks = get_session().event_hooks
+        if _bound_request not in hooks["request"]:
+            hooks["request"].append(_bound_request)
+        if _note_response not in hooks["response"]:
+            hooks["response"].append(_note_response)
+
+
+_active_policy = NetworkPolicy()
+#: When set, the monotonic time after which the current request (with huggingface_hub's own retries) is over.
+_deadline: ContextVar[float | None] = ContextVar("kernel_builder_hub_deadline", default=None)
+
+
+#: The last answer worth a retry (429, 5xx) within the current request, for the message when time runs out.
+_last_failure: ContextVar[str | None] = ContextVar("kernel_builder_hub_last_failure", default=None)
+
+
+class _DeadlinePassed(Exception):
+    """Raised from the request hook when huggingface_hub keeps retrying past the request's time."""
+
+
+def _note_response(response: Any) -> None:
+    if response.status_code in _RETRY_STATUSES:
+        _last_failure.set(f"the Hub answered HTTP {response.status_code}")
+
+
+def _bound_request(request: Any) -> None:
+    """The request hook: cap the request's timeouts, and stop a retry that starts after the deadline."""
+    deadline = _deadline.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise _DeadlinePassed(_last_failure.get())
+    policy = _active_policy
+    timeouts = dict(request.extensions.get("timeout") or {})
+    for key, limit in (
+        ("connect", policy.connect),
+        ("pool", policy.connect),
+        ("read", policy.read),
+        ("write", policy.read),
+    ):
+        current = timeouts.get(key)
+        timeouts[key] = limit if current is None else min(current, limit)
+    request.extensions["timeout"] = timeouts
+
+
+def _failure(error: BaseException, policy: NetworkPolicy) -> tuple[str, float | None] | None:
+    """What went wrong, when it is worth another try, and the wait the Hub asked for (``Retry-After``).
+
+    Looks through the causes too: ``hf_hub_download`` reports a failed request as ``LocalEntryNotFoundError``
+    raised from the real error.
+    """
+    seen: BaseException | None = error
+    for _ in range(6):
+        if seen is None:
+            return None
+        if isinstance(seen, _DeadlinePassed):
+            budget = policy.connect + policy.read
+            last = seen.args[0] if seen.args and seen.args[0] else "no complete answer"
+            return f"{last} (still failing after {budget:g} s of huggingface_hub's own retries)", None
+        if isinstance(seen, HfHubHTTPError) and seen.response is not None:
+            status = seen.response.status_code
+            if status in _RETRY_STATUSES:
+                wait = seen.response.headers.get("Retry-After", "")
+                asked = float(wait) if wait.isascii() and wait.isdigit() else None
+                return f"the Hub answered HTTP {status}", asked
+            return None
+        names = {klass.__name__ for klass in type(seen).__mro__}
+        if names & _TIMEOUT_CLASSES:
+            if "ConnectTimeout" in names or "PoolTimeout" in names:
+                return f"could not connect within {policy.connect:g} s", None
+            return f"no answer within {policy.read:g} s (the read timeout)", None
+        if "ConnectError" in names or isinstance(seen, ConnectionRefusedError):
+            return "could not connect", None
+        if names & _DROPPED_CLASSES:
+            return "the connection was dropped before the answer was complete", None
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 # --- environment, read at every call (docs/loading.md) -----------------------------------------------------------------
 
 
@@ -113,14 +262,19 @@ def endpoint() -> str:
 
 def cache_dir() -> Path:
     """``KERNELS_CACHE``, else ``HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``."""
+    return cache_location()[0]
+
+
+def cache_location() -> tuple[Path, str]:
+    """The cache directory and what chose it (a variable's name, or ``the default``), for messages."""
     for name in ("KERNELS_CACHE", "HF_HUB_CACHE"):
         value = os.environ.get(name, "").strip()
         if value:
-            return Path(os.path.expanduser(value))
+            return Path(os.path.expanduser(value)), name
     home = os.environ.get("HF_HOME", "").strip()
     if home:
-        return Path(os.path.expanduser(home)) / "hub"
-    return Path.home() / ".cache" / "huggingface" / "hub"
+        return Path(os.path.expanduser(home)) / "hub", "HF_HOME"
+    return Path.home() / ".cache" / "huggingface" / "hub", "the default"
 
 
 def is_offline() -> bool:
@@ -169,6 +323,77 @@ def environment_details(
 def repo_folder_name(repo_id: str, repo_type: str) -> str:
     """The cache folder of a repo, as ``huggingface_hub`` names it: ``kernels--org--name``."""
     return "--".join([f"{repo_type}s", *repo_id.split("/")])
+
+
+class CacheError(KernelBuilderError, OSError):
+    """The Hub cache cannot be written: the directory the environment names is unusable, or a folder in it is a
+    planted link. The message names the variable or the folder and what to do; nothing was written."""
+
+
+class CacheLinkError(CacheError):
+    """A folder the download would write into is a symbolic link (or not a folder): nothing is written.
+
+    Anyone who can write to a shared cache could plant such a link to make the next download write elsewhere
+    (docs/security.md). Downloads write through none, and say which one to remove.
+    """
+
+
+def _entries(folder: Path) -> set[Path]:
+    """Everything below ``folder`` now (nothing when it does not exist)."""
+    return set(folder.rglob("*")) if folder.is_dir() else set()
+
+
+def _remove_partial(folder: Path, before: set[Path], blobs: Path) -> None:
+    """Remove what a failed download added below ``folder`` (files first, then the folders it emptied) and its
+    unfinished blobs; what was there ``before`` stays."""
+    added = sorted(_entries(folder) - before, key=lambda path: len(path.parts), reverse=True)
+    with contextlib.suppress(OSError):
+        for path in added:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        if not before and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+        for unfinished in blobs.glob("*.incomplete"):
+            unfinished.unlink(missing_ok=True)
+
+
+def _kind(mode: int) -> str:
+    return "a regular file" if stat.S_ISREG(mode) else describe_mode(mode)
+
+
+def _no_links_below(root: Path, folders: Sequence[Path]) -> None:
+    """Refuse when any of ``folders`` (each below ``root``), or a folder between it and ``root``, is a symbolic
+    link or an existing non-folder. ``root`` itself may be a link: the user chose where the cache lives."""
+    checked: set[Path] = set()
+    for folder in folders:
+        relative = folder.relative_to(root)
+        current = root
+        for part in relative.parts:
+            current = current / part
+            if current in checked:
+                continue
+            checked.add(current)
+            try:
+                info = current.lstat()
+            except FileNotFoundError:
+                break  # created by the download, as a folder
+            except OSError as error:
+                raise CacheLinkError(
+                    f"cannot inspect {current} in the cache: {error.strerror or error}"
+                ) from None
+            if stat.S_ISLNK(info.st_mode):
+                raise CacheLinkError(
+                    f"{current} in the Hub cache is a symbolic link (to {os.readlink(current)}); a download would "
+                    f"write through it, outside the cache. Remove it (and check who can write to {root}); the "
+                    f"next download recreates it as a folder."
+                )
+            if not stat.S_ISDIR(info.st_mode):
+                raise CacheLinkError(
+                    f"{current} in the Hub cache is not a folder ({_kind(info.st_mode)}); remove it and "
+                    f"download again"
+                )
 
 
 class _QuietProgress(hf_tqdm):
@@ -252,9 +477,12 @@ class Hub:
 
     def __init__(self, *, agent: str | None = None, offline: bool | None = None, warn: Warn = _warn) -> None:
         self.endpoint = endpoint()
-        self.cache_dir = cache_dir()
+        self.cache_dir, self.cache_source = cache_location()
         self.offline = is_offline() if offline is None else offline
         self.user_agent = agent
+        self.network = NetworkPolicy.from_environment()
+        if not self.offline:
+            self.network.apply()
         self._emit = warn
         self._api: HfApi | None = None
         self._warned: set[str] = set()
@@ -282,6 +510,7 @@ class Hub:
             "library_version": __version__,
             "user_agent": self.user_agent,
             "tqdm_class": _QuietProgress,
+            "etag_timeout": self.network.read,
         }
 
     def _warn_legacy(self, repo_id: str) -> None:
@@ -291,17 +520,59 @@ class Hub:
             self._warned.add(repo_id)
         self._emit(_legacy_warning(repo_id), FutureWarning)
 
-    def call(self, repo: RemoteRepo, action: Callable[[str], T]) -> T:
-        """Run ``action(repo_type)``; the first call for ``repo`` falls back from ``kernel`` to ``model``."""
+    def retrying(self, what: str, action: Callable[[], T], *, deadline: bool = True) -> T:
+        """Run one read request, trying again after a timeout, a dropped connection, a 429 or a 5xx.
+
+        Waits ``0.5 s``, ``1 s``, ``2 s``, … (or what ``Retry-After`` asks, at most 8 s) between attempts. When
+        the last attempt fails the same way, raises :class:`HubConnectionError` naming the endpoint, ``what``
+        was asked and what went wrong; any other error propagates unchanged at once.
+        """
+        attempts = self.network.retries + 1
+        budget = self.network.connect + self.network.read
+        for attempt in range(1, attempts + 1):
+            token = _deadline.set(time.monotonic() + budget if deadline else None)
+            last_token = _last_failure.set(None)
+            try:
+                return action()
+            except Exception as error:
+                failure = _failure(error, self.network)
+                if failure is None:
+                    raise
+            finally:
+                _last_failure.reset(last_token)
+                _deadline.reset(token)
+            reason, asked = failure
+            if attempt == attempts:
+                tried = "once" if attempts == 1 else f"{attempts} times"
+                raise HubConnectionError(
+                    f"{what} on {self.endpoint} failed: {reason} (tried {tried}). Check the network connection "
+                    f"and HF_ENDPOINT (now {self.endpoint}); {CONNECT_TIMEOUT}, {READ_TIMEOUT} and {RETRIES} set "
+                    f"the limits (docs/environment.md), HF_HUB_OFFLINE=1 loads from the cache alone."
+                ) from None
+            wait = min(_BACKOFF_MOST, asked if asked is not None else _BACKOFF_FIRST * 2 ** (attempt - 1))
+            logger.info(
+                "%s: %s; trying again in %.1f s (attempt %d of %d)", what, reason, wait, attempt + 1, attempts
+            )
+            time.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def call(
+        self, repo: RemoteRepo, action: Callable[[str], T], what: str = "a request", *, deadline: bool = True
+    ) -> T:
+        """Run ``action(repo_type)`` with retries (:meth:`retrying`); the first call for ``repo`` falls back from
+        ``kernel`` to ``model``. ``what`` names the request in errors (``list the branches``, …); downloads pass
+        ``deadline=False``, since a large file may stream for longer than one request's time."""
+        label = f"{repo.repo_id}: {what}"
         if repo.repo_type is not None:
-            return action(repo.repo_type)
+            kind = repo.repo_type
+            return self.retrying(label, lambda: action(kind), deadline=deadline)
         try:
-            result = action(KERNEL)
+            result = self.retrying(label, lambda: action(KERNEL), deadline=deadline)
         except RepositoryNotFoundError as kernel_error:
             if isinstance(kernel_error, GatedRepoError):  # it exists: only "not found" falls back
                 raise
             try:
-                result = action(MODEL)
+                result = self.retrying(label, lambda: action(MODEL), deadline=deadline)
             except RepositoryNotFoundError as error:
                 error.append_to_message(
                     f"\n{repo.repo_id}: no such repository on {self.endpoint}; looked it up as a kernel repo "
@@ -318,13 +589,17 @@ class Hub:
 
     def branches(self, repo: RemoteRepo) -> dict[str, str]:
         """Branch name → commit SHA."""
-        refs = self.call(repo, lambda kind: self.api.list_repo_refs(repo.repo_id, repo_type=kind))
+        refs = self.call(
+            repo, lambda kind: self.api.list_repo_refs(repo.repo_id, repo_type=kind), "list the branches"
+        )
         return {branch.name: branch.target_commit for branch in refs.branches}
 
     def commit_of(self, repo: RemoteRepo, revision: str) -> str:
         """The commit SHA of a branch, tag or SHA (``repo_info``)."""
         info = self.call(
-            repo, lambda kind: self.api.repo_info(repo.repo_id, revision=revision, repo_type=kind)
+            repo,
+            lambda kind: self.api.repo_info(repo.repo_id, revision=revision, repo_type=kind),
+            f"resolve revision {revision!r}",
         )
         if info.sha is None:  # pragma: no cover - the Hub always sends it
             raise RuntimeError(f"the Hub gave no commit for {repo.repo_id}@{revision}")
@@ -338,7 +613,9 @@ class Hub:
 
     def file_exists(self, repo: RemoteRepo, sha: str, filename: str) -> bool:
         return self.call(
-            repo, lambda kind: self.api.file_exists(repo.repo_id, filename, revision=sha, repo_type=kind)
+            repo,
+            lambda kind: self.api.file_exists(repo.repo_id, filename, revision=sha, repo_type=kind),
+            f"look for {filename} at {sha}",
         )
 
     def download_file(self, repo: RemoteRepo, sha: str, filename: str) -> Path | None:
@@ -348,6 +625,7 @@ class Hub:
             return path if path.is_file() else None
 
         def download(kind: str) -> Path | None:
+            self._guard_cache(RemoteRepo(repo.repo_id, kind), sha, posixpath.dirname(filename))
             try:
                 return Path(
                     hf_hub_download(repo.repo_id, filename, repo_type=kind, revision=sha, **self._common())
@@ -355,7 +633,7 @@ class Hub:
             except RemoteEntryNotFoundError:
                 return None
 
-        return self.call(repo, download)
+        return self.call(repo, download, f"download {filename} at {sha}")
 
     def download_folder(self, repo: RemoteRepo, sha: str, folder: str) -> Path:
         """The variant files (docs/layout.md: no bytecode, no hidden path) under ``folder`` at ``sha``; returns
@@ -366,6 +644,28 @@ class Hub:
         """
 
         def download(kind: str) -> str:
+            if self.offline:
+                return str(fetch(kind))
+            typed = RemoteRepo(repo.repo_id, kind)
+            self._guard_cache(typed, sha, folder)
+            partial = self.snapshot(typed, sha).joinpath(*folder.split("/"))
+            before = _entries(partial)
+            try:
+                return str(fetch(kind))
+            except OSError as error:
+                # Never leave half a variant: a later load would find an incomplete folder.
+                _remove_partial(partial, before, self.repo_folder(typed) / "blobs")
+                if isinstance(error, HubConnectionError) or _failure(error, self.network) is not None:
+                    raise
+                raise CacheError(
+                    f"{repo.repo_id}: downloading {folder} at {sha} into {self.cache_dir} failed: "
+                    f"{error.strerror or error}"
+                    + (f" ({error.filename})" if error.filename else "")
+                    + "; the partial download was removed"
+                    + ". Free some space or point KERNELS_CACHE elsewhere, then load again."
+                ) from None
+
+        def fetch(kind: str) -> str:
             return str(
                 snapshot_download(
                     repo.repo_id,
@@ -378,9 +678,15 @@ class Hub:
                 )
             )
 
-        snapshot = Path(self.call(repo, download) if not self.offline else download(self._type(repo)))
+        what = f"download {folder} at {sha}"
+        snapshot = Path(
+            self.call(repo, download, what, deadline=False)
+            if not self.offline
+            else download(self._type(repo))
+        )
         # The Hub may answer for another commit than the one asked: only the asked one's snapshot is used.
-        if os.path.abspath(snapshot) != os.path.abspath(self.snapshot(repo, sha)):
+        # (Compared resolved: a cache root that is itself a link is reported resolved by huggingface_hub.)
+        if os.path.realpath(snapshot) != os.path.realpath(self.snapshot(repo, sha)):
             raise ValueError(
                 f"{repo.repo_id}@{sha}: the download landed in {snapshot}, not in the snapshot of {sha}"
             )
@@ -419,7 +725,7 @@ class Hub:
             except RemoteEntryNotFoundError:
                 return []
 
-        return self.call(repo, listing)
+        return self.call(repo, listing, f"list the files under {path or '/'} at {revision}")
 
     def existing_branches(self, repo: RemoteRepo) -> dict[str, str] | None:
         """Branch name → commit SHA, or ``None`` when the repository does not exist (under its type)."""
@@ -500,15 +806,62 @@ class Hub:
             library_name=LIBRARY_NAME, library_version=__version__, user_agent=self.user_agent
         )
         url = f"{self.endpoint}/api/organizations/{quote(organization, safe='')}/overview"
-        response = get_session().get(url, headers=headers)
-        hf_raise_for_status(response)
-        overview = response.json()
+
+        def ask() -> object:
+            response = get_session().get(url, headers=headers)
+            hf_raise_for_status(response)
+            return response.json()
+
+        overview = self.retrying(f"ask whether {organization} is a trusted kernel publisher", ask)
         return overview.get("trustedKernelPublisher") if isinstance(overview, dict) else None
 
     # -- the cache --
 
     def _type(self, repo: RemoteRepo) -> str:
         return repo.repo_type or KERNEL
+
+    def writable_cache(self) -> None:
+        """Make sure the cache directory exists and can be written, or raise :class:`CacheError` naming the
+        variable that chose it (``KERNELS_CACHE``, ``HF_HUB_CACHE``, ``HF_HOME``) and what to do."""
+        root = self.cache_dir
+        chosen = (
+            f"the cache directory {root}"
+            if self.cache_source == "the default"
+            else f"{self.cache_source} ({root})"
+        )
+        remedy = (
+            "point KERNELS_CACHE at a writable directory, or set HF_HUB_OFFLINE=1 to load only what the cache "
+            "already holds"
+        )
+        try:
+            if not root.is_dir():
+                root.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            pass
+        except OSError as error:
+            raise CacheError(f"{chosen} cannot be created: {error.strerror or error}; {remedy}") from None
+        try:
+            info = root.stat()
+        except OSError as error:
+            raise CacheError(f"{chosen} cannot be used: {error.strerror or error}; {remedy}") from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise CacheError(f"{chosen} is not a directory ({_kind(info.st_mode)}); {remedy}")
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise CacheError(f"{chosen} is not writable; {remedy}")
+
+    def _guard_cache(self, repo: RemoteRepo, sha: str, folder: str) -> None:
+        """Refuse a download whose cache folders include a planted link (:class:`CacheLinkError`).
+
+        Covers what ``huggingface_hub`` writes for the repo: ``blobs``, ``snapshots/<sha>/<folder>``, ``refs``
+        and its lock files under ``.locks``. Checked before each download: a link planted during one is a race
+        this cannot close (docs/security.md).
+        """
+        self.writable_cache()
+        top = self.repo_folder(repo)
+        snapshot = self.snapshot(repo, sha)
+        inner = snapshot.joinpath(*[part for part in folder.split("/") if part])
+        locks = self.cache_dir / ".locks" / top.name
+        _no_links_below(self.cache_dir, [top / "blobs", top / "refs", inner, locks])
 
     def repo_folder(self, repo: RemoteRepo) -> Path:
         return self.cache_dir / repo_folder_name(repo.repo_id, self._type(repo))

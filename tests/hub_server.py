@@ -26,10 +26,12 @@ import itertools
 import json
 import os
 import re
+import select
 import shutil
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -41,6 +43,8 @@ from urllib.parse import parse_qs, unquote
 import pytest
 
 __all__ = [
+    "FAULTS",
+    "Fault",
     "HubError",
     "HubServer",
     "LoggedRequest",
@@ -190,6 +194,8 @@ class HubServer:
         self._orgs: dict[str, dict[str, Any]] = {}
         self._log: list[LoggedRequest] = []
         self._fail_prefix: str | None = None
+        self._faults: list[Fault] = []
+        self._stopping = threading.Event()
         self._counter = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -210,6 +216,7 @@ class HubServer:
 
     def stop(self) -> None:
         """Stop serving and delete the stored blobs; safe to call twice."""
+        self._stopping.set()  # ends every stall at once
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -249,6 +256,30 @@ class HubServer:
         """
         with self._lock:
             self._fail_prefix = path_prefix
+
+    def inject(self, fault: str, path_prefix: str = "/", *, times: int = 1, seconds: float = 0.0) -> Fault:
+        """Misbehave on the next ``times`` requests whose decoded path starts with ``path_prefix``.
+
+        ``fault`` is one of :data:`FAULTS`: ``stall`` (answer only after ``seconds``), ``drop`` (close the
+        connection without an answer), ``truncate`` (announce the whole body, send half, close), ``429`` (with
+        ``Retry-After: 0``) or ``500``. Faults are matched in the order they were injected; the returned
+        :class:`Fault` counts the requests it hit.
+        """
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r} (expected one of {', '.join(FAULTS)})")
+        injected = Fault(fault, path_prefix, times, seconds)
+        with self._lock:
+            self._faults.append(injected)
+        return injected
+
+    def _take_fault(self, path: str) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.remaining > 0 and path.startswith(fault.path_prefix):
+                    fault.remaining -= 1
+                    fault.hits += 1
+                    return fault
+        return None
 
     def _track(self, connection: socket.socket, open_: bool) -> None:
         with self._lock:
@@ -814,6 +845,20 @@ def _json_body(request: LoggedRequest) -> dict[str, Any]:
     return data
 
 
+FAULTS = ("stall", "drop", "truncate", "429", "500")
+
+
+@dataclass
+class Fault:
+    """One injected misbehaviour (:meth:`HubServer.inject`) and how many requests it has hit so far."""
+
+    kind: str
+    path_prefix: str
+    remaining: int
+    seconds: float
+    hits: int = 0
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "hub-double/1"
@@ -844,6 +889,16 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
+    def _stall(self, hub: HubServer, seconds: float) -> bool:
+        """Wait ``seconds`` before answering; ``False`` when the client gave up (closed) meanwhile."""
+        end = time.monotonic() + seconds
+        while not hub._stopping.is_set() and (left := end - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                self.close_connection = True
+                return False
+        return True
+
     def _serve(self) -> None:
         raw_path, _, query_string = self.path.partition("?")
         segments = [unquote(segment) for segment in raw_path.strip("/").split("/")]
@@ -857,7 +912,43 @@ class _Handler(BaseHTTPRequestHandler):
             body=self._read_body(),
         )
         hub: HubServer = self.server.hub  # type: ignore[attr-defined]
+        fault = hub._take_fault(request.path)
+        if fault is not None and fault.kind == "stall":
+            if not self._stall(hub, fault.seconds):
+                return
+        elif fault is not None and fault.kind == "drop":
+            with hub._lock:
+                hub._log.append(request)
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        elif fault is not None and fault.kind in ("429", "500"):
+            with hub._lock:
+                hub._log.append(request)
+            status = int(fault.kind)
+            self.send_response(status)
+            body = json.dumps({"error": f"the test Hub was told to answer {status}"}).encode()
+            for key, value in {
+                "Content-Type": "application/json",
+                "Content-Length": str(len(body)),
+                "Retry-After": "0",
+            }.items():
+                self.send_header(key, value)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            return
         status, headers, body = hub.handle(request, segments)
+        if fault is not None and fault.kind == "truncate" and self.command != "HEAD":
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)

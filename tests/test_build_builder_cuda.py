@@ -384,6 +384,52 @@ def test_cutlass_headers_from_pypi(cuda_py: Path, tmp_path: Path) -> None:
     )
 
 
+def test_cutlass_4_headers_from_a_pinned_wheel(cuda_py: Path, tmp_path: Path) -> None:
+    """A pin above 3.8: ``depends = ["cutlass_4_4"]`` fetches flashinfer-python 0.6.7 (needs PyPI, or a pip
+    configured with a mirror), checks the wheel's SHA-256, keeps its CUTLASS 4.4.2 headers in the user cache, and a
+    .cu including cutlass/cutlass.h and cute/tensor.hpp compiles with nvcc."""
+    body = (
+        "#include <cutlass/cutlass.h>\n#include <cutlass/version.h>\n#include <cute/tensor.hpp>\n\n"
+        'static_assert(CUTLASS_MAJOR == 4 && CUTLASS_MINOR == 4 && CUTLASS_PATCH == 2, "CUTLASS 4.4.2 expected");\n'
+    )
+    root = tiny_cuda_project(tmp_path / "kb-cutlass4", name="kb-cutlass4", depends=["cutlass_4_4"], body=body)
+    cache = tmp_path / "user-cache"
+    run = run_cli(
+        ["build", root, "--python", cuda_py], env={"CUTLASS_SRC_DIR": "", "KERNEL_BUILDER_CACHE": str(cache)}
+    )
+    printed("cutlass 4.4 build", run.seconds)
+    run.check()
+    assert "fetching flashinfer-python==0.6.7 for cutlass_4_4" in run.stdout + run.stderr
+    built = Built(root, run, CUDA_VARIANT)
+    command = compile_commands(built)["tiny/tiny.cu"]
+    assert f"-I{cache / 'cutlass' / '4.4.2' / 'include'}" in command.split()
+    assert f"-I{cache / 'cutlass' / '4.4.2' / 'tools' / 'util' / 'include'}" in command.split()
+    assert sorted(p.name for p in (cache / "cutlass" / "4.4.2").iterdir()) == ["include", "tools"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# --arch LIST: one capability, on a machine without a GPU (a CI smoke build)
+
+
+def test_explicit_arch_builds_only_that_capability(cuda_py: Path, tmp_path: Path) -> None:
+    """``build --arch 9.0`` of a kernel that names no capabilities: the extension holds an sm_90 cubin and
+    nothing else, and metadata.json says how its list was chosen."""
+    root = tiny_cuda_project(tmp_path / "kb-arch", name="kb-arch")
+    toml = root / "build.toml"
+    toml.write_text(
+        toml.read_text(encoding="utf-8").replace('cuda-capabilities = ["8.0"]\n', ""), encoding="utf-8"
+    )
+    run = build(root, "--arch", "9.0", python=cuda_py)
+    printed("--arch 9.0 build", run.seconds)
+    built = Built(root, run, CUDA_VARIANT)
+    assert cuobjdump_images(cuda_py, extension(built.variant_dir)) == ({"sm_90"}, set())
+    gencode = [f for f in compile_commands(built)["tiny/tiny.cu"].split() if f.startswith("-gencode")]
+    assert gencode == ["-gencode=arch=compute_90,code=sm_90"]
+    data = metadata(built.variant_dir)
+    assert data["backend"] == {"type": "cuda", "archs": ["9.0"]}
+    assert data["arch-selection"] == "explicit"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Case 33: ids of clean builds, and byte-identical incremental rebuilds
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import sys
 import zipfile
 from pathlib import Path
@@ -48,6 +49,9 @@ class Log(list[str]):
 @pytest.fixture(autouse=True)
 def _no_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("CUTLASS_SRC_DIR", raising=False)
+    for name in list(os.environ):
+        if name.startswith("KERNEL_BUILDER_CUTLASS"):
+            monkeypatch.delenv(name)
     monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "user-cache"))
     for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
@@ -61,16 +65,26 @@ def no_pip(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("kernel_builder.build.compile.cutlass.processes.run", refuse)
 
 
-def cutlass_wheel(directory: Path, version: str, *, headers_version: str | None = None) -> Path:
-    """A wheel laid out as NVIDIA's ``nvidia-cutlass`` (version ``X.Y.Z.0``), headers under cutlass_library/source/."""
-    dist = f"nvidia_cutlass-{version}.0"
+def cutlass_wheel(
+    directory: Path,
+    version: str,
+    *,
+    headers_version: str | None = None,
+    project: str = "nvidia-cutlass",
+    wheel_version: str | None = None,
+    source: str = "cutlass_library/source",
+) -> Path:
+    """A wheel laid out as NVIDIA's ``nvidia-cutlass`` (version ``X.Y.Z.0``), headers under cutlass_library/source/
+    (or as ``project`` ``wheel_version`` with the headers under ``source``)."""
+    wheel_version = wheel_version or f"{version}.0"
+    dist = f"{project.replace('-', '_')}-{wheel_version}"
     files = {
-        "cutlass_library/__init__.py": b"",
-        "cutlass_library/source/include/cutlass/cutlass.h": b"#pragma once\n",
-        "cutlass_library/source/include/cutlass/version.h": version_h(headers_version or version).encode(),
-        "cutlass_library/source/tools/util/include/cutlass/util/device_memory.h": b"#pragma once\n",
-        "cutlass_library/source/python/not_a_header.py": b"",
-        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: nvidia-cutlass\nVersion: {version}.0\n".encode(),
+        f"{source.split('/')[0]}/__init__.py": b"",
+        f"{source}/include/cutlass/cutlass.h": b"#pragma once\n",
+        f"{source}/include/cutlass/version.h": version_h(headers_version or version).encode(),
+        f"{source}/tools/util/include/cutlass/util/device_memory.h": b"#pragma once\n",
+        f"{source}/python/not_a_header.py": b"",
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {project}\nVersion: {wheel_version}\n".encode(),
         f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = [
@@ -153,17 +167,42 @@ def test_not_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     )
 
 
-@pytest.mark.parametrize("pin", [p.value for p in CUTLASS_PINS.values() if not p.pypi])
-def test_pin_without_pypi_release_names_the_checkout_to_make(pin: str, no_pip: None) -> None:
+@pytest.mark.parametrize("pin", [p.value for p in CUTLASS_PINS.values() if p.wheel is None])
+def test_offline_pin_without_a_wheel_names_the_checkout_to_make(pin: str, no_pip: None) -> None:
     version = CUTLASS_PINS[pin].version
     with pytest.raises(BuildError) as info:
-        cutlass_includes(pin, fake_interpreter(), Log())
+        cutlass_includes(pin, fake_interpreter(), Log(), offline=True)
     assert str(info.value) == (
-        f"{pin} needs CUTLASS {version}, which no PyPI release of nvidia-cutlass provides with its C++ headers: "
-        f"set CUTLASS_SRC_DIR to a checkout of CUTLASS {version} (git clone --depth 1 --branch v{version} "
+        f"{pin} needs CUTLASS {version}, and --offline forbids fetching it: set KERNEL_BUILDER_{pin.upper()}_DIR (or "
+        f"CUTLASS_SRC_DIR) to a checkout of CUTLASS {version} (git clone --depth 1 --branch v{version} "
         "https://github.com/NVIDIA/cutlass)"
     )
     assert info.value.exit_code == 1
+
+
+def test_per_pin_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_pip: None) -> None:
+    """KERNEL_BUILDER_CUTLASS_<X>_<Y>_DIR serves its pin only; CUTLASS_SRC_DIR, when set, wins for every pin."""
+    root = checkout(tmp_path / "cutlass-3.9.2", "3.9.2")
+    monkeypatch.setenv("KERNEL_BUILDER_CUTLASS_3_9_DIR", str(root))
+    log = Log()
+    assert cutlass_includes("cutlass_3_9", fake_interpreter(), log, offline=True) == [
+        root / "include",
+        root / "tools" / "util" / "include",
+    ]
+    assert log == []
+    with pytest.raises(BuildError, match="^cutlass_4_0 needs CUTLASS 4.0.0, and --offline forbids"):
+        cutlass_includes("cutlass_4_0", fake_interpreter(), log, offline=True)
+    other = checkout(tmp_path / "other", "4.0.0")
+    monkeypatch.setenv("CUTLASS_SRC_DIR", str(other))
+    assert cutlass_includes("cutlass_3_9", fake_interpreter(), log, offline=True)[0] == other / "include"
+    assert log == ["warning: CUTLASS_SRC_DIR holds CUTLASS 4.0.0, but cutlass_3_9 pins 3.9.2"]
+    monkeypatch.delenv("CUTLASS_SRC_DIR")
+    monkeypatch.setenv("KERNEL_BUILDER_CUTLASS_3_9_DIR", str(tmp_path / "nothing"))
+    with pytest.raises(BuildError) as info:
+        cutlass_includes("cutlass_3_9", fake_interpreter(), log)
+    assert str(info.value) == (
+        f"KERNEL_BUILDER_CUTLASS_3_9_DIR={tmp_path / 'nothing'} is not a CUTLASS checkout (no include/cutlass/cutlass.h)"
+    )
 
 
 def test_pins_on_pypi() -> None:
@@ -219,8 +258,9 @@ def test_failed_fetch_names_pip_setup_and_checkout(tmp_path: Path, offline_pip: 
     assert message.startswith("cutlass_3_8: could not fetch nvidia-cutlass==3.8.0 (")
     assert "No matching distribution found for nvidia-cutlass==3.8.0" in message
     assert message.endswith(
-        "); without network, point pip at a copy of the wheel (PIP_FIND_LINKS=<dir> PIP_NO_INDEX=1) or set "
-        "CUTLASS_SRC_DIR to a checkout of CUTLASS 3.8.0 (git clone --depth 1 --branch v3.8.0 "
+        "); without network, point pip at a copy of the wheel (PIP_FIND_LINKS=<dir> PIP_NO_INDEX=1), set "
+        "KERNEL_BUILDER_CUTLASS_MIRROR to a mirror of the release archives, or set KERNEL_BUILDER_CUTLASS_3_8_DIR "
+        "(or CUTLASS_SRC_DIR) to a checkout of CUTLASS 3.8.0 (git clone --depth 1 --branch v3.8.0 "
         "https://github.com/NVIDIA/cutlass)"
     )
     assert not cached_headers("3.8.0").exists()
@@ -230,9 +270,9 @@ def test_offline_uses_the_cache_and_never_fetches(tmp_path: Path, offline_pip: P
     with pytest.raises(BuildError) as info:
         cutlass_includes("cutlass_3_6", interpreter_with_pip(tmp_path), Log(), offline=True)
     assert str(info.value) == (
-        "cutlass_3_6 needs CUTLASS 3.6.0, and --offline forbids fetching nvidia-cutlass==3.6.0: install that package "
-        "in the build environment, or set CUTLASS_SRC_DIR to a checkout of CUTLASS 3.6.0 (git clone --depth 1 "
-        "--branch v3.6.0 https://github.com/NVIDIA/cutlass)"
+        "cutlass_3_6 needs CUTLASS 3.6.0, and --offline forbids fetching it: install nvidia-cutlass==3.6.0 in the "
+        "build environment, or set KERNEL_BUILDER_CUTLASS_3_6_DIR (or CUTLASS_SRC_DIR) to a checkout of CUTLASS "
+        "3.6.0 (git clone --depth 1 --branch v3.6.0 https://github.com/NVIDIA/cutlass)"
     )
     cache = checkout(cached_headers("3.6.0"), "3.6.0")
     assert cutlass_includes("cutlass_3_6", interpreter_with_pip(tmp_path), Log(), offline=True) == [
@@ -298,3 +338,35 @@ def test_a_variant_gets_the_headers_of_the_pins_its_kernels_depend_on(
     toml.write_text(toml.read_text(encoding="utf-8").replace(', "cutlass_3_6"', ""), encoding="utf-8")
     (variant,) = [v for v in plan_build(load(root), CU130_213, "0123456789").variants if v.aot]
     assert dependency_includes(variant, CU130_213, log, offline=True) == ()
+
+
+def test_a_wheel_pinned_by_sha256(tmp_path: Path, offline_pip: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cutlass_4_4 comes from flashinfer-python 0.6.7 (its vendored CUTLASS 4.4.2 headers), pinned by the wheel's
+    SHA-256: another file of that name is refused; the pinned one fills the cache."""
+    from dataclasses import replace
+
+    wheel = cutlass_wheel(
+        offline_pip,
+        "4.4.2",
+        project="flashinfer-python",
+        wheel_version="0.6.7",
+        source="flashinfer/data/cutlass",
+    )
+    with pytest.raises(BuildError) as info:
+        cutlass_includes("cutlass_4_4", interpreter_with_pip(tmp_path), Log())
+    pinned = CUTLASS_PINS["cutlass_4_4"].wheel
+    assert pinned is not None
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert str(info.value) == (
+        f"cutlass_4_4: flashinfer_python-0.6.7-py3-none-any.whl has SHA-256 {digest}, expected {pinned.sha256}: "
+        "refusing it"
+    )
+    assert not cached_headers("4.4.2").parent.exists()
+    ours = replace(CUTLASS_PINS["cutlass_4_4"], wheel=replace(pinned, sha256=digest))
+    monkeypatch.setitem(CUTLASS_PINS, "cutlass_4_4", ours)
+    log = Log()
+    includes = cutlass_includes("cutlass_4_4", interpreter_with_pip(tmp_path), log)
+    cache = cached_headers("4.4.2")
+    assert includes == [cache / "include", cache / "tools" / "util" / "include"]
+    assert checkout_version(cache) == "4.4.2"
+    assert log == [f"fetching flashinfer-python==0.6.7 for cutlass_4_4 (its headers are kept in {cache})"]

@@ -656,3 +656,18 @@ def test_card_is_mirrored_and_removed(tmp_path: Path) -> None:
     card.unlink()
     sync_card(project, build_root)
     assert not (build_root / "CARD.md").exists()
+
+
+def test_a_card_that_cannot_be_written_names_build_card_not_the_staging_file(tmp_path: Path) -> None:
+    """The card is written through a staging file under .kernel-builder/tmp/; a failure names the target the
+    user knows (a read-only build/ failed like this with the internal staging path)."""
+    project = aot_project(tmp_path)
+    build_root = project.root / "build"
+    (project.root / "CARD.md").write_text("# card\n")
+    (build_root / "CARD.md" / "in-the-way").mkdir(parents=True)  # the rename onto it fails
+    with pytest.raises(BuildError) as caught:
+        sync_card(project, build_root)
+    message = str(caught.value)
+    assert message.startswith(f"cannot write {build_root / 'CARD.md'}: ")
+    assert ".kernel-builder" not in message
+    assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []  # the staging file is gone

@@ -15,12 +15,15 @@ from kernel_builder.backends.gpu_archs import (
     default_targets,
     device_runs,
     expected_cuobjdump_images,
+    explicit_archs,
     gencode_flags,
     parse_capability,
     rocm_device_runs,
     select_capabilities,
+    select_explicit,
     select_rocm_archs,
     suggest_capability,
+    supported_capabilities,
     union_archs,
 )
 
@@ -447,3 +450,78 @@ def test_device_arch_mismatch_example() -> None:
 )
 def test_rocm_device_runs(arch: str, entry: str, runs: bool) -> None:
     assert rocm_device_runs(arch, entry) is runs
+
+
+# --arch LIST (explicit capabilities)
+
+
+def test_supported_capabilities_are_every_default_list() -> None:
+    assert supported_capabilities() == (
+        "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "10.1", "11.0", "12.0", "12.1",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "archs"),
+    [
+        ("9.0", ("9.0",)),
+        ("9.0a,8.0", ("8.0", "9.0a")),
+        (" 8.0 , 9.0 ", ("8.0", "9.0")),
+        ("9.0,9.0+PTX", ("9.0+PTX",)),
+        ("10.0f,12.0a", ("10.0f", "12.0a")),
+    ],
+)
+def test_explicit_archs(text: str, archs: tuple[str, ...]) -> None:
+    assert explicit_archs(text) == archs
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "--arch '': expected 'native' or capabilities separated by commas, e.g. 8.0,9.0a"),
+        ("8.0,", "--arch '8.0,': expected 'native' or capabilities separated by commas, e.g. 8.0,9.0a"),
+        (
+            "sm_90",
+            "--arch: invalid CUDA capability 'sm_90': expected e.g. '8.0', '9.0a', '12.0+PTX'; did you mean '9.0'?",
+        ),
+        (
+            "8.1",
+            "--arch: 8.1 is not a supported CUDA capability (supported: 7.0, 7.2, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, "
+            "10.0, 10.1, 11.0, 12.0, 12.1; an 'a' suffix from 9.0, an 'f' suffix from 10.0, '+PTX' on any)",
+        ),
+        (
+            "8.0a",
+            "--arch: 8.0a does not exist: arch-specific ('a') capabilities start at 9.0, family ('f') ones at 10.0",
+        ),
+        (
+            "9.0f",
+            "--arch: 9.0f does not exist: arch-specific ('a') capabilities start at 9.0, family ('f') ones at 10.0",
+        ),
+    ],
+)
+def test_explicit_archs_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        explicit_archs(text)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("requested", "cuda", "explicit", "selection"),
+    [
+        (None, (13, 0), ("8.0", "9.0a"), Selection(("8.0", "9.0a"))),
+        (None, (13, 0), ("7.0", "9.0"), Selection(("9.0",), ("7.0",))),  # CUDA 13 builds no 7.0
+        (None, (12, 8), ("7.0", "10.1"), Selection(("7.0", "10.1"))),
+        (None, (12, 8), ("10.0f",), Selection((), ("10.0f",))),  # family targets need CUDA 12.9
+        (("8.0", "9.0a"), (13, 0), ("9.0",), Selection(("9.0a",))),
+        (("8.0",), (13, 0), ("9.0",), Selection(())),
+        (("8.0",), (13, 0), ("11.0",), Selection(())),
+        (("8.0",), (13, 0), ("8.9",), Selection(("8.0",))),
+    ],
+)
+def test_select_explicit(
+    requested: tuple[str, ...] | None, cuda: tuple[int, int], explicit: tuple[str, ...], selection: Selection
+) -> None:
+    assert select_explicit(requested, cuda, explicit) == selection
+    assert gencode_flags(select_explicit(None, (13, 0), ("9.0",)).archs) == [
+        "-gencode=arch=compute_90,code=sm_90"
+    ]

@@ -88,9 +88,17 @@ def plan(
     *,
     backend: str | None = None,
     native: tuple[str, ...] | None = None,
+    explicit: tuple[str, ...] | None = None,
 ) -> BuildPlan:
     project(tmp_path, text)
-    return plan_build(load(Path("kernel")), interpreter, UID, backend=backend, native_targets=native)
+    return plan_build(
+        load(Path("kernel")),
+        interpreter,
+        UID,
+        backend=backend,
+        native_targets=native,
+        explicit_archs=explicit,
+    )
 
 
 def names(build: BuildPlan) -> list[str]:
@@ -371,6 +379,52 @@ def test_native_targets_do_not_mark_cpu_variants(tmp_path: Path) -> None:
     text = GENERAL.format(backends='["cpu"]') + TORCH + CPU_KERNEL
     [variant] = plan(tmp_path, text, CPU_213, native=("9.0",)).variants
     assert variant.arch_selection is None
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "explicit", "archs"),
+    [
+        (None, ("9.0",), ("9.0",)),
+        (None, ("8.0", "9.0a"), ("8.0", "9.0a")),
+        (None, ("8.0+PTX",), ("8.0+PTX",)),
+        ('["8.0", "9.0a"]', ("9.0",), ("9.0a",)),
+        ('["8.0", "9.0a"]', ("8.0", "9.0a"), ("8.0", "9.0a")),
+        ('["8.0"]', ("8.6",), ("8.0",)),
+    ],
+)
+def test_explicit_archs(
+    tmp_path: Path, capabilities: str | None, explicit: tuple[str, ...], archs: tuple[str, ...]
+) -> None:
+    """``--arch LIST``: a kernel without cuda-capabilities gets the list; one with them is selected as if the
+    listed capabilities were the GPUs."""
+    [variant] = plan(tmp_path, cuda_project(capabilities), CU130_213, explicit=explicit).variants
+    assert variant.components[1].archs == variant.archs == archs
+    assert variant.components[0].archs == ()  # the binding has no .cu here
+    assert variant.arch_selection == "explicit"
+
+
+def test_explicit_archs_this_cuda_cannot_build(tmp_path: Path) -> None:
+    build = plan(tmp_path, cuda_project(None), CU130_213, explicit=("9.0", "10.1"))
+    assert build.variants[0].archs == ("9.0",)
+    assert messages(build, Severity.WARNING) == [
+        "[kernel.plan_cuda]: capability 10.1 dropped: CUDA 13.0 cannot build it"
+    ]
+    text = cuda_project('["8.0"]')
+    with pytest.raises(ConfigError) as info:
+        plan(tmp_path, text, CU130_213, explicit=("9.0",))
+    line = kernel_line(text, "[kernel.plan_cuda]")
+    assert str(info.value) == (
+        f"kernel/build.toml:{line}: error: [kernel.plan_cuda]: --arch 9.0 leaves nothing to build: its "
+        "cuda-capabilities (8.0) and CUDA 13.0 (supported: 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 11.0, 12.0, 12.1) "
+        "allow none of them\n"
+        "  hint: pass capabilities this kernel lists and this CUDA builds, or leave --arch out"
+    )
+
+
+def test_explicit_archs_do_not_mark_cpu_variants(tmp_path: Path) -> None:
+    text = GENERAL.format(backends='["cpu"]') + TORCH + CPU_KERNEL
+    [variant] = plan(tmp_path, text, CPU_213, explicit=("9.0",)).variants
+    assert variant.arch_selection is None and variant.archs == ()
 
 
 def test_dropped_capability_warns(tmp_path: Path) -> None:

@@ -168,7 +168,7 @@ def test_upload_lock_and_download_as_library_calls(hub: HubServer, tmp_path: Pat
 
     report = lock_project(app)
     assert report.failures == () and report.path == app / "kernels.lock"
-    assert [(e.repo_id, e.sha, sorted(e.variants)) for e in report.entries] == [(REPO, sha, [CPU, CUDA])]
+    assert [(e.repo_id, e.sha, e.version) for e in report.entries] == [(REPO, sha, 1)]
 
     outcomes = download_locked(app)
     assert [(o.repo_id, o.sha, o.variants, o.error) for o in outcomes] == [(REPO, sha, (CPU,), None)]
@@ -251,3 +251,36 @@ def test_ctrl_c_as_the_command_returns_is_an_interruption_not_a_death_by_signal(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert (result.returncode, result.stderr) == (130, "interrupted\n")
+
+
+@pytest.mark.parametrize("command", ["build", "test"])
+@pytest.mark.parametrize(
+    ("arch", "message"),
+    [
+        (
+            "8.1",
+            "--arch: 8.1 is not a supported CUDA capability (supported: 7.0, 7.2, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, ",
+        ),
+        (
+            "sm_90",
+            "--arch: invalid CUDA capability 'sm_90': expected e.g. '8.0', '9.0a', '12.0+PTX'; did you mean '9.0'?",
+        ),
+        ("9.0,", "--arch '9.0,': expected 'native' or capabilities separated by commas, e.g. 8.0,9.0a"),
+    ],
+)
+def test_arch_lists_are_checked_before_anything_is_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, arch: str, message: str
+) -> None:
+    """``--arch 9.0``/``8.0,9.0a`` take supported capabilities only: anything else is a usage error (exit 2)."""
+    assert main([command, str(tmp_path / "none"), "--arch", arch]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1
+
+
+def test_arch_option_gives_the_canonical_list() -> None:
+    from kernel_builder.commands._shared import arch_option
+
+    assert arch_option(None) is None and arch_option("native") == "native"
+    assert arch_option("9.0a, 8.0") == "8.0,9.0a"
+    with pytest.raises(UsageError):
+        arch_option("7.9")

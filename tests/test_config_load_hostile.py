@@ -215,6 +215,11 @@ CASES = {
         'src = ["relu_cpu/relu;cpu.cpp"]',
         "path `relu_cpu/relu;cpu.cpp` in [kernel.relu_cpu] `src` contains `;`, which CMake cannot pass inside one path",
     ),
+    "dollar-in-source": (
+        _with('src = ["relu_cpu/relu_cpu.cpp"]', 'src = ["relu_cpu/a$(b).cpp"]'),
+        'src = ["relu_cpu/a$(b).cpp"]',
+        "path `relu_cpu/a$(b).cpp` in [kernel.relu_cpu] `src` contains `$`, which CMake and Ninja read as the start of a variable",
+    ),
     "generated-section-name": (
         _with("[kernel.relu_cpu]", "[kernel._torch_binding]"),
         "[kernel._torch_binding]",

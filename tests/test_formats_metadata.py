@@ -314,3 +314,32 @@ def test_kernel_depends_names_are_validated(tmp_path: Path, entry: dict[str, obj
     with pytest.raises(ValueError) as caught:
         read_metadata(path)
     assert str(caught.value) == f"{path}: invalid field 'kernel-depends[0]': {problem}"
+
+
+@pytest.mark.parametrize(
+    ("relpath", "problem"),
+    [
+        ("../../../../etc/hostname", "a path that leaves the variant directory ('..')"),
+        ("relu/../../x.py", "a path that leaves the variant directory ('..')"),
+        ("/etc/hostname", "an absolute path"),
+        ("C:/x.py", "an absolute path"),
+        ("relu\\x.py", "a path with a backslash (keys are '/'-separated)"),
+        ("relu//x.py", "a path with an empty or '.' component"),
+        ("./x.py", "a path with an empty or '.' component"),
+        ("", "an empty path"),
+        ("x\n.py", "a path with a control character"),
+    ],
+)
+def test_digest_entries_outside_the_variant_are_refused_not_skipped(
+    tmp_path: Path, relpath: str, problem: str
+) -> None:
+    """A digest key that is not a plain relative path would otherwise be dropped as a hidden path (it starts
+    with ``.``) or point outside the variant: the whole metadata.json is refused."""
+    digest = {"algorithm": "sha256", "files": {relpath: "AAAA", "relu/__init__.py": "AAAA"}}
+    path = write_json(tmp_path / "metadata.json", {**MINIMAL, "digest": digest})
+    with pytest.raises(ValueError) as caught:
+        read_metadata(path)
+    assert str(caught.value) == (
+        f"{path}: invalid field 'digest.files.{json.dumps(relpath)}': {problem}; a digest lists only files "
+        f"inside its own variant directory, so this metadata.json is refused"
+    )

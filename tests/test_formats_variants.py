@@ -192,6 +192,31 @@ def test_parse_errors_name_the_part(name: str, detail: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "name",
+    [
+        "torch\uff1213-cxx11-cpu-x86_64-linux",  # fullwidth 2
+        "torch\u0662\u0661\u0663-cxx11-cpu-x86_64-linux",  # Arabic-Indic 213
+        "torch213-cxx11-cu\u0661\u0663\u0660-x86_64-linux",  # Arabic-Indic CUDA 13.0
+        "torch-stable-abi\u0662\u0661\u0661-cu130-x86_64-linux",
+        "torch213-cxx11-cpu-x86\u200b_64-linux",  # a zero-width space
+    ],
+)
+def test_look_alike_digits_and_other_non_ascii_names_are_refused(name: str) -> None:
+    """``str.isdigit`` accepts every Unicode digit; a variant name is ASCII, so a look-alike never parses as
+    Torch 2.13 (or any version)."""
+    with pytest.raises(ValueError) as error:
+        parse_variant(name)
+    assert "non-ASCII characters" in str(error.value)
+    assert repr(name) in str(error.value)
+
+
+@pytest.mark.parametrize("version", ["\uff12.13", "2.\u0661\u0663", "\u0662"])
+def test_to_major_minor_takes_ascii_digits_only(version: str) -> None:
+    with pytest.raises(ValueError, match="expected numbers separated by dots"):
+        to_major_minor(version)
+
+
+@pytest.mark.parametrize(
     ("backend", "expected"),
     [
         ("cpu", "torch-cpu"),

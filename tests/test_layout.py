@@ -53,9 +53,6 @@ TESTED_ELSEWHERE = {
     # formats
     "formats.dependencies": "test_config_forms.py and test_build_compile_cutlass.py",
     "formats.lockfile": "test_loader_lock.py",
-    # the Hub client settings
-    "hub": "every Hub test runs against tests/hub_server.py through it (test_loader_remote.py, "
-    "test_publish_upload.py)",
     # layers (the kernelize API)
     "layers.checks": "test_layers_marks.py",
     "layers.device": "test_layers_kernelizer.py, test_layers_mapping.py",
@@ -100,6 +97,7 @@ TESTED_ELSEWHERE = {
             "check_config",
             "download",
             "generate",
+            "info",
             "init",
             "list_variants",
             "lock",
@@ -108,6 +106,8 @@ TESTED_ELSEWHERE = {
             "test",
             "update_build",
             "upload",
+            "verify_signature",
+            "versions",
         )
     },  # fmt: skip
 }

@@ -340,6 +340,31 @@ def test_parse_local_kernels_duplicate() -> None:
     )
 
 
+def test_a_huge_local_kernels_value_is_one_short_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 100 KB value used to reach the file system and fail with a raw ``File name too long``."""
+    long_name = "x" * 100_000
+    monkeypatch.setenv("LOCAL_KERNELS", f"org/relu=/{long_name}")
+    with pytest.raises(ValueError) as caught:
+        load_local_override("org/relu")
+    message = str(caught.value)
+    assert message.startswith("invalid LOCAL_KERNELS segment 'org/relu=/xxx")
+    assert "(100010 characters)" in message
+    assert "the path is 100001 bytes long, more than the file system allows (4096)" in message
+    assert len(message) < 400
+    monkeypatch.setenv("LOCAL_KERNELS", f"org/relu=/tmp/{'y' * 300}")
+    with pytest.raises(ValueError, match="a name in the path is 300 bytes long"):
+        load_local_override("org/relu")
+
+
+def test_a_local_kernels_path_through_a_file_is_missing_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("LOCAL_KERNELS", f"org/relu={tmp_path / 'file' / 'relu'}")
+    with pytest.raises(FileNotFoundError, match="which does not exist$"):
+        load_local_override("org/relu")
+
+
 # --- §8.25 LOCAL_KERNELS overrides --------------------------------------------------------------------------
 
 

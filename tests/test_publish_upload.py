@@ -418,7 +418,7 @@ def test_no_changes_and_the_token_is_never_printed(
     hub.fail_with_500(f"/api/kernels/{REPO}/refs")
     runs.append(upload(capsys, kernel))
     assert runs[-1].code == 1 and runs[-1].err.startswith(
-        f"error: upload to {REPO} failed: Server error '500"
+        f"error: upload to {REPO} failed: {REPO}: list the branches on {hub.url} failed: the Hub answered HTTP 500"
     )
     for run in runs:
         assert token not in run.out + run.err
@@ -481,6 +481,26 @@ def test_refused_variants_exit_1_naming_them(
     assert lines[0] == f"error: refusing to upload from {kernel / 'build'}:"
     assert any(line.startswith(f"  {problem}") for line in lines[1:]), run.err
     assert hub.requests == []
+
+
+def test_explicit_arch_builds_upload_only_when_allowed(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``build --arch 9.0`` (a CI smoke build) records "arch-selection": "explicit"; upload refuses it unless
+    --allow-explicit-archs."""
+    kernel = write_kernel(tmp_path / "relu", {CUDA: {"extra": {"arch-selection": "explicit"}}})
+    data = json.loads((kernel / "build" / CUDA / "metadata.json").read_text())
+    archs = ", ".join(data["backend"].get("archs", [])) or "none"
+    run = upload(capsys, kernel)
+    assert run.code == 1
+    assert run.err.splitlines()[1:] == [
+        f'  {CUDA}: built with an explicit --arch list ("arch-selection": "explicit"; capabilities: {archs}), not '
+        "the full list; rebuild it without --arch, or pass --allow-explicit-archs to publish it as it is"
+    ]
+    assert hub.requests == []
+    run = upload(capsys, kernel, "-q", "--allow-explicit-archs")
+    assert (run.code, run.err) == (0, "")
+    assert hub.requests != []
 
 
 def test_missing_repo_id_is_a_usage_error(

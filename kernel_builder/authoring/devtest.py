@@ -3,9 +3,9 @@
 Tests run in a pytest subprocess (a fresh process: op namespaces are process-global, and a rebuilt kernel
 must not meet the previous one), where the kernel is importable under its package name (``import relu``,
 through :mod:`kernel_builder.authoring.pytest_plugin`, and in the processes the tests start through an import
-shim on ``PYTHONPATH``) and ``get_kernel("<repo-id>")`` resolves to the project through ``LOCAL_KERNELS``.
-Before the build, :mod:`kernel_builder.authoring.preflight` checks that the test interpreter has pytest (and
-``kernels`` when the tests import it). See ``docs/tutorial.md``.
+shim on ``PYTHONPATH``) and ``get_kernel("<repo-id>", version=N)`` resolves to the project through
+``LOCAL_KERNELS``. Before the build, :mod:`kernel_builder.authoring.preflight` checks that the test interpreter
+has pytest (and ``kernels`` when the tests import it). See ``docs/tutorial.md``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ the loaders import under the variant's unique id. The tests get the same environ
 ``kernel-builder test`` (:func:`kernel_builder.authoring.devtest.pytest_environment`), with the plugin
 :mod:`kernel_builder.authoring.pytest_plugin` named in ``PYTEST_PLUGINS``: before the first conftest it loads the
 variant (digest verified, as every load) and exposes it as ``<name>`` (:func:`kernel_builder.loader.alias.load_as`);
-``LOCAL_KERNELS`` maps the kernel's Hub repo id to the variant, so ``get_kernel("org/name")`` in the tests gives
+``LOCAL_KERNELS`` maps the kernel's Hub repo id to the variant, so ``get_kernel("org/name", version=N)`` in the
+tests gives
 that same module. ``build/`` is left as it was.
 
 :func:`run_kernel_tests` runs pytest on ``tests/`` that way, in the interpreter the variant is for.

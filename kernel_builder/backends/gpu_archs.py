@@ -24,12 +24,15 @@ __all__ = [
     "default_capabilities",
     "default_targets",
     "device_runs",
+    "explicit_archs",
     "expected_cuobjdump_images",
     "gencode_flags",
     "parse_capability",
     "rocm_device_runs",
     "select_capabilities",
+    "select_explicit",
     "select_rocm_archs",
+    "supported_capabilities",
     "suggest_capability",
     "union_archs",
 ]
@@ -243,6 +246,68 @@ def select_capabilities(
         archs=tuple(str(c) for c in _sorted_unique(kept)),
         dropped=tuple(str(c) for c in _sorted_unique(dropped)),
     )
+
+
+def supported_capabilities() -> tuple[str, ...]:
+    """Every plain capability of a default list (of any CUDA version): what ``--arch`` accepts, with an ``a``
+    suffix from 9.0, an ``f`` suffix from 10.0, and ``+PTX``."""
+    plain = {parse_capability(c).plain for _, caps in _DEFAULT_LISTS for c in caps}
+    return tuple(str(c) for c in sorted(plain))
+
+
+def explicit_archs(text: str) -> tuple[str, ...]:
+    """The capabilities of ``--arch 8.0,9.0a`` in canonical order; ``ValueError`` naming the first bad entry.
+
+    Each entry must be a supported capability (:func:`supported_capabilities`); whether this CUDA version can
+    build it is decided when the variant is planned (:func:`select_explicit`).
+    """
+    entries = [e.strip() for e in text.split(",")]
+    if not text.strip() or any(not e for e in entries):
+        raise ValueError(
+            f"--arch {text!r}: expected 'native' or capabilities separated by commas, e.g. 8.0,9.0a"
+        )
+    supported = supported_capabilities()
+    caps: list[Capability] = []
+    for entry in entries:
+        try:
+            cap = parse_capability(entry)
+        except ValueError as exc:
+            raise ValueError(f"--arch: {exc}") from None
+        if str(cap.plain) not in supported:
+            raise ValueError(
+                f"--arch: {entry} is not a supported CUDA capability (supported: {', '.join(supported)}; "
+                "an 'a' suffix from 9.0, an 'f' suffix from 10.0, '+PTX' on any)"
+            )
+        if (cap.suffix == "a" and cap.major < 9) or (cap.suffix == "f" and cap.major < 10):
+            raise ValueError(
+                f"--arch: {entry} does not exist: arch-specific ('a') capabilities start at 9.0, "
+                "family ('f') ones at 10.0"
+            )
+        caps.append(cap)
+    return union_archs([[str(c) for c in caps]])
+
+
+def select_explicit(
+    requested: Sequence[str] | None, cuda: tuple[int, int], explicit: Sequence[str]
+) -> Selection:
+    """The effective list of one kernel under ``--arch LIST`` (``explicit``, from :func:`explicit_archs`).
+
+    The entries this CUDA version cannot build (not among its default targets, or ``f`` before 12.9) are
+    dropped. A kernel without ``cuda-capabilities`` gets the remaining list exactly (suffixes and ``+PTX``
+    included); one with ``cuda-capabilities`` is selected as if the listed capabilities were the only GPUs (the
+    targets of :func:`select_capabilities`).
+    """
+    targets = {parse_capability(t) for t in default_targets(cuda)}
+    caps = [parse_capability(e) for e in explicit]
+    buildable = [c for c in caps if c.plain in targets and not (c.suffix == "f" and cuda < _FAMILY_MIN_CUDA)]
+    dropped = tuple(str(c) for c in caps if c not in buildable)
+    if requested is None:
+        return Selection(tuple(str(c) for c in _sorted_unique(buildable)), dropped)
+    plain = [str(c) for c in _sorted_unique(c.plain for c in buildable)]
+    if not plain:
+        return Selection((), dropped)
+    selection = select_capabilities(requested, cuda, plain)
+    return Selection(selection.archs, tuple(dict.fromkeys([*dropped, *selection.dropped])))
 
 
 def gencode_flags(archs: Sequence[str]) -> list[str]:

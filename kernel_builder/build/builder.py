@@ -146,7 +146,12 @@ class Builder:
                 native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
             )
             plan = plan_build(
-                self.project, interpreter, unique_id, backend=options.backend, native_targets=targets
+                self.project,
+                interpreter,
+                unique_id,
+                backend=options.backend,
+                native_targets=targets,
+                explicit_archs=options.explicit_archs,
             )
             report = BuildReport(plan, diagnostics=list(plan.diagnostics))
             for name, reason in plan.skipped:

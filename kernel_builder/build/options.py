@@ -15,7 +15,7 @@ from kernel_builder.build.plan.candidates import Selection
 @dataclass(frozen=True)
 class BuildOptions:
     build_type: str = "Release"
-    arch: str | None = None  # "native" or None
+    arch: str | None = None  # "native", capabilities separated by commas ("8.0,9.0a", canonical) or None
     unique_id: str | None = None
     backend: str | None = None
     verbose: bool = False
@@ -35,3 +35,10 @@ class BuildOptions:
     debug_build: bool = False  # -g, and -lineinfo for nvcc
     namespace_where_used: bool = False  # kernel_builder.load: see generate.cmake.namespace_sources
     compile_log: bool = False  # compiler output to .kernel-builder/<variant>/build.log, not the terminal
+
+    @property
+    def explicit_archs(self) -> tuple[str, ...] | None:
+        """The capabilities of ``--arch 8.0,9.0a`` (None for the default list or ``native``)."""
+        if self.arch is None or self.arch == "native":
+            return None
+        return tuple(self.arch.split(","))

@@ -272,8 +272,14 @@ def sync_card(project: KernelProject, build_root: Path) -> None:
             data = read_bounded(card, _CARD_LIMIT)
         except UnsafeFileError as exc:
             raise BuildError(f"cannot copy {card}: {exc}") from None
-        if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
-            build_root.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, data, staging_for(project.root, build_root))
+        try:
+            if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
+                build_root.mkdir(parents=True, exist_ok=True)
+                write_atomic(target, data, staging_for(project.root, build_root))
+        except OSError as exc:
+            raise _write_error(exc, target) from None
     elif target.is_symlink() or target.exists():
-        target.unlink()
+        try:
+            target.unlink()
+        except OSError as exc:
+            raise _write_error(exc, target) from None

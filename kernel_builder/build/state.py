@@ -148,6 +148,10 @@ def write_atomic(path: Path, data: bytes, staging: Path) -> None:
             file.write(data)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        # Name the file the user knows (build/CARD.md), not the staging file it was written through.
+        raise OSError(error.errno, error.strerror, str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

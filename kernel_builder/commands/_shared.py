@@ -37,6 +37,20 @@ def add_path(
     parser.add_argument("path", nargs="?", default=".", metavar=metavar, help=f"{help} (default: .)")
 
 
+def arch_option(value: str | None) -> str | None:
+    """``--arch``: ``native``, or capabilities such as ``9.0`` or ``8.0,9.0a`` (returned in canonical order);
+    anything else is a usage error (exit 2) that names the entry and the supported capabilities."""
+    if value is None or value == "native":
+        return value
+    from kernel_builder.backends.gpu_archs import explicit_archs
+    from kernel_builder.errors import UsageError
+
+    try:
+        return ",".join(explicit_archs(value))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def options_from(cls: type[Options], args: argparse.Namespace, **given: object) -> Options:
     """An options dataclass of a library function, from the parsed arguments of the same names; ``given``
     supplies (or overrides) the fields whose argument differs (``--no-import-check`` for ``import_check``)."""

@@ -9,6 +9,7 @@ from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import (
     add_common,
     add_path,
+    arch_option,
     load,
     log,
     options_from,
@@ -44,7 +45,10 @@ def register(commands: Subparsers) -> None:
     parser.add_argument("--werror", action="store_true", help="treat ABI symbol-version warnings as errors")
     parser.add_argument("--backend", help="build only this backend's variants")
     parser.add_argument(
-        "--arch", choices=["native"], help="native: only the visible GPU's capability (not publishable)"
+        "--arch",
+        metavar="ARCH",
+        help="native: only the visible GPU's capability; or capabilities such as 9.0 or 8.0,9.0a (neither is "
+        "publishable without upload --allow-explicit-archs, native never)",
     )
     parser.add_argument("--unique-id", metavar="ID", help="override the content-derived op namespace id")
     parser.add_argument(
@@ -114,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     if args.unique_id is not None:
         check_unique_id(args.unique_id)
     provenance = provenance_option(args.provenance_commit, args.provenance_dirty)
+    args.arch = arch_option(args.arch)
     project = load(args.path)
     options = options_from(
         BuildOptions,

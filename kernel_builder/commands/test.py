@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def register(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "test",
-        usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch {native}] [--python PATH] [--debug] [PATH] "
+        usage="%(prog)s [-h] [--backend BACKEND] [-j N] [--arch ARCH] [--python PATH] [--debug] [PATH] "
         "[-- PYTEST_ARGS ...]",
         help=COMMANDS["test"],
         description="Build the variant for this environment, then run pytest on tests/ with the kernel importable "
@@ -29,7 +29,9 @@ def register(commands: Subparsers) -> None:
     parser.add_argument("--backend", help="build only this backend's variants")
     parser.add_argument("-j", "--jobs", type=int, metavar="N", help="parallel compile jobs")
     parser.add_argument(
-        "--arch", choices=["native"], help="native: compile CUDA code only for the visible GPU (faster)"
+        "--arch",
+        metavar="ARCH",
+        help="native: compile CUDA code only for the visible GPU (faster); or capabilities such as 9.0 or 8.0,9.0a",
     )
     parser.add_argument(
         "--python",
@@ -49,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
 
     project, status = _shared.build_first(
         args.path,
-        BuildOptions(backend=args.backend, jobs=args.jobs, arch=args.arch, python=args.python),
+        BuildOptions(
+            backend=args.backend, jobs=args.jobs, arch=_shared.arch_option(args.arch), python=args.python
+        ),
         before=check,
     )
     if status:

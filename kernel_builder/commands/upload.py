@@ -30,6 +30,10 @@ def register(commands: Subparsers) -> None:
         "--allow-abi-violations", action="store_true",
         help="upload variants that check-abi rejects (the card lists the violations)",
     )  # fmt: skip
+    parser.add_argument(
+        "--allow-explicit-archs", action="store_true",
+        help="upload variants built with an explicit --arch list (only those capabilities)",
+    )  # fmt: skip
     parser.add_argument("--output-json", metavar="PATH", help="write the outcome as JSON to PATH")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
     add_common(parser)

@@ -37,7 +37,7 @@ def compiled_by_backend() -> dict[str, tuple[str, ...]]:
 
 
 HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
-_CUTLASS_RE = re.compile(r"^cutlass_(\d+)_(\d+)$")
+_CUTLASS_RE = re.compile(r"^cutlass_([0-9]+)_([0-9]+)$")
 #: Section names become CMake targets beside the generated ones: the binding component (``_torch_binding``),
 #: the extension (``_<name>_<backend>_<id>``), the ``kb_*`` helpers, and the targets CMake defines itself.
 RESERVED_PREFIXES = ("_", "kb_")

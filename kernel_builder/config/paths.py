@@ -40,6 +40,13 @@ def check_path(ctx: Context, root: Path, value: str, where: KeyPath, *, director
             "rename the file or directory (CMake splits paths at `;`)",
         )
         return False
+    if "$" in value:
+        ctx.error(
+            f"path `{value}` in {what} contains `$`, which CMake and Ninja read as the start of a variable",
+            where,
+            "rename the file or directory without `$`",
+        )
+        return False
     if _GLOB & set(value):
         ctx.error(
             f"path `{value}` in {what} contains a glob character",

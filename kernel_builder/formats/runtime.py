@@ -36,7 +36,7 @@ _CPU_ALIASES = {
     "arm64": "aarch64",
 }
 
-_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
+_MAJOR_MINOR = re.compile(r"^([0-9]+)\.([0-9]+)")
 
 
 def normalize_cpu(machine: str) -> str:
@@ -64,7 +64,12 @@ def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
     # Self-contained on purpose: this source is copied into generated _ops.py files.
     def major_minor(text: "str") -> "tuple[int, int] | None":
         parts = text.strip().split(".")
-        if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        if (
+            len(parts) < 2
+            or not (parts[0] + parts[1]).isascii()
+            or not parts[0].isdigit()
+            or not parts[1].isdigit()
+        ):
             return None
         return int(parts[0]), int(parts[1])
 
@@ -92,7 +97,7 @@ def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
         xpu_text = str(xpu).strip()
         if "." in xpu_text:
             return "xpu", major_minor(xpu_text)
-        if len(xpu_text) >= 6 and xpu_text[:6].isdigit():
+        if len(xpu_text) >= 6 and xpu_text[:6].isascii() and xpu_text[:6].isdigit():
             return "xpu", (int(xpu_text[:4]), int(xpu_text[4:6]))
         return "xpu", None
 

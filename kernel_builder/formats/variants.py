@@ -62,7 +62,7 @@ def to_major_minor(version: str | Sequence[int]) -> tuple[int, int]:
     """``"2.12"``, ``"12.6.3"`` or ``(2025, 3, 2)`` → ``(major, minor)``; a lone major is padded (``"2"`` → 2.0)."""
     if isinstance(version, str):
         parts = version.split(".")
-        if not version or not all(part.isdigit() for part in parts):
+        if not version or not all(_ascii_digits(part) for part in parts):
             raise ValueError(f"invalid version {version!r}: expected numbers separated by dots, e.g. '2.12'")
         numbers = [int(part) for part in parts]
     else:
@@ -173,12 +173,18 @@ class Variant:
 _FRAMEWORK_LABEL = {"torch": "Torch", "torch-stable-abi": "stable ABI", "tvm-ffi": "tvm-ffi"}
 
 
+def _ascii_digits(text: str) -> bool:
+    """Whether ``text`` is one or more ASCII digits. ``str.isdigit`` alone also accepts fullwidth, Arabic-Indic
+    and other Unicode digits, which would let a look-alike name parse as a real version."""
+    return text.isascii() and text.isdigit()
+
+
 def _canonical_digits(digits: str) -> bool:
-    return digits.isdigit() and (digits == "0" or not digits.startswith("0"))
+    return _ascii_digits(digits) and (digits == "0" or not digits.startswith("0"))
 
 
 def _parse_framework_version(name: str, digits: str, what: str) -> tuple[int, int]:
-    if not digits.isdigit() or len(digits) < 2:
+    if not _ascii_digits(digits) or len(digits) < 2:
         raise ValueError(
             f"invalid variant name {name!r}: {what} version {digits!r} must be at least two digits "
             f"(major digit, then minor)"
@@ -199,7 +205,7 @@ def _parse_compute(name: str, compute: str) -> tuple[str, tuple[int, int] | None
         prefix = backend.compute_prefix or ""
         if compute.startswith(prefix):
             digits = compute[len(prefix) :]
-            if not digits.isdigit() or len(digits) < 2:
+            if not _ascii_digits(digits) or len(digits) < 2:
                 raise ValueError(
                     f"invalid variant name {name!r}: compute {compute!r} needs at least two digits after "
                     f"{prefix!r} (major, then minor digit)"
@@ -251,7 +257,12 @@ def _parse_arch(name: str, kind: VariantKind, rest: str) -> Variant:
 
 
 def parse_variant(name: str) -> Variant:
-    """Parse a variant directory name; ``ValueError`` names the part that failed."""
+    """Parse a variant directory name; ``ValueError`` names the part that failed. Names are ASCII only."""
+    if not name.isascii():
+        raise ValueError(
+            f"invalid variant name {name!r}: it has non-ASCII characters (variant names are ASCII letters, "
+            f"digits, '-' and '_'); a look-alike character is never read as a version digit"
+        )
     if name == _UNIVERSAL:
         return Variant("universal", None, None, None, "universal", None, None)
     if name.startswith(_STABLE_PREFIX):

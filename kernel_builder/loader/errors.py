@@ -16,8 +16,10 @@ if TYPE_CHECKING:
     from kernel_builder.loader.resolve import Decision
 
 __all__ = [
+    "KernelDependencyError",
     "KernelIntegrityError",
     "KernelNotLockedError",
+    "LoaderTooOldError",
     "NoCompatibleVariantError",
     "UntrustedKernelError",
 ]
@@ -42,3 +44,19 @@ class UntrustedKernelError(ValueError, KernelBuilderError):
 
 class KernelNotLockedError(ValueError, KernelBuilderError):
     """A locked load found no lock file that lists the repository."""
+
+
+class KernelDependencyError(ValueError, KernelBuilderError):
+    """A kernel's ``kernel-depends`` cannot be satisfied: a dependency cycle, or a dependency that cannot be found.
+
+    ``chain`` is the path from the kernel being loaded to the failing dependency (repository ids, the first one
+    a path for ``get_local_kernel``).
+    """
+
+    def __init__(self, message: str, chain: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.chain: tuple[str, ...] = tuple(chain)
+
+
+class LoaderTooOldError(RuntimeError, KernelBuilderError):
+    """A build's ``kernels-minver`` names a newer ``kernels`` API than this loader implements."""

@@ -19,7 +19,7 @@ import re
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import CodeType, ModuleType
@@ -28,8 +28,11 @@ import kernel_builder.backends as backends
 from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
 from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
+from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError
+from kernel_builder.loader.minver import check_kernels_minver
 from kernel_builder.loader.share import share_with_kernels
+from kernel_builder.loader.signatures import require_signature
 
 __all__ = [
     "LoadedKernel",
@@ -332,10 +335,15 @@ def load_variant(
     *,
     metadata: Metadata | None = None,
     repo_info: RepoInfo | None = None,
+    dependencies: Mapping[str, ModuleType] | None = None,
 ) -> ModuleType:
     """Import a variant directory (docs/loading.md) and register it; a directory already loaded gives the same module.
 
-    ``metadata`` saves re-reading ``metadata.json``. Raises ``FileNotFoundError`` / ``ValueError`` for missing
+    ``metadata`` saves re-reading ``metadata.json``. ``dependencies`` (repository id → loaded module) are the
+    kernel's ``kernel-depends``, which its code gets from ``get_kernel_dep`` while it is imported. A Hub download
+    (``repo_info`` given) first passes the opt-in signature policy
+    (:func:`~kernel_builder.loader.signatures.require_signature`): this is the one place every Hub load
+    (``get_kernel``, the locked loads, ``kernelize``) goes through. Raises ``FileNotFoundError`` / ``ValueError`` for missing
     or invalid metadata or package, ``ImportError`` when the id is taken by a different build, and re-raises
     what the package's ``__init__`` raises (after removing the id and its submodules from ``sys.modules``).
     """
@@ -347,6 +355,9 @@ def load_variant(
             return known.module
         if metadata is None:
             metadata = read_variant_metadata(directory)
+        check_kernels_minver(metadata, directory.name, _where(directory, repo_info))
+        if repo_info is not None:  # a Hub download: the opt-in signature policy (docs/security.md)
+            require_signature(directory, metadata, _where(directory, repo_info))
         dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
         if dirty:
             keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
@@ -401,7 +412,9 @@ def load_variant(
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_id] = module
         try:
-            spec.loader.exec_module(module)
+            declared = [dependency.repo_id for dependency in metadata.kernel_depends]
+            with providing(f"{metadata.name} ({_where(directory, repo_info)})", dependencies or {}, declared):
+                spec.loader.exec_module(module)
         except BaseException as error:
             _forget(module_id)
             _finder.ids.discard(module_id)

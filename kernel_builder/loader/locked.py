@@ -1,11 +1,13 @@
 """Locked loads: ``load_kernel`` and ``get_locked_kernel`` (docs/loading.md).
 
-Both take the commit SHA from a lock file (the caller's, found by :mod:`~kernel_builder.loader.caller`, or
-``lockfile``) and never resolve versions; neither applies the trust gate (trust is checked when locking).
-``load_kernel`` never uses the network: the variant must be in the cache, where the lock hash is re-derived
-from the blob names. ``get_locked_kernel`` downloads a missing variant (unless offline), checking the tree
-listing against the lock and every downloaded file against the tree. :func:`fetch_locked_variant` is that
-download, shared with ``kernel-builder download``.
+Both take the commit SHA from a lock file in either format (the caller's, found by
+:mod:`~kernel_builder.loader.caller`, or ``lockfile``) and never resolve versions. ``load_kernel`` applies no
+trust gate (trust is checked when locking); ``get_locked_kernel`` applies it online, as upstream's does, with
+``trust_remote_code`` as for ``get_kernel``. ``load_kernel`` never uses the network: the variant must be in the
+cache, where each file is checked against the blob it names (and an older-format lock's hash re-derived from
+those names). ``get_locked_kernel`` downloads a missing variant (unless offline), checking every downloaded file
+against the tree listing at the locked commit (and that listing against an older-format lock's hash).
+:func:`fetch_locked_variant` is that download, shared with ``kernel-builder download``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.lockfile import LockEntry, group_variant_files
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
+from kernel_builder.loader.arguments import check_trust_argument, trusted_by_caller
 from kernel_builder.loader.caller import LockMatch, find_locked
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
@@ -39,6 +42,7 @@ from kernel_builder.loader.lockcheck import (
     require_covered,
 )
 from kernel_builder.loader.remote import Operation, Target, start_operation, variant_metadata
+from kernel_builder.loader.trust import require_trusted
 
 __all__ = [
     "cache_fix",
@@ -137,12 +141,15 @@ def _start(match: LockMatch, operation: Operation) -> _Locked:
     return _Locked(match, operation, cached)
 
 
-def _candidates(locked: _Locked) -> list[str]:
+def _candidates(locked: _Locked, online: RemoteRepo | None = None) -> list[str]:
+    """The variants to choose from: an older-format lock's, the cached ones, and (``online``) those of the tree
+    at the locked commit."""
+    hub = locked.operation.hub
     names = set(locked.entry.variants)
     if locked.repo is not None:
-        names.update(
-            variant_directories(locked.operation.hub.snapshot(locked.repo, locked.entry.sha) / "build")
-        )
+        names.update(variant_directories(hub.snapshot(locked.repo, locked.entry.sha) / "build"))
+    if online is not None and not locked.entry.legacy:
+        names.update(hub.folders(online, locked.entry.sha, "build"))
     return sorted(names)
 
 
@@ -206,6 +213,7 @@ def get_locked_kernel(
     repo_id: str,
     *,
     lockfile: Path | None = None,
+    trust_remote_code: bool | list[str] = False,
     backend: str | None = None,
     user_agent: str | dict[str, object] | None = None,
     verify_digest: bool | None = None,
@@ -213,10 +221,18 @@ def get_locked_kernel(
     """Import the locked build of ``repo_id``, downloading its variant first when it is not cached.
 
     As :func:`load_kernel`, except that a missing variant is downloaded (unless offline) and verified against
-    the lock (tree hash, file bytes, digest), and the variant's Python dependencies are checked.
+    the lock (tree hash, file bytes, digest), the variant's Python dependencies are checked, and online the
+    trust gate applies (``trust_remote_code`` as for ``get_kernel``).
     """
+    check_trust_argument(trust_remote_code)
     match = find_locked(repo_id, lockfile, sys._getframe(1))
-    return get_locked_match(match, backend=backend, user_agent=user_agent, verify_digest=verify_digest)
+    return get_locked_match(
+        match,
+        backend=backend,
+        user_agent=user_agent,
+        verify_digest=verify_digest,
+        trust_remote_code=trust_remote_code,
+    )
 
 
 def get_locked_match(
@@ -225,6 +241,7 @@ def get_locked_match(
     backend: str | None = None,
     user_agent: str | dict[str, object] | None = None,
     verify_digest: bool | None = None,
+    trust_remote_code: bool | list[str] = False,
 ) -> ModuleType:
     """:func:`get_locked_kernel` for a lock entry found earlier
     (:func:`~kernel_builder.loader.caller.find_locked`).
@@ -232,16 +249,23 @@ def get_locked_match(
     A ``LockedLayerRepository`` finds its lock where it is constructed, in the code that names the kernel, and
     loads later from ``kernelize``, whose caller may belong to another project.
     """
+    trust = check_trust_argument(trust_remote_code)
     locked = _start(match, start_operation(backend, user_agent))
     hub = locked.operation.hub
     entry = locked.entry
+    requested = [repo_id for repo_id in (entry.repo_id, entry.redirected_from) if repo_id is not None]
+    if not hub.offline and not any(trusted_by_caller(trust, repo_id) for repo_id in requested):
+        require_trusted(hub, entry.repo_id)  # offline the lock decides: it was trust-checked when written
     if locked.repo is None and hub.offline:
         raise _not_cached(locked)
     repo = locked.repo or RemoteRepo(entry.repo_id)
     target = Target(repo, entry.sha, None)
     subject = f"{entry.repo_id} at {entry.sha} (locked in {locked.match.source})"
     variant = choose_variant(
-        _candidates(locked), locked.operation, subject, lambda name: variant_metadata(hub, target, name)
+        _candidates(locked, None if hub.offline else repo),
+        locked.operation,
+        subject,
+        lambda name: variant_metadata(hub, target, name),
     )
     cached = locked.repo is not None and (hub.snapshot(repo, entry.sha) / "build" / variant).is_dir()
     if not cached and hub.offline:

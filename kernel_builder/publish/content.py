@@ -181,7 +181,7 @@ def _digest_problems(variant: VariantDir, files: list[LocalFile]) -> list[str]:
     return digest_problems(digest, sent, where="uploaded")
 
 
-def _check_variant(directory: Path, walker: _Walker) -> VariantDir | None:
+def _check_variant(directory: Path, walker: _Walker, allow_explicit_archs: bool) -> VariantDir | None:
     name = directory.name
     try:
         parse_variant(name)
@@ -201,6 +201,12 @@ def _check_variant(directory: Path, walker: _Walker) -> VariantDir | None:
             f'{name}: built with --arch native ("arch-selection": "native"), so it runs only on GPUs like '
             f"the build machine's; rebuild it without --arch native to publish it"
         )
+    elif metadata.arch_selection == "explicit" and not allow_explicit_archs:
+        archs = ", ".join(metadata.backend_archs or ()) or "none"
+        walker.problems.append(
+            f'{name}: built with an explicit --arch list ("arch-selection": "explicit"; capabilities: {archs}), '
+            "not the full list; rebuild it without --arch, or pass --allow-explicit-archs to publish it as it is"
+        )
     dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
     if dirty:
         keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
@@ -208,8 +214,9 @@ def _check_variant(directory: Path, walker: _Walker) -> VariantDir | None:
     return VariantDir(name, directory, metadata)
 
 
-def collect_content(kernel_dir: str | os.PathLike[str]) -> Content:
-    """Find and check the variants of ``kernel_dir`` and list every file an upload sends.
+def collect_content(kernel_dir: str | os.PathLike[str], *, allow_explicit_archs: bool = False) -> Content:
+    """Find and check the variants of ``kernel_dir`` and list every file an upload sends; a variant built for an
+    explicit ``--arch`` list is refused unless ``allow_explicit_archs`` (one built with ``--arch native`` always).
 
     Raises :class:`PublishError` listing every refused variant and every link that leaves the allowed roots.
     Hidden paths and dirty builds come back as warnings.
@@ -230,7 +237,7 @@ def collect_content(kernel_dir: str | os.PathLike[str]) -> Content:
             continue
         if directory.is_symlink() and not walker.allowed(directory, directory.name):
             continue
-        variant = _check_variant(directory, walker)
+        variant = _check_variant(directory, walker, allow_explicit_archs)
         if variant is None:
             continue
         variants.append(variant)

@@ -65,6 +65,7 @@ class UploadOptions:
     create_pr: bool = False
     dry_run: bool = False
     allow_abi_violations: bool = False  # upload variants check-abi rejects; the card then says so
+    allow_explicit_archs: bool = False  # upload variants built for an explicit --arch list
 
 
 @dataclass(frozen=True)
@@ -461,7 +462,7 @@ def upload(
     refused variants, a missing repo or branch with ``create_pr``, and failed Hub requests.
     """
     repo_id, branch_setting = _repo_id(options)
-    content = collect_content(options.kernel_dir)
+    content = collect_content(options.kernel_dir, allow_explicit_archs=options.allow_explicit_archs)
     with tempfile.TemporaryDirectory(prefix="kernel-builder-upload-") as scratch:
         content = abi_gate(content, options.allow_abi_violations, Path(scratch))
         for warning in content.warnings:

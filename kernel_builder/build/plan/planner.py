@@ -111,6 +111,7 @@ def plan_build(
     *,
     backend: str | None = None,
     native_targets: tuple[str, ...] | None = None,
+    explicit_archs: tuple[str, ...] | None = None,
     matrix: Matrix | None = None,
 ) -> BuildPlan:
     """The default selection: this interpreter's variant for its AOT backend, plus every noarch variant."""
@@ -147,7 +148,14 @@ def plan_build(
             diags.note(reason)
     if interpreter is not None and env_backend in aot_backends and _buildable_here(env_backend):
         plan = _aot_plan(
-            project, interpreter, env_backend, unique_id, native_targets, matrix or load_matrix(), diags
+            project,
+            interpreter,
+            env_backend,
+            unique_id,
+            native_targets,
+            matrix or load_matrix(),
+            diags,
+            explicit_archs,
         )
         if plan is not None:
             plans.append(plan)
@@ -167,7 +175,10 @@ def _aot_plan(
     native_targets: tuple[str, ...] | None,
     matrix: Matrix,
     diags: DiagnosticList,
+    explicit_archs: tuple[str, ...] | None = None,
 ) -> VariantPlan | None:
+    """The variant of ``interpreter`` for ``backend``; ``native_targets`` (``--arch native``) or
+    ``explicit_archs`` (``--arch 8.0,9.0a``) replace the default capability list."""
     config = project.config
     framework = config.framework
     assert isinstance(framework, Torch)
@@ -221,16 +232,30 @@ def _aot_plan(
         archs: tuple[str, ...] = ()
         if capability_archs:
             assert compute_version is not None
-            selection = capabilities.select_capabilities(
-                kernel.cuda_capabilities, compute_version, native_targets
-            )
+            if explicit_archs is not None:
+                selection = capabilities.select_explicit(
+                    kernel.cuda_capabilities, compute_version, explicit_archs
+                )
+            else:
+                selection = capabilities.select_capabilities(
+                    kernel.cuda_capabilities, compute_version, native_targets
+                )
             for dropped in selection.dropped:
                 diags.warning(
                     f"[kernel.{kernel.name}]: capability {dropped} dropped: CUDA {compute_version[0]}.{compute_version[1]} "
                     "cannot build it",
                     kernel.line,
                 )
-            if not selection.archs:
+            if not selection.archs and explicit_archs is not None:
+                targets = capabilities.default_targets(compute_version)
+                diags.error(
+                    f"[kernel.{kernel.name}]: --arch {','.join(explicit_archs)} leaves nothing to build: "
+                    f"its cuda-capabilities ({', '.join(kernel.cuda_capabilities or ())}) and CUDA "
+                    f"{compute_version[0]}.{compute_version[1]} (supported: {', '.join(targets)}) allow none of them",
+                    kernel.line,
+                    "pass capabilities this kernel lists and this CUDA builds, or leave --arch out",
+                )
+            elif not selection.archs:
                 requested = ", ".join(
                     kernel.cuda_capabilities
                     or native_targets
@@ -272,7 +297,11 @@ def _aot_plan(
     binding_archs: tuple[str, ...] = ()
     if capability_archs and any(s.endswith(".cu") for s in binding_sources):
         assert compute_version is not None
-        binding_archs = union or capabilities.select_capabilities(None, compute_version, native_targets).archs
+        if explicit_archs is not None:
+            default = capabilities.select_explicit(None, compute_version, explicit_archs)
+        else:
+            default = capabilities.select_capabilities(None, compute_version, native_targets)
+        binding_archs = union or default.archs
     binding = Component(
         "_torch_binding", tuple(binding_sources), framework.include, framework.cxx_flags, (), binding_archs
     )
@@ -284,8 +313,15 @@ def _aot_plan(
         ops_name(project.py_name, backend, unique_id),
         (binding, *components),
         union if spec.gpu is not None else (),
-        "native" if native_targets is not None and capability_archs else None,
+        _arch_selection(native_targets, explicit_archs) if capability_archs else None,
     )
+
+
+def _arch_selection(native: tuple[str, ...] | None, explicit: tuple[str, ...] | None) -> str | None:
+    """What metadata.json records as ``arch-selection``: how the capability list was narrowed, if it was."""
+    if native is not None:
+        return "native"
+    return "explicit" if explicit is not None else None
 
 
 def plan_candidate(
@@ -296,6 +332,7 @@ def plan_candidate(
     unique_id: str,
     *,
     native_targets: tuple[str, ...] | None = None,
+    explicit_archs: tuple[str, ...] | None = None,
     matrix: Matrix | None = None,
 ) -> tuple[VariantPlan, tuple[Diagnostic, ...]]:
     """The plan of one selected candidate, built with ``interpreter`` (whose torch must give that variant)."""
@@ -305,7 +342,16 @@ def plan_candidate(
             if noarch.name == candidate_name:
                 return noarch, ()
         raise BuildError(f"{candidate_name} is not a pure-Python variant of {project.display_path}")
-    plan = _aot_plan(project, interpreter, backend, unique_id, native_targets, matrix or load_matrix(), diags)
+    plan = _aot_plan(
+        project,
+        interpreter,
+        backend,
+        unique_id,
+        native_targets,
+        matrix or load_matrix(),
+        diags,
+        explicit_archs,
+    )
     if diags.errors:
         raise ConfigError(diags.sorted())
     if plan is None or plan.name != candidate_name:

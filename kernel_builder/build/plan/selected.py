@@ -115,6 +115,12 @@ def plan_selected(
         interpreter = quick_probe(python)
     targets = native_targets(interpreter) if options.arch == "native" else None
     plan, diagnostics = plan_candidate(
-        project, candidate.name, candidate.backend, interpreter, unique_id, native_targets=targets
+        project,
+        candidate.name,
+        candidate.backend,
+        interpreter,
+        unique_id,
+        native_targets=targets,
+        explicit_archs=options.explicit_archs,
     )
     return plan, interpreter, list(diagnostics)
