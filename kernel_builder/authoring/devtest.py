@@ -28,10 +28,8 @@ from kernel_builder.errors import BuildError, UsageError
 SHIM_DIR = "test-import"
 
 _SHIM = """\
-# Written by kernel-builder for `kernel-builder test`; rewritten on every run. In the test run and in the
+# Written by kernel-builder for `kernel-builder test` (kept up to date by each run). In the test run and in the
 # processes it starts, `import {name}` loads the kernel under test ({env}) instead of this file.
-import sys
-
 from kernel_builder.authoring.pytest_plugin import import_kernel_under_test
 
 import_kernel_under_test(__name__)
