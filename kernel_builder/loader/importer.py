@@ -3,8 +3,9 @@
 A kernel is imported under its unique ``metadata.id`` (never its plain name), so it cannot shadow an installed
 package, its relative imports resolve to its own files, and two builds of one kernel load side by side. Every
 load goes through :func:`load_variant` under one process-wide re-entrant lock and is recorded in a registry
-that :func:`get_loaded_kernels` copies. :func:`check_python_dependencies` (docs/loading.md) and :func:`check_digest`
-(docs/loading.md) are shared by local, Hub and locked loads, which call them in their own order.
+that :func:`get_loaded_kernels` copies; the ``kernels`` package, if the process uses it too, gets the same
+module for the same build (:mod:`kernel_builder.loader.share`). :func:`check_python_dependencies`
+(docs/loading.md) and :func:`check_digest` (docs/loading.md) are shared by local, Hub and locked loads, which call them in their own order.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metada
 from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError, MissingPythonDependencyError
 from kernel_builder.loader.minver import check_kernels_minver
+from kernel_builder.loader.share import share_with_kernels
 from kernel_builder.loader.signatures import require_signature
 
 __all__ = [
@@ -403,6 +405,7 @@ def load_variant(
                     _origin.setdefault(module_id, real_path)
                     _loaded.append(loaded)
                     logger.debug("%s: same build as the loaded module %s; reusing it", directory, module_id)
+                    share_with_kernels(_module_for_variant)
                     return existing
             raise ImportError(
                 f"cannot import {directory} as module {module_id!r}: {other} is already loaded under that id "
@@ -432,4 +435,27 @@ def load_variant(
         _by_path[real_path] = kernel
         _origin[module_id] = real_path
         logger.debug("imported kernel %s from %s as module %s", metadata.name, directory, module_id)
+        share_with_kernels(_module_for_variant)
         return module
+
+
+def _module_for_variant(variant_dir: Path) -> ModuleType | None:
+    """The module this loader imported for the build in ``variant_dir``: the same id and digest (the same
+    directory, or a copy), still in ``sys.modules`` under its id; ``None`` otherwise (and for a build without
+    an id or a digest). What the ``kernels`` package gets instead of importing it again
+    (:mod:`kernel_builder.loader.share`)."""
+    try:
+        metadata = read_variant_metadata(variant_dir)
+    except (OSError, ValueError):
+        return None
+    if metadata.id is None or metadata.digest is None:
+        return None
+    with _lock:
+        for kernel in _loaded:
+            if (
+                kernel.metadata.id == metadata.id
+                and kernel.metadata.digest == metadata.digest
+                and sys.modules.get(metadata.id) is kernel.module
+            ):
+                return kernel.module
+    return None
