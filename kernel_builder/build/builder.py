@@ -296,9 +296,20 @@ class Builder:
             variant.name,
             "configuring" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""),
         )
-        cuda = write_variant_project(self.project, variant, interpreter, project_dir, self.options, self.log)
         cache = compiler_cache.find()
+        wrapper = (
+            cache or compiler_cache.in_use()
+        )  # also a ccache or sccache the environment's launcher names
+        cuda = write_variant_project(
+            self.project, variant, interpreter, project_dir, self.options, self.log,
+            compiler_cache=wrapper.tool if wrapper else None,
+        )  # fmt: skip
         self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
+        if wrapper is not None:
+            os.environ.update(
+                wrapper.environment(self.root)
+            )  # the compilers' environment (same for every variant)
+        before = wrapper.statistics() if wrapper is not None else None
         cmake_build.mkdir(parents=True, exist_ok=True)
         state.stamp_tree(cmake_build)
         compile_stage.configure(
@@ -308,6 +319,13 @@ class Builder:
         compile_stage.link_compile_commands(self.root, cmake_build)
         self.progress.stage(variant.name, "compiling")
         self._compile(variant, cmake_build, jobs)
+        after = wrapper.statistics() if wrapper is not None else None
+        if wrapper is not None and before is not None and after is not None:
+            shared = " and of builds running beside it" if self.capture else ""
+            self.log(
+                f"{variant.name}: compiler cache: {(after - before).describe()} "
+                f"({wrapper.tool}'s statistics over this compile{shared})"
+            )
         for warning in header_warnings(self.project, cmake_build):
             self.warn(warning)
         return compile_stage.install(cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose)

@@ -9,6 +9,7 @@ A cold build of a project that was built before — another copy, another checko
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -52,8 +53,66 @@ class CompilerCache:
             f"ignore_options={own_map} -Xcompiler={own_map}",
         ]
 
+    def environment(self, root: Path) -> dict[str, str]:
+        """Variables the compilations need so that copies of the project at other paths share entries.
+
+        sccache strips the directories in ``SCCACHE_BASEDIRS`` from the preprocessed text it hashes; the root
+        is added to those the user set. The sccache server reads it when it starts, so it is set before
+        :meth:`statistics` first talks to (and, when none runs, starts) the server."""
+        if self.tool != "sccache":
+            return {}
+        given = [p for p in os.environ.get("SCCACHE_BASEDIRS", "").split(os.pathsep) if p]
+        return {"SCCACHE_BASEDIRS": os.pathsep.join([*given, str(root)] if str(root) not in given else given)}
+
+    def statistics(self) -> Statistics | None:
+        """The cache's own hit and miss counters (all its users'), or None when they cannot be read."""
+        argv = (
+            [str(self.path), "--print-stats"]
+            if self.tool == "ccache"
+            else [str(self.path), "--show-stats", "--stats-format=json"]
+        )
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if result.returncode != 0:
+            return None
+        try:
+            return _ccache_stats(result.stdout) if self.tool == "ccache" else _sccache_stats(result.stdout)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
     def describe(self) -> str:
         return f"{self.tool} {self.version} ({self.path})"
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Counters of compilations: taken from the cache (hits), compiled and stored (misses)."""
+
+    hits: int
+    misses: int
+
+    def __sub__(self, earlier: Statistics) -> Statistics:
+        return Statistics(self.hits - earlier.hits, self.misses - earlier.misses)
+
+    def describe(self) -> str:
+        return f"{self.hits} hit{'s' * (self.hits != 1)}, {self.misses} miss{'es' * (self.misses != 1)}"
+
+
+def _ccache_stats(text: str) -> Statistics:
+    counters = {k: int(v) for k, v in (line.split("\t", 1) for line in text.splitlines() if "\t" in line)}
+    hits = counters.get("direct_cache_hit", 0) + counters.get("preprocessed_cache_hit", 0)
+    return Statistics(hits, counters["cache_miss"])
+
+
+def _sccache_stats(text: str) -> Statistics:
+    stats = json.loads(text)["stats"]
+
+    def total(key: str) -> int:
+        return sum(int(n) for n in stats[key]["counts"].values())
+
+    return Statistics(total("cache_hits"), total("cache_misses"))
 
 
 def find() -> CompilerCache | None:
@@ -65,6 +124,17 @@ def find() -> CompilerCache | None:
     if wanted.lower() in _OFF or _from_environment():
         return None
     return _find(wanted)
+
+
+def in_use() -> CompilerCache | None:
+    """The compiler cache that wraps the compilers: :func:`find`'s, or the ccache or sccache that
+    ``CMAKE_<LANG>_COMPILER_LAUNCHER`` names in the environment (its first word), when it can be run."""
+    given = _from_environment()
+    if not given:
+        return find()
+    first = next(iter(given.values())).split(";")[0].split()[0]
+    path = _locate(first)
+    return _describe(path) if path is not None else None
 
 
 def _from_environment() -> dict[str, str]:

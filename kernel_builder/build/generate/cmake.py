@@ -60,6 +60,11 @@ class ProjectOptions:
     #: new op namespace recompiles those files and not every file; see :func:`namespace_sources`.
     namespace_where_used: bool = False
     debug_info: bool = False  # -g (and -lineinfo for nvcc): `build --debug-build`
+    #: The compiler cache that wraps the compilers (``compiler_cache``): ``ccache``, ``sccache`` or None.
+    #: sccache hashes every compiler option verbatim, so the root's own prefix map goes to the preprocessor
+    #: (``-Xpreprocessor``), whose options it leaves to the preprocessed text it hashes (see
+    #: :func:`_root_prefix_map`).
+    compiler_cache: str | None = None
 
 
 NAMESPACE_MACRO = "TORCH_EXTENSION_NAME"
@@ -250,6 +255,21 @@ class _Inputs:
     options: ProjectOptions
 
 
+def _root_prefix_map(root: Path, cache: str | None) -> tuple[str, str]:
+    """The g++ and the nvcc option that turn the kernel root into ``.`` in what the compiler writes
+    (``__FILE__``, debug information).
+
+    The option names the root, so a cache that hashes it verbatim misses in every other checkout. ccache
+    leaves it out of the hash itself (``compiler_cache``'s ``ignore_options``). sccache cannot be told to, but
+    it does not hash options given to the preprocessor (``-Wp,`` / ``-Xpreprocessor``): their effect is in the
+    preprocessed text it hashes, where ``SCCACHE_BASEDIRS`` strips the root. g++ preprocesses and compiles in
+    one process, so the map given that way still reaches the debug information."""
+    option = f"-ffile-prefix-map={root}=."
+    if cache == "sccache" and "," not in str(root):  # both forms split at commas
+        return f"-Wp,{option}", f"-Xcompiler=-Xpreprocessor,{option}"
+    return option, f"-Xcompiler={option}"
+
+
 def _cmakelists(
     inputs: _Inputs, project_dir: Path, late_includes: list[Path], compat: tuple[Path, Path] | None = None
 ) -> str:
@@ -280,12 +300,18 @@ def _cmakelists(
     # The root becomes `.` in what the compiler writes. ccache (compiler_cache) hands the compiler paths under
     # the root relative to the build directory, .kernel-builder/<variant>/cmake-build: those map to `.` too, so
     # objects are the same bytes with or without it.
-    prefix_maps = [f"-ffile-prefix-map={RELATIVE_ROOT}=.", f"-ffile-prefix-map={root}=."]
-    cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + prefix_maps
-    cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + (torch_cuda_flags(details) if cuda else [])
+    root_cxx, root_cuda = _root_prefix_map(root, options.compiler_cache)
+    cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + [
+        f"-ffile-prefix-map={RELATIVE_ROOT}=."
+    ]
+    cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + [root_cuda]
+    cxx_options.append(root_cxx)
+    cuda_options += torch_cuda_flags(details) if cuda else []
     if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
         cxx_options.append(f"-include{compat[0]}")
-        cuda_options.append(f"--pre-include={compat[0]}")
+        # Relative to the build directory (nvcc runs there): ccache rewrites g++'s -include under the root to a
+        # relative path, but not nvcc's --pre-include, and an absolute path here would tie the cache to one checkout.
+        cuda_options.append(f"--pre-include=../{compat[0].relative_to(project_dir.parent).as_posix()}")
     if options.debug_info:
         cxx_options.append("-g")
         cuda_options += ["-g", "-lineinfo"]

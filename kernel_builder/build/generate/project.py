@@ -28,6 +28,8 @@ def write_variant_project(
     project_dir: Path,
     options: BuildOptions,
     log: Callable[[str], None],
+    *,
+    compiler_cache: str | None = None,
 ) -> bool:
     """Checks torch and the toolchain, then writes the project into ``project_dir``; True for a CUDA project."""
     details = torch_details(interpreter)
@@ -52,6 +54,7 @@ def write_variant_project(
         manylinux_compiler=compiler if sys.platform == "linux" else None,
         namespace_where_used=options.namespace_where_used,
         debug_info=options.debug_build,
+        compiler_cache=compiler_cache,
     )
     write_project(project_dir, project.root, variant, interpreter, details, toolkit, project_options)
     return toolkit is not None
