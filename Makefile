@@ -14,7 +14,7 @@ CUDA_STAMP := $(CUDA_VENV)/.installed
 TEST_TORCH_CPU = $(shell $(PYTHON) tests/matrix_data.py cpu-test-pin)
 TEST_TORCH_CUDA = $(shell $(PYTHON) tests/matrix_data.py cuda-test-pin)
 
-.PHONY: demo test test-fast lint typecheck clean nix-tools
+.PHONY: demo test test-fast lint typecheck clean nix-tools redis-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,17 @@ nix-tools:
 	    echo "note: nix-instantiate not found and nix-bin needs root and apt-get: tests/test_nix.py will skip"; \
 	  fi; }
 
-test: $(STAMP) $(CUDA_STAMP) nix-tools
+# tests/test_build_compile_compiler_cache.py shares an sccache cache through a real Redis server on loopback;
+# installed the same way (Debian's redis-server), or those tests skip and say why.
+redis-tools:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server; \
+	  else \
+	    echo "note: redis-server not found and needs root and apt-get: the shared-cache tests will skip"; \
+	  fi; }
+
+test: $(STAMP) $(CUDA_STAMP) nix-tools redis-tools
 	KB_TEST_CUDA_PYTHON=$(CURDIR)/$(CUDA_VENV)/bin/python $(BIN)/python -m pytest
 
 test-fast: $(STAMP)

@@ -14,6 +14,9 @@ as the whole command a user waits for. Cases (``--cases``, comma-separated; defa
 - ``caps``: cold builds for 1, 4 and 10 capabilities (CUDA only).
 - ``cache``: with a fresh compiler cache, a cold build, then ``rm -rf build .kernel-builder`` and a rebuild
   that finds every object in the cache.
+- ``checkout``: with a fresh compiler cache, a cold build, then a second copy at another path (a colleague's
+  clone, a CI runner's workspace) built against the same cache; for sccache, each build gets a server of its
+  own on a private port, as each CI job does. ``KERNEL_BUILDER_COMPILER_CACHE`` picks the tool.
 
 ``--python`` is the build interpreter (default: this one); kernel-builder itself runs in this interpreter.
 """
@@ -36,9 +39,9 @@ from pathlib import Path
 from common import REPO, RESULTS, machine, median, spread, table, use_repository, verdict, write_json
 
 EXAMPLE = REPO / "examples" / "relu"
-CASES = ("cold", "noop", "touch", "caps", "cache")
+CASES = ("cold", "noop", "touch", "caps", "cache", "checkout")
 FOUR = ("8.0", "8.9", "9.0", "10.0")
-TARGETS = {"cold": 1.0, "cache": 0.20, "noop": 0.5, "caps": 3.0}
+TARGETS = {"cold": 1.0, "cache": 0.20, "checkout": 0.20, "noop": 0.5, "caps": 3.0}
 _STAGE = re.compile(r"^\[\s*([0-9.]+) s\] [^:]+: (configuring|compiling|assembling|built|up to date)")
 
 #: Run by the build interpreter: cpp_extension.load of the example's sources, printing nothing on success.
@@ -322,6 +325,56 @@ class Bench:
             "warm": _dump(warm),
             "ratio": ratio,
         }
+
+    def case_checkout(self, rounds: int, results: dict[str, object], rows: list[list[object]],
+                      targets: list[list[object]]) -> None:  # fmt: skip
+        from kernel_builder.build.compile import compiler_cache
+
+        found = compiler_cache.find()
+        if found is None:
+            rows.append(["second checkout, shared cache", None, None, 0, compiler_cache.summary(None)])
+            return
+        cold: list[Sample] = []
+        warm: list[Sample] = []
+        for index in range(max(1, rounds - 1)):
+            env = {
+                "CCACHE_DIR": str(self.workdir / f"ccache-checkout-{index}"),
+                "SCCACHE_DIR": str(self.workdir / f"sccache-checkout-{index}"),
+                "SCCACHE_SERVER_PORT": str(_free_port()),
+            }
+            cold.append(self.ours(self.copy(), cache=True, env=env))
+            _stop_sccache(found.tool, found.path, env)
+            warm.append(self.ours(self.copy(), cache=True, env=env))  # another path: workdir/NNN/relu
+            _stop_sccache(found.tool, found.path, env)
+        rows.append([f"cold, empty {found.tool} cache", *_stats(cold), ""])
+        rows.append(["second checkout at another path, same cache", *_stats(warm), ""])
+        ratio = median([s.seconds for s in warm]) / median([s.seconds for s in cold])
+        targets.append(
+            ["second checkout ≤ 20% of cold", ratio, verdict(ratio, TARGETS["checkout"], at_most=True)]
+        )
+        results["checkout"] = {
+            "tool": found.describe(),
+            "cold": _dump(cold),
+            "warm": _dump(warm),
+            "ratio": ratio,
+        }
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _stop_sccache(tool: str, path: Path, env: dict[str, str]) -> None:
+    """A new sccache server for the next build: it reads the checkout's SCCACHE_BASEDIRS when it starts."""
+    if tool == "sccache":
+        subprocess.run(
+            [str(path), "--stop-server"], capture_output=True, env={**os.environ, **env}, check=False
+        )
 
 
 def _stages(log: str) -> dict[str, float]:

@@ -867,3 +867,18 @@ def test_rewriting_the_project_keeps_the_mtime_of_unchanged_files(tmp_path: Path
     generate(tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(debug_info=True))
     assert header.stat().st_mtime_ns == 1_000_000_000
     assert lists.stat().st_mtime_ns != 1_000_000_000
+
+
+def test_the_root_map_goes_to_the_preprocessor_for_sccache() -> None:
+    """sccache hashes compiler options verbatim but not the preprocessor's (``ci.md``, hits from any checkout)."""
+    from kernel_builder.build.generate.cmake import _root_prefix_map
+
+    root = Path("/w/relu")
+    assert _root_prefix_map(root, "sccache") == (
+        "-Wp,-ffile-prefix-map=/w/relu=.",
+        "-Xcompiler=-Xpreprocessor,-ffile-prefix-map=/w/relu=.",
+    )
+    plain = ("-ffile-prefix-map=/w/relu=.", "-Xcompiler=-ffile-prefix-map=/w/relu=.")
+    assert _root_prefix_map(root, "ccache") == plain  # ccache leaves it out of the hash by itself
+    assert _root_prefix_map(root, None) == plain
+    assert _root_prefix_map(Path("/w/a,b"), "sccache")[0] == "-ffile-prefix-map=/w/a,b=."  # -Wp splits at ","
