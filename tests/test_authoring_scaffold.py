@@ -74,6 +74,9 @@ def test_generated_files_say_what_the_issue_asks(tmp_path: Path) -> None:
     assert "build/" in ignored and ".kernel-builder/" in ignored
     workflow = (root / ".github/workflows/build.yml").read_text()
     assert "kernel-builder matrix . --format github" in workflow and "${{ matrix.command }}" in workflow
+    # The build jobs share compiled objects through the GitHub Actions cache (docs/ci.md).
+    assert "mozilla-actions/sccache-action@" in workflow and 'SCCACHE_GHA_ENABLED: "true"' in workflow
+    assert "KERNEL_BUILDER_COMPILER_CACHE: sccache" in workflow
     tests = (root / "tests/test_my_kernel.py").read_text()
     assert 'get_kernel("acme/my-kernel", version=1)' in tests and "torch.relu(x)" in tests
     assert "license: mit" in (root / "CARD.md").read_text()
