@@ -342,3 +342,22 @@ def test_a_second_machine_compiles_nothing_with_a_shared_redis_cache(
     else:
         assert "c++ [gcc]" in warm["hits"] and "cubin [ptxas]" in warm["hits"], warm
         assert _only_device_front_end(warm["misses"]), warm
+
+
+@pytest.mark.slow
+@pytest.mark.cuda
+def test_ccache_second_machine_hits_every_nvcc_compile_through_redis(tmp_path: Path, redis: str) -> None:
+    """ccache's own Redis storage: unlike sccache 0.16, every nvcc compile of the second machine is a hit."""
+
+    def machine(name: str) -> dict[str, str]:
+        return {compiler_cache.ENV: str(PYPI_CCACHE), "CCACHE_DIR": str(tmp_path / f"ccache-{name}"),
+                "CCACHE_REMOTE_STORAGE": redis}  # fmt: skip
+
+    first, second = machine("machine-1"), machine("machine-2")
+    _build("cuda", _project("cuda", tmp_path / "machine-1" / "src"), first)
+    cold = _stats(Path(first["CCACHE_DIR"]))
+    assert cold["cache_miss"] >= 2 and cold.get("remote_storage_hit", 0) == 0
+    log = _build("cuda", _project("cuda", tmp_path / "elsewhere" / "machine-2"), second)
+    warm = _stats(Path(second["CCACHE_DIR"]))
+    assert warm["cache_miss"] == 0 and warm["remote_storage_hit"] == cold["cache_miss"], warm
+    assert f"{cold['cache_miss']} hits, 0 misses" in log

@@ -132,8 +132,8 @@ def in_use() -> CompilerCache | None:
     given = _from_environment()
     if not given:
         return find()
-    first = next(iter(given.values())).split(";")[0].split()[0]
-    path = _locate(first)
+    words = next(iter(given.values())).replace(";", " ").split()
+    path = _locate(words[0]) if words else None
     return _describe(path) if path is not None else None
 
 
