@@ -315,11 +315,11 @@ class Builder:
     def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> None:
         """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
         if not self.capture:
-            compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose)
+            compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root)
             return
         log = cmake_build.parent / "build.log"
         compile_stage.build(
-            cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log,
+            cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log, root=self.root,
             on_step=lambda done, total: self.progress.step(variant.name, done, total),
         )  # fmt: skip
 
