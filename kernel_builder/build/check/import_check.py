@@ -88,9 +88,12 @@ class MissingModule:
     loader: str  # "kernel_builder" or "kernels"
 
 
-def check_import(interpreter: BuildInterpreter, variant_dir: Path) -> MissingModule | None:
+def check_import(
+    interpreter: BuildInterpreter, variant_dir: Path, root: Path | None = None
+) -> MissingModule | None:
     """Load ``variant_dir`` in a fresh ``interpreter``; a kernel error raises :class:`BuildError`, a missing
-    third-party module is returned."""
+    third-party module is returned. With the project ``root``, the error explains a binding mistake in the
+    project's terms (``import_failure``) and the full output is kept in ``.kernel-builder/import-check.log``."""
     script = _SCRIPT % {"mark": _MARK}
     result = processes.run(
         [interpreter.python, "-c", script, variant_dir], capture=True, env=with_this_package()
@@ -101,8 +104,18 @@ def check_import(interpreter: BuildInterpreter, variant_dir: Path) -> MissingMod
                 data = json.loads(line[len(_MARK) :])
                 return MissingModule(str(data["module"]), data.get("where"), str(data["loader"]))
     if result.returncode != 0:
+        if root is None:
+            raise BuildError(
+                f"import check failed: the assembled variant does not load:\n{result.stderr.strip()}"
+            )
+        from kernel_builder.build.check.import_failure import explain
+        from kernel_builder.build.state import STATE_DIR
+
+        log = root / STATE_DIR / "import-check.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(result.stdout + result.stderr, encoding="utf-8")
         raise BuildError(
-            f"import check failed: the assembled variant does not load:\n{result.stderr.strip()}"
+            f"import check failed: {explain(result.stderr, root)}\nfull output: {log.relative_to(root)}"
         )
     return None
 
@@ -148,7 +161,7 @@ def import_checker(
     fails it; a missing third-party module warns (fails with ``strict``, ``--strict-import``)."""
 
     def check(variant_dir: Path) -> None:
-        missing = check_import(interpreter, variant_dir)
+        missing = check_import(interpreter, variant_dir, project.root)
         if missing is None:
             return
         message = describe_missing(
