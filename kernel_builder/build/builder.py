@@ -34,7 +34,7 @@ from kernel_builder.build.plan import selected as selected_plans
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
 from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
-from kernel_builder.build.plan.sources import hidden_python_files, package_dir, user_ops_file
+from kernel_builder.build.plan.sources import hidden_python_files, id_input_files, package_dir, user_ops_file
 from kernel_builder.build.plan.unique_id import compute_unique_id
 from kernel_builder.build.record import Record, variant_inputs
 from kernel_builder.common import processes
@@ -42,6 +42,7 @@ from kernel_builder.common.diagnostics import Diagnostic, Severity
 from kernel_builder.common.progress import LogProgress, ProgressSink
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, KernelBuilderError
+from kernel_builder.formats import source_snapshot
 
 __all__ = [
     "BUILD_DIR",
@@ -185,6 +186,8 @@ class Builder:
                     processes.GROUPS.stop_all()
                     raise
         report.results.extend(results)
+        if results and not any(r.status == "failed" for r in results):
+            source_snapshot.write(self.root, id_input_files(self.project))  # for the loader's staleness check
         return report
 
     def _run_job(self, job: _Job, unique_id: str, default: BuildInterpreter | None) -> VariantResult:

@@ -18,6 +18,7 @@ from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
+from kernel_builder.loader import stale
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     check_digest,
@@ -233,4 +234,5 @@ def load_local_override(
     if path is None:
         return None
     logger.debug("%s: loading %s from %s (%s)", repo_id, repo_id, path, LOCAL_KERNELS)
+    stale.warn_if_stale(repo_id, path)
     return get_local_kernel(path, backend, verify_digest=verify_digest)
