@@ -35,7 +35,10 @@ def test_compile_progress_lines() -> None:
 def test_load_shows_progress_while_compiling_and_nothing_when_up_to_date(tmp_path: Path) -> None:
     root = tmp_path / "my-kernel"
     init_project(root, InitOptions(name="my-kernel", backends=("cpu",)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+    }
 
     def load() -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -63,7 +63,10 @@ def test_a_schema_that_disagrees_with_the_function(tmp_path: Path) -> None:
     run = run_cli(["build", root])
     assert run.returncode == 1, run.output
     (error,) = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
-    assert "import check failed: the op `relu` is declared with the schema `relu(Tensor! out, Tensor input) -> ()`" in error
+    assert (
+        "import check failed: the op `relu` is declared with the schema `relu(Tensor! out, Tensor input) -> ()`"
+        in error
+    )
     assert f"(torch-ext/torch_binding.cpp:{schema_line})" in error
     assert "takes `(Tensor _0, Tensor _1, float _2) -> ()`" in error
     assert "the number of arguments is different (the schema has 2, the function 3)" in error

@@ -46,7 +46,9 @@ def test_paths_relative_to_the_build_directory_become_project_paths(tmp_path: Pa
 
 
 def test_first_error_reads_gcc_and_nvcc_forms() -> None:
-    gcc = first_error(["In file included from a.h:1:", "src/a.cpp:5:3: warning: x", "src/a.cpp:7:1: error: y"])
+    gcc = first_error(
+        ["In file included from a.h:1:", "src/a.cpp:5:3: warning: x", "src/a.cpp:7:1: error: y"]
+    )
     assert gcc is not None and gcc.location == "src/a.cpp:7:1"
     nvcc = first_error(['relu_cuda/relu.cu(12): error: identifier "foo" is undefined'])
     assert nvcc is not None and nvcc.location == "relu_cuda/relu.cu:12"

@@ -66,7 +66,9 @@ def test_each_distinct_pip_question_is_asked_once(
     assert asked and max(asked.values()) == 1, asked
     probed = {variant for variant, stage in stages if stage.startswith(("asking pip", "looking for"))}
     # Each probed variant ends with a verdict that agrees with the listing.
-    verdicts = {variant: stage for variant, stage in stages if stage.startswith(("buildable", "not buildable"))}
+    verdicts = {
+        variant: stage for variant, stage in stages if stage.startswith(("buildable", "not buildable"))
+    }
     assert set(verdicts) == probed
     for candidate in candidates:
         if candidate.name in verdicts:
@@ -83,8 +85,12 @@ def test_list_variants_shows_progress_and_finishes_in_seconds(local_pip: dict[st
     seconds = time.monotonic() - start
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
-    assert any("s] torch213-cxx11-cu130-x86_64-linux: asking pip for torch 2.13.0 (cu130)" in line for line in lines)
-    assert any("s] torch213-cxx11-cu130-x86_64-linux: buildable here" in line for line in lines), result.stderr
+    assert any(
+        "s] torch213-cxx11-cu130-x86_64-linux: asking pip for torch 2.13.0 (cu130)" in line for line in lines
+    )
+    assert any("s] torch213-cxx11-cu130-x86_64-linux: buildable here" in line for line in lines), (
+        result.stderr
+    )
     assert lines[-1].startswith("probed ") and lines[-1].endswith(" s")
     assert "torch213-cxx11-cu130-x86_64-linux" in result.stdout
     assert seconds < 60, f"list-variants took {seconds:.1f} s"

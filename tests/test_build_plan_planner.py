@@ -179,7 +179,9 @@ def test_cpu_interpreter_skips_the_cuda_variant_once(tmp_path: Path) -> None:
     assert names(build) == ["torch-cpu"]
     reason = "no cuda variant is built: the build interpreter's torch is a cpu build (torch 2.13.0+cpu)"
     assert build.skipped == (("cuda", reason),)
-    assert [m for m in messages(build, Severity.NOTE) + messages(build, Severity.WARNING) if reason in m] == []
+    assert [
+        m for m in messages(build, Severity.NOTE) + messages(build, Severity.WARNING) if reason in m
+    ] == []
 
 
 def test_backend_cuda_with_a_cpu_torch_says_how_to_build_one(tmp_path: Path) -> None:
@@ -198,7 +200,11 @@ def test_backend_cuda_with_a_cpu_torch_says_how_to_build_one(tmp_path: Path) -> 
         cuda = None
     suggested = message.split("`kernel-builder build --variant ")[1].split("`")[0]
     assert suggested.startswith("torch213-cxx11-cu") and suggested.endswith("-x86_64-linux"), message
-    if cuda is not None and any(e["version"].replace(".", "") == cuda for e in md.entries("cuda", system=md.HOST_SYSTEM) if e["required"] and md.major_minor(e["torch"]) == (2, 13)):
+    if cuda is not None and any(
+        e["version"].replace(".", "") == cuda
+        for e in md.entries("cuda", system=md.HOST_SYSTEM)
+        if e["required"] and md.major_minor(e["torch"]) == (2, 13)
+    ):
         assert suggested == f"torch213-cxx11-cu{cuda}-x86_64-linux"
     assert "`kernel-builder list-variants`" in message
     assert "`kernel-builder build --python PATH` with an interpreter whose torch is a cuda build" in message

@@ -53,7 +53,12 @@ def errors(root: Path) -> str:
 def test_one_typo_apart() -> None:
     assert one_typo_apart("scr", "src") and one_typo_apart("srcs", "src") and one_typo_apart("sr", "src")
     assert one_typo_apart("sxc", "src")
-    assert not one_typo_apart("src", "src") and one_typo_apart("rsc", "src") and not one_typo_apart("csr", "src") and not one_typo_apart("s", "src")
+    assert (
+        not one_typo_apart("src", "src")
+        and one_typo_apart("rsc", "src")
+        and not one_typo_apart("csr", "src")
+        and not one_typo_apart("s", "src")
+    )
 
 
 def test_a_transposed_key_gets_did_you_mean(tmp_path: Path) -> None:

@@ -52,7 +52,10 @@ def packages_but_kernel_builder(view: Path) -> Path:
     view.mkdir()
     for entry in Path(sysconfig.get_path("purelib")).iterdir():
         name = entry.name.lower()
-        if not name.startswith(("kernel_builder", "__editable__", "kernel-builder")) and entry.suffix != ".pth":
+        if (
+            not name.startswith(("kernel_builder", "__editable__", "kernel-builder"))
+            and entry.suffix != ".pth"
+        ):
             (view / entry.name).symlink_to(entry)
     return view
 

@@ -138,7 +138,11 @@ def _public_compares(name: str, reference: Any) -> str:
     """What the public-ops timing compares: both sides are called alike, ``f(x)``, each allocating its result."""
     if not callable(reference):
         return f"kernel.{name}(x) alone (torch has no {name} to compare with)"
-    where = "torch" if reference.__module__ in (None, "torch") or not reference.__module__ else reference.__module__
+    where = (
+        "torch"
+        if reference.__module__ in (None, "torch") or not reference.__module__
+        else reference.__module__
+    )
     return f"kernel.{name}(x) vs {where}.{name}(x): the same input, each call allocating its result"
 
 

@@ -28,10 +28,9 @@ def register(commands: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kernel_builder.build.plan.listing import list_variants
-    from kernel_builder.config.summary import variants_json, variants_table
-
     from kernel_builder.commands._shared import log
     from kernel_builder.common.progress import progress_display
+    from kernel_builder.config.summary import variants_json, variants_table
 
     project = load(args.path)
     # Probing asks pip about each variant's torch and looks for its CUDA compiler: say what runs, and how long.

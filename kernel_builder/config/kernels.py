@@ -122,7 +122,10 @@ def _read_kernel(
                 key=True,
             )
     if "src" not in section:
-        reader.require("src", f"add `src = {_src_example(root, name, backend)}` (the files to compile and the headers they use)")
+        reader.require(
+            "src",
+            f"add `src = {_src_example(root, name, backend)}` (the files to compile and the headers they use)",
+        )
     if section.get("src") == []:
         ctx.error(
             f"[kernel.{name}] `src` is empty", (*path, "src"), "list the files to compile and their headers"
@@ -236,7 +239,9 @@ def _src_example(root: Path, name: str, backend: str | None) -> str:
         found = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in _SOURCE_SUFFIXES)
     except OSError:  # no such directory, or one that cannot be read
         found = []
-    files = [f"{name}/{f}" for f in found[:6]] or [f"{name}/{name}{_SOURCE_SUFFIX.get(backend or '', '.cpp')}"]
+    files = [f"{name}/{f}" for f in found[:6]] or [
+        f"{name}/{name}{_SOURCE_SUFFIX.get(backend or '', '.cpp')}"
+    ]
     return "[" + ", ".join(f'"{f}"' for f in files) + "]"
 
 

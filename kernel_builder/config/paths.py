@@ -110,7 +110,9 @@ def near_miss(root: Path, value: str) -> str | None:
     path relative to ``root``; None when there is none close enough or the directory does not exist."""
     relative = PurePosixPath(value)
     folder = root / relative.parent
-    header = relative.suffix in _HEADERS  # a missing header is not a source of a similar name, nor the reverse
+    header = (
+        relative.suffix in _HEADERS
+    )  # a missing header is not a source of a similar name, nor the reverse
     try:
         names = sorted(
             entry.name for entry in os.scandir(folder)

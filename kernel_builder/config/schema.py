@@ -189,6 +189,11 @@ def one_typo_apart(a: str, b: str) -> bool:
         diff = [i for i in range(len(a)) if a[i] != b[i]]
         if len(diff) == 1:
             return True
-        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
     short, long = (a, b) if len(a) < len(b) else (b, a)
     return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))

@@ -33,7 +33,9 @@ def write(root: Path, files: Iterable[str]) -> None:
     target = root / SNAPSHOT
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps({"version": _VERSION, "files": entries}, indent=1, sort_keys=True) + "\n", "utf-8")
+    tmp.write_text(
+        json.dumps({"version": _VERSION, "files": entries}, indent=1, sort_keys=True) + "\n", "utf-8"
+    )
     os.replace(tmp, target)
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from types import ModuleType
 
 import kernel_builder.loader.resolve as resolve
+import kernel_builder.loader.stale as stale
 from kernel_builder.formats import runtime as environment
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
-from kernel_builder.loader import stale
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     check_digest,

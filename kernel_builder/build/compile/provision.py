@@ -85,7 +85,11 @@ def _pip_resolve(requirement: str, index_url: str | None) -> tuple[dict[str, obj
     the same one (one CUDA toolkit for several Torch versions; one pin for several flavours whose own indexes
     cannot be reached). A question that is being asked is waited for, not asked again. pip's settings from the
     environment are part of the question."""
-    key = (requirement, index_url, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))))
+    key = (
+        requirement,
+        index_url,
+        tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))),
+    )
     with _KEYS_LOCK:
         lock = _KEY_LOCKS.setdefault(key, threading.Lock())
     with lock:

@@ -21,7 +21,12 @@ from kernel_builder.config.values import within_bounds
 from kernel_builder.errors import BuildError, ConfigError
 from kernel_builder.formats.matrix import Matrix, MatrixEntry, load_matrix
 from kernel_builder.formats.runtime import normalize_cpu
-from kernel_builder.formats.variants import UnsupportedEnvironmentError, Variant, noarch_variant, variant_for_entry
+from kernel_builder.formats.variants import (
+    UnsupportedEnvironmentError,
+    Variant,
+    noarch_variant,
+    variant_for_entry,
+)
 
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
 BUILDABLE_HOST = "x86_64-linux"
@@ -89,7 +94,9 @@ def how_to_build(
     framework = project.config.framework
     abi = framework.stable_abi_for(backend) if isinstance(framework, Torch) else None
     entries = [
-        e for e in applicable_entries(project.config, matrix or load_matrix(), backend) if BUILDABLE_HOST in e.systems
+        e
+        for e in applicable_entries(project.config, matrix or load_matrix(), backend)
+        if BUILDABLE_HOST in e.systems
     ]
     system_cuda: tuple[int, ...] | None = None
     if registry.get(backend).needs_nvcc:
