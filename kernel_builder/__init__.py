@@ -8,15 +8,18 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from kernel_builder.authoring.benchmark import *  # noqa: F403
     from kernel_builder.authoring.dev import load as load
     from kernel_builder.layers import *  # noqa: F403
     from kernel_builder.loader import *  # noqa: F403
 
-# The public names are the loader's and the layer API's (each package's ``__all__`` is the one list of them),
-# the development loop's ``load`` and ``__version__``. They are imported on first access so that
+# The public names are the loader's, the layer API's and ``Benchmark``'s (each module's ``__all__`` is the one
+# list of them), the development loop's ``load`` and ``__version__``. They are imported on first access so that
 # `import kernel_builder` (the CLI, the builder) stays cheap: it pulls in neither the loader nor, through it,
-# torch or huggingface_hub. The layer API imports the loader, so looking in the loader first is free.
-_SOURCES = ("kernel_builder.loader", "kernel_builder.layers")
+# torch or huggingface_hub. ``Benchmark``'s module imports nothing, so it is looked in first (`from kernel_builder
+# import Benchmark` in a benchmark file loads nothing else); the layer API imports the loader, so looking in the
+# loader before it is free.
+_SOURCES = ("kernel_builder.authoring.benchmark", "kernel_builder.loader", "kernel_builder.layers")
 _LOAD = "kernel_builder.authoring.dev"  # `load`: the development loop (builds, then loads)
 
 

@@ -308,9 +308,10 @@ def cmake_cache_value(cmake_build: Path, key: str) -> str:
     raise AssertionError(f"{key} not in {cmake_build / 'CMakeCache.txt'}")
 
 
-def object_files(cmake_build: Path, component: str) -> list[Path]:
-    """The object files CMake compiled for one component (an object library named after it)."""
-    return sorted((cmake_build / "CMakeFiles" / f"{component}.dir").rglob("*.o"))
+def object_files(cmake_build: Path, target: str) -> list[Path]:
+    """The object files CMake compiled for one object library: ``kb_binding`` (the binding) or
+    ``kb_kernel_<section>`` (a kernel section)."""
+    return sorted((cmake_build / "CMakeFiles" / f"{target}.dir").rglob("*.o"))
 
 
 def git(root: Path, *args: str) -> str:
@@ -474,6 +475,17 @@ def probe_checks(component: ProbeComponent, language: str) -> str:
                 f'#error "own include dir missing ({header})"',
                 "#endif",
             ]
+        elif component.backend is None and other.backend is not None:
+            # The binding sees the include directories of the variant's kernel sections, and only those.
+            macro = f"{other.backend.upper()}_KERNEL"
+            lines += [
+                f'#if defined({macro}) && !__has_include("{header}")',
+                f'#error "the binding does not see the include dir of {other.name}"',
+                "#endif",
+                f'#if !defined({macro}) && __has_include("{header}")',
+                f'#error "include dir of {other.name} leaked into another backend\'s binding"',
+                "#endif",
+            ]
         else:
             lines += [
                 f'#if __has_include("{header}")',
@@ -555,7 +567,7 @@ def probe_project(root: Path) -> Path:
     )
     files[PROBE_UNLISTED_HEADER] = "#pragma once\ninline int kb_probe_helper() { return 0; }\n"
     # A .cu in [torch] src: compiled only into cuda variants, with the union of the kernels' capabilities, the
-    # [torch] include directories and neither cxx-flags nor any kernel's cuda-flags (§7.2).
+    # binding's include directories and neither cxx-flags nor any kernel's cuda-flags (§7.2).
     files[PROBE_BINDING_CU] = (
         probe_checks(PROBE_COMPONENTS[0], "CUDA")
         + "\n__global__ void kb_probe_binding_kernel(int *out) { *out = TORCH_TAG; }\n"

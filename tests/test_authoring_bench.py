@@ -1,4 +1,4 @@
-"""kernel_builder.authoring.bench: timing, cases from benchmarks/ and from public functions, the table (fast, CPU)."""
+"""kernel_builder.authoring.bench: cases from benchmarks/ and from public functions, the table (fast, CPU)."""
 
 from __future__ import annotations
 
@@ -14,25 +14,12 @@ torch = pytest.importorskip("torch")
 from kernel_builder.authoring.bench import (  # noqa: E402  (after the skip: bench needs torch)
     Case,
     Result,
-    Timing,
     _project_cases,
     _public_cases,
-    measure,
     render_table,
     run_cases,
 )
-
-
-def test_measure_counts_runs_and_orders_quartiles() -> None:
-    calls = []
-    timing = measure(lambda: calls.append(1), "cpu", warmup=3, runs=20)
-    assert len(calls) == 23 and timing.runs == 20
-    assert 0 <= timing.q1_us <= timing.median_us <= timing.q3_us
-
-
-def test_gbps_from_bytes_and_median() -> None:
-    assert Timing(median_us=1000.0, q1_us=900.0, q3_us=1100.0, runs=5).gbps(2_000_000) == pytest.approx(2.0)
-    assert Timing(1000.0, 900.0, 1100.0, 5).gbps(None) is None
+from kernel_builder.authoring.timing import Timing  # noqa: E402
 
 
 def fake_kernel() -> types.ModuleType:
@@ -99,7 +86,7 @@ def test_benchmarks_without_bench_functions_fall_back_to_public_ops(
     code = bench.main([str(tmp_path / "build"), str(tmp_path), "--package", "fake", "--runs", "2", "--warmup", "0",
                        "--json", str(report)])  # fmt: skip
     assert code == 1  # sigmoid does not match, needs_two cannot be called with one tensor
-    assert "public ops vs torch" in capsys.readouterr().out
+    assert "mode: public ops vs torch" in capsys.readouterr().out
     assert [r["name"] for r in json.loads(report.read_text())["results"]] == ["relu", "sigmoid", "needs_two"]
 
 

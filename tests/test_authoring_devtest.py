@@ -12,6 +12,7 @@ from build_fixtures import CPU_VARIANT, run_cli
 from kernel_builder.authoring.devtest import pytest_command, pytest_environment
 from kernel_builder.authoring.pytest_plugin import ENV
 from kernel_builder.authoring.scaffold import InitOptions, init_project
+from kernel_builder.build.options import BuildOptions
 from kernel_builder.config import load_project
 
 
@@ -105,17 +106,22 @@ def test_separator_words_never_become_the_path(monkeypatch: pytest.MonkeyPatch) 
 
     seen: dict[str, object] = {}
 
-    def fake_build(path: str, options: object) -> tuple[object, int]:
+    def fake_build(path: str, options: BuildOptions, *, before: object = None) -> tuple[object, int]:
         seen["path"] = path
+        seen["build_python"] = options.python
         return "project", 0
 
-    def fake_run(project: object, pytest_args: list[str], *, log: object) -> int:
+    def fake_run(project: object, pytest_args: list[str], *, log: object, python: str | None = None) -> int:
         seen["pytest_args"] = pytest_args
+        seen["python"] = python
         return 5
 
     monkeypatch.setattr(_shared, "build_first", fake_build)
     monkeypatch.setattr(devtest, "run_tests", fake_run)
     assert cli.main(["test", "--", "-q", "tests/x.py"]) == 5  # pytest's status
-    assert seen == {"path": ".", "pytest_args": ["-q", "tests/x.py"]}
+    assert seen == {"path": ".", "pytest_args": ["-q", "tests/x.py"], "build_python": None, "python": None}
     assert cli.main(["test", "proj"]) == 5
-    assert seen == {"path": "proj", "pytest_args": []}
+    assert seen == {"path": "proj", "pytest_args": [], "build_python": None, "python": None}
+    # --python both builds and runs the tests.
+    assert cli.main(["test", "proj", "--python", "/venv/bin/python"]) == 5
+    assert seen["build_python"] == seen["python"] == "/venv/bin/python"

@@ -248,12 +248,14 @@ PROBE_IMAGES = {
 def test_component_object_has_exactly_its_capabilities(probe: Built, cuda_py: Path, component: str) -> None:
     expected = PROBE_IMAGES[component]
     assert capabilities.expected_cuobjdump_images(PROBE_EFFECTIVE[component]) == expected
-    (cu_object,) = [p for p in object_files(probe.cmake_build, component) if p.name.endswith(".cu.o")]
+    (cu_object,) = [
+        p for p in object_files(probe.cmake_build, f"kb_kernel_{component}") if p.name.endswith(".cu.o")
+    ]
     assert cuobjdump_images(cuda_py, cu_object) == expected
 
 
 def test_binding_cu_has_the_union_of_capabilities(probe: Built, cuda_py: Path) -> None:
-    (cu_object,) = [p for p in object_files(probe.cmake_build, "_torch_binding") if p.name.endswith(".cu.o")]
+    (cu_object,) = [p for p in object_files(probe.cmake_build, "kb_binding") if p.name.endswith(".cu.o")]
     expected = ({"sm_75", "sm_80", "sm_90", "sm_90a", "sm_100"}, {"sm_90"})
     assert capabilities.expected_cuobjdump_images(PROBE_UNION) == expected
     assert cuobjdump_images(cuda_py, cu_object) == expected

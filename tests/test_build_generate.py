@@ -25,7 +25,12 @@ from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.compile import toolchain
 from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
 from kernel_builder.build.compile.toolchain import CudaToolkit
-from kernel_builder.build.generate.cmake import ProjectOptions, project_fingerprint, write_project
+from kernel_builder.build.generate.cmake import (
+    ProjectOptions,
+    component_target,
+    project_fingerprint,
+    write_project,
+)
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.build.generate.registration import GENERATED_MARKER, is_generated, registration_header
 from kernel_builder.build.plan.planner import VariantPlan, plan_build
@@ -428,11 +433,13 @@ def test_cpu_project(tmp_path: Path) -> None:
     ]
     assert "LATE_INCLUDE_DIRS" not in common
     assert gen.components() == {
-        "_torch_binding": {
+        "kb_binding": {
             "SOURCES": [str(root / "torch-ext/torch_binding.cpp")],
+            # The binding sees the cpu section's include directory and the directory of its listed header.
+            "INCLUDE_DIRS": [str(root / "gen_cpu/include"), str(root / "gen_cpu")],
             "CXX_FLAGS": ["-DBINDING"],
         },
-        "gen_cpu": {
+        "kb_kernel_gen_cpu": {
             "SOURCES": [str(root / "gen_cpu/gen.cpp")],
             "INCLUDE_DIRS": [str(root / "gen_cpu/include")],
             "CXX_FLAGS": ["-DCPU_ONLY", "-O3"],
@@ -497,14 +504,15 @@ def test_cuda_project(tmp_path: Path) -> None:
         "-DENABLE_FP8",
     ]
     components = gen.components()
-    assert components["gen_cuda"] == {
+    assert components["kb_kernel_gen_cuda"] == {
         "SOURCES": [str(root / "gen_cuda/gen.cu")],
         "GENCODE": ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90a,code=sm_90a"],
         "CUDA_FLAGS": ["--use_fast_math"],
     }
-    assert "gen_cpu" not in components  # another backend's section
-    assert components["_torch_binding"] == {
+    assert "kb_kernel_gen_cpu" not in components  # another backend's section
+    assert components["kb_binding"] == {
         "SOURCES": [str(root / "torch-ext/torch_binding.cpp")],
+        "INCLUDE_DIRS": [str(root / "gen_cuda")],  # the cuda section's header directory, not the cpu one's
         "CXX_FLAGS": ["-DBINDING"],
     }
 
@@ -578,13 +586,15 @@ cuda-capabilities = ["7.5", "10.0+PTX"]
     union = ("7.5", "8.0", "9.0a", "10.0+PTX", "12.0")
     assert by_name["_torch_binding"].archs == variant.archs == union
     components = gen.components()
-    for name, component in by_name.items():
-        assert components[name]["GENCODE"] == capabilities.gencode_flags(component.archs)
-    assert components["_torch_binding"]["SOURCES"] == [
+    for component in by_name.values():
+        assert components[component_target(component)]["GENCODE"] == capabilities.gencode_flags(
+            component.archs
+        )
+    assert components["kb_binding"]["SOURCES"] == [
         str(root / "torch-ext/torch_binding.cpp"),
         str(root / "torch-ext/binding_kernels.cu"),
     ]
-    assert components["gen_more"]["GENCODE"] == [
+    assert components["kb_kernel_gen_more"]["GENCODE"] == [
         "-gencode=arch=compute_75,code=sm_75",
         "-gencode=arch=compute_100,code=sm_100",
         "-gencode=arch=compute_100,code=compute_100",
@@ -599,7 +609,7 @@ def test_torch_cu_uses_the_default_list_when_no_component_has_archs(tmp_path: Pa
     assert [c.name for c in variant.components] == ["_torch_binding"]  # gen_cuda is dropped by cuda-minver
     default = capabilities.default_capabilities((13, 0))
     assert variant.archs == default
-    assert gen.components()["_torch_binding"]["GENCODE"] == capabilities.gencode_flags(default)
+    assert gen.components()["kb_binding"]["GENCODE"] == capabilities.gencode_flags(default)
 
 
 @pytest.mark.parametrize(
@@ -657,7 +667,7 @@ def test_static_global_template_stub_needs_cuda_12_8(
     _, gen = generate(
         tmp_path, root, fake_interpreter(torch, cuda=cuda), toolkit=toolkit_for(tmp_path, version)
     )
-    assert gen.components()["gen_cuda"]["CUDA_FLAGS"] == kept
+    assert gen.components()["kb_kernel_gen_cuda"]["CUDA_FLAGS"] == kept
 
 
 def test_native_targets_reach_gencode(tmp_path: Path) -> None:
@@ -666,7 +676,7 @@ def test_native_targets_reach_gencode(tmp_path: Path) -> None:
         tmp_path, root, CU130_213, toolkit=toolkit_for(tmp_path, (13, 0)), native=("9.0",)
     )
     assert variant.arch_selection == "native"
-    assert gen.components()["gen_cuda"]["GENCODE"] == ["-gencode=arch=compute_90,code=sm_90"]
+    assert gen.components()["kb_kernel_gen_cuda"]["GENCODE"] == ["-gencode=arch=compute_90,code=sm_90"]
     assert gen.sets()["KB_NVCC_THREADS_FLAG"] == ["--threads=1"]
 
 
@@ -682,8 +692,8 @@ def test_paths_with_spaces_and_semicolons_are_quoted(tmp_path: Path) -> None:
     _, gen = generate(tmp_path, root, interpreter, options=ProjectOptions(dependency_includes=(cutlass,)))
     assert gen.common()["INCLUDE_DIRS"] == [str(gen.dir / "include"), str(cutlass)]
     assert gen.sets()["Python_EXECUTABLE"] == [str(interpreter.python)]
-    assert gen.components()["gen_cpu"]["SOURCES"] == [str(root / "gen_cpu/gen.cpp")]
-    assert gen.components()["gen_cpu"]["INCLUDE_DIRS"] == [str(root / "gen_cpu/include")]
+    assert gen.components()["kb_kernel_gen_cpu"]["SOURCES"] == [str(root / "gen_cpu/gen.cpp")]
+    assert gen.components()["kb_kernel_gen_cpu"]["INCLUDE_DIRS"] == [str(root / "gen_cpu/include")]
     assert gen.common()["CXX_OPTIONS"][-1] == f"-ffile-prefix-map={root}=."
     # A list element keeps its `;` escaped, or CMake would split the prefix path in two.
     [prefix] = [args for name, args, _ in gen.calls if name == "list"]

@@ -168,7 +168,7 @@ def test_upload_lock_and_download_as_library_calls(hub: HubServer, tmp_path: Pat
 
     report = lock_project(app)
     assert report.failures == () and report.path == app / "kernels.lock"
-    assert [(e.repo_id, e.sha, sorted(e.variants)) for e in report.entries] == [(REPO, sha, [CPU, CUDA])]
+    assert [(e.repo_id, e.sha, e.version) for e in report.entries] == [(REPO, sha, 1)]
 
     outcomes = download_locked(app)
     assert [(o.repo_id, o.sha, o.variants, o.error) for o in outcomes] == [(REPO, sha, (CPU,), None)]

@@ -220,16 +220,6 @@ CASES = {
         'src = ["relu_cpu/a$(b).cpp"]',
         "path `relu_cpu/a$(b).cpp` in [kernel.relu_cpu] `src` contains `$`, which CMake and Ninja read as the start of a variable",
     ),
-    "generated-section-name": (
-        _with("[kernel.relu_cpu]", "[kernel._torch_binding]"),
-        "[kernel._torch_binding]",
-        "the kernel section name `_torch_binding` is reserved for generated parts of the build",
-    ),
-    "cmake-target-section-name": (
-        _with("[kernel.relu_cpu]", "[kernel.all]"),
-        "[kernel.all]",
-        "the kernel section name `all` is reserved for generated parts of the build",
-    ),
     "long-section-name": (
         _with("[kernel.relu_cpu]", f"[kernel.{'k' * 200}]"),
         "[kernel.kkk",

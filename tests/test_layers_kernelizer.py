@@ -42,7 +42,7 @@ from kernel_builder.layers import (
     use_kernelized_func,
 )
 from kernel_builder.layers import kernelizer as kernelizer_module
-from kernel_builder.loader.errors import KernelNotLockedError
+from kernel_builder.loader.errors import KernelNotLockedError, UntrustedKernelError
 
 pytestmark = pytest.mark.usefixtures("fresh_layers")
 
@@ -547,7 +547,15 @@ def test_locked_layer_repository(hub: HubServer, tmp_path: Path) -> None:
         f'[tool.kernels.dependencies]\n"{KERNEL_REPO}" = 1\n', encoding="utf-8"
     )
     assert lock_project(project, trust_remote_code=True).written
-    repository = LockedLayerRepository(KERNEL_REPO, lockfile=project / "kernels.lock", layer_name="ReLU")
+    lock = project / "kernels.lock"
+    refused = LockedLayerRepository(KERNEL_REPO, lockfile=lock, layer_name="ReLU")
+    with use_kernel_mapping({"ReLU": {"cpu": refused}}):  # online, the trust gate applies, as upstream's
+        with pytest.raises(UntrustedKernelError):
+            kernelize(model(), mode=Mode.INFERENCE, device="cpu")
+    repository = LockedLayerRepository(
+        KERNEL_REPO, lockfile=lock, layer_name="ReLU", trust_remote_code=[KERNEL_REPO]
+    )
+    assert repository != refused
     assert str(repository) == f"{KERNEL_REPO} (locked at {sha} in {project / 'kernels.lock'}), layer ReLU"
     net = model()
     with use_kernel_mapping({"ReLU": {"cpu": repository}}):

@@ -63,7 +63,6 @@ TESTED_ELSEWHERE = {
     "loader.caller": "test_loader_remote.py",
     "loader.download": "test_loader_lock.py (`kernel-builder download`)",
     "loader.lockcheck": "test_loader_lock.py",
-    "loader.locked": "test_loader_lock.py",
     "loader.trust": "test_loader_hostile.py, test_loader_remote.py",
     # publishing
     "publish.abi_gate": "test_publish_upload.py",
@@ -95,6 +94,7 @@ TESTED_ELSEWHERE = {
             "check_config",
             "download",
             "generate",
+            "info",
             "init",
             "list_variants",
             "lock",
@@ -103,6 +103,8 @@ TESTED_ELSEWHERE = {
             "test",
             "update_build",
             "upload",
+            "verify_signature",
+            "versions",
         )
     },  # fmt: skip
 }

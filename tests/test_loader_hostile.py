@@ -439,7 +439,8 @@ def test_offline_keeps_the_trust_decision(
         repo_id="stranger/relu",
     )
     get_kernel(REPO, revision="main")
-    install_kernel("stranger/relu", revision="main")  # cached, but never trusted (no gate on install)
+    # Cached on the caller's word: the publisher is never recorded as trusted.
+    install_kernel("stranger/relu", revision="main", trust_remote_code=["stranger/relu"])
     reset_loader()
     trust._verdicts.clear()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -463,7 +464,7 @@ def test_offline_untrusted_record_is_refused(
     publish(hub, tmp_path, {"torch-cuda": {"files": witness.files("untrusted")}}, repo_id="stranger/relu")
     with pytest.raises(UntrustedKernelError):
         get_kernel("stranger/relu", revision="main")
-    install_kernel("stranger/relu", revision="main")
+    install_kernel("stranger/relu", revision="main", trust_remote_code=True)
     record = json.loads((witness.cache / ".kernel-builder" / "trusted-publishers.json").read_text())
     assert record == {hub.url: {"stranger": False}}
     trust._verdicts.clear()
@@ -480,7 +481,7 @@ def test_trust_record_is_ignored_when_it_is_not_a_regular_small_file(
 ) -> None:
     new_repo(hub)
     publish(hub, tmp_path, {"torch-cuda": {}})
-    install_kernel(REPO, revision="main")
+    install_kernel(REPO, revision="main", trust_remote_code=True)  # the gate skipped: nothing recorded
     record = Path(os.environ["KERNELS_CACHE"]) / ".kernel-builder" / "trusted-publishers.json"
     record.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(record)

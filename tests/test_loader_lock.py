@@ -1,4 +1,8 @@
-"""``kernel-builder lock`` / ``download`` and the locked loads (loader spec §1.4, §6; §8 cases 28-31)."""
+"""``kernel-builder lock`` / ``download`` and the locked loads, in both lock formats (docs/loading.md).
+
+The differential tests against upstream's ``kernels`` CLI, the dependency tree and hostile lock files are in
+``test_loader_lock_compat.py``.
+"""
 
 from __future__ import annotations
 
@@ -76,7 +80,7 @@ def _repos(hub: HubServer) -> list[str]:
 
 
 def independent_hash(hub: HubServer, sha: str, variant: str, repo_id: str = REPO) -> str:
-    """§6.2 recomputed from the double's stored files: sha256 over sorted (relpath, raw object id)."""
+    """The older format's variant hash recomputed from the double's stored files: sha256 over sorted (relpath, raw object id)."""
     prefix = f"build/{variant}/"
     pairs = []
     for path, data in hub.files(repo_id, sha).items():
@@ -98,12 +102,30 @@ def read_lock(directory: Path) -> list[dict[str, Any]]:
     return data
 
 
+def entry(repo_id: str, sha: str, version: int = 1) -> dict[str, Any]:
+    """One entry of the kernels format."""
+    return {"dependency": {"repo-id": repo_id, "version": version}, "lock": {"commit": sha}}
+
+
+def write_legacy_lock(
+    hub: HubServer, directory: Path, sha: str, variants: tuple[str, ...], repo_id: str = REPO, **extra: str
+) -> list[dict[str, Any]]:
+    """An older-format lock (``repo_id``/``sha``/``variants``) with independently computed variant hashes."""
+    hashes = {
+        name: {"hash": independent_hash(hub, sha, name, repo_id), "hash_type": "git_lfs_concat"}
+        for name in variants
+    }
+    data = [{"repo_id": repo_id, "sha": sha, "variants": hashes, **extra}]
+    (directory / "kernels.lock").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return data
+
+
 def snapshot(sha: str, variant: str, repo_id: str = REPO) -> Path:
     folder = "kernels--" + repo_id.replace("/", "--")
     return Path(os.environ["KERNELS_CACHE"]) / folder / "snapshots" / sha / "build" / variant
 
 
-# --- §8.28: the round trip ------------------------------------------------------------------------------------
+# --- the round trip ------------------------------------------------------------------------------------
 
 
 def test_upload_lock_download_and_load_offline(
@@ -116,16 +138,7 @@ def test_upload_lock_download_and_load_offline(
 
     run = run_cli(capsys, "lock", str(app))
     assert (run.code, run.out) == (0, f"wrote {app / 'kernels.lock'} (1 kernel(s))\n"), run.err
-    assert read_lock(app) == [
-        {
-            "repo_id": REPO,
-            "sha": sha,
-            "variants": {
-                CPU: {"hash": independent_hash(hub, sha, CPU), "hash_type": "git_lfs_concat"},
-                CUDA: {"hash": independent_hash(hub, sha, CUDA), "hash_type": "git_lfs_concat"},
-            },
-        }
-    ]
+    assert read_lock(app) == [entry(REPO, sha)]
 
     hub.clear_requests()
     run = run_cli(capsys, "download", str(app))
@@ -163,10 +176,10 @@ def test_upload_lock_download_and_load_offline(
     assert hub.requests == []
 
 
-# --- §8.29: determinism, variants, errors, defaults -----------------------------------------------------------
+# --- determinism, errors, defaults -----------------------------------------------------------
 
 
-def test_lock_is_deterministic_and_covers_every_variant_kind(
+def test_lock_is_deterministic_in_the_kernels_format(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sha = publish(
@@ -187,13 +200,9 @@ def test_lock_is_deterministic_and_covers_every_variant_kind(
     first = (app / "kernels.lock").read_bytes()
     assert run_cli(capsys, "lock", str(app)).code == 0
     assert (app / "kernels.lock").read_bytes() == first
-    entry = read_lock(app)[0]
-    assert entry["sha"] == sha  # v1, not the newer v2
-    assert entry["variants"] == {
-        CPU: {"hash": independent_hash(hub, sha, CPU), "hash_type": "git_lfs_concat"},
-        TVM: {"hash": independent_hash(hub, sha, TVM), "hash_type": "git_lfs_concat"},
-    }
-    assert first.endswith(b"}\n]\n") and b'\n  {\n    "repo_id"' in first  # 2-space indentation
+    assert read_lock(app) == [entry(REPO, sha)]  # v1, not the newer v2
+    # The kernels loader's own layout: 2-space indentation, no final newline.
+    assert first.endswith(b"}\n  }\n]") and b'\n  {\n    "dependency": {\n      "repo-id"' in first
 
 
 @pytest.mark.parametrize(
@@ -255,7 +264,7 @@ def test_lock_and_download_default_to_the_current_directory(
     app = project(tmp_path)
     monkeypatch.chdir(app)
     assert run_cli(capsys, "lock").code == 0
-    assert read_lock(app)[0]["sha"] == sha
+    assert read_lock(app) == [entry(REPO, sha)]
     run = run_cli(capsys, "download")
     assert run.out == f"{REPO} {CPU}: {snapshot(sha, CPU)}\n"
     (app / "kernels.lock").unlink()
@@ -294,14 +303,14 @@ def test_lock_trust_gate_and_failures(
     assert lines[-1] == f"error: {app / 'kernels.lock'} was not written (3 repo(s) failed)"
     assert not (app / "kernels.lock").exists()
 
-    hub.commit("shady/relu", {"build/torch-cpu/__init__.py": "x = 1\n"}, branch="main")
+    shady = hub.commit("shady/relu", {"build/torch-cpu/__init__.py": "x = 1\n"}, branch="main")
     hub.create_branch("shady/relu", "v1")
     app = project(tmp_path, '"shady/relu" = 1\n', name="trusting")
     assert run_cli(capsys, "lock", str(app), "--trust-remote-code").code == 0
-    assert list(read_lock(app)[0]["variants"]) == [CPU]
+    assert read_lock(app) == [entry("shady/relu", shady)]
 
 
-def test_lock_follows_redirects_and_loads_by_either_id(
+def test_lock_follows_redirects_and_pins_the_destination(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sha = publish(hub, tmp_path, {CPU: {}}, repo_id="org/new")
@@ -310,19 +319,28 @@ def test_lock_follows_redirects_and_loads_by_either_id(
     app = project(tmp_path, '"org/old" = 1\n')
     run = run_cli(capsys, "lock", str(app))
     assert run.code == 0
-    assert run.err.splitlines()[-1] == "warning: 'org/old' redirected to 'org/new'"
-    entry = read_lock(app)[0]
-    assert (entry["repo_id"], entry["sha"], entry["redirected_from"]) == ("org/new", sha, "org/old")
+    assert run.err.splitlines()[-2:] == [
+        "warning: 'org/old' redirected to 'org/new'",
+        "warning: org/old: kernels.lock pins its redirect destination org/new; load it by that id and name it in "
+        "[tool.kernels.dependencies]",
+    ]
+    assert read_lock(app) == [entry("org/new", sha)]  # the kernels format has no room for the old id
     assert run_cli(capsys, "download", str(app)).code == 0
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     hub.clear_requests()
-    module = load_kernel("org/old", lockfile=app / "kernels.lock")
+    module = load_kernel("org/new", lockfile=app / "kernels.lock")
     assert module.__name__ == "_relu_1_torch_cpu"
+    with pytest.raises(KernelNotLockedError, match="org/old is not locked"):
+        load_kernel("org/old", lockfile=app / "kernels.lock")
+
+    # An older-format lock records the id it was redirected from, and still loads by either id.
+    write_legacy_lock(hub, app, sha, (CPU,), repo_id="org/new", redirected_from="org/old")
+    assert load_kernel("org/old", lockfile=app / "kernels.lock") is module
     assert load_kernel("org/new", lockfile=app / "kernels.lock") is module
     assert hub.requests == []
 
 
-# --- §8.30: verification --------------------------------------------------------------------------------------
+# --- verification --------------------------------------------------------------------------------------
 
 
 def test_download_detects_an_edited_lock_hash(
@@ -330,8 +348,8 @@ def test_download_detects_an_edited_lock_hash(
 ) -> None:
     sha = publish(hub, tmp_path, {CPU: {}, CUDA: {}})
     app = project(tmp_path)
-    assert run_cli(capsys, "lock", str(app)).code == 0
-    lock = read_lock(app)
+    lock = write_legacy_lock(hub, app, sha, (CPU, CUDA))
+    assert run_cli(capsys, "download", str(app)).code == 0  # as written, it verifies
     actual = lock[0]["variants"][CPU]["hash"]
     edited = "sha256-" + "0" * 64
     lock[0]["variants"][CPU]["hash"] = edited
@@ -407,9 +425,8 @@ def test_an_unlocked_variant_is_refused(
 ) -> None:
     sha = publish(hub, tmp_path, {CPU: {}, CUDA: {}})
     app = project(tmp_path)
-    assert run_cli(capsys, "lock", str(app)).code == 0
+    lock = write_legacy_lock(hub, app, sha, (CPU, CUDA))
     assert run_cli(capsys, "download", str(app)).code == 0
-    lock = read_lock(app)
     del lock[0]["variants"][CPU]
     (app / "kernels.lock").write_text(json.dumps(lock), encoding="utf-8")
     expected = (
@@ -436,7 +453,7 @@ def test_all_variants_lfs_files_and_per_repo_failures(
     publish(hub, tmp_path, {CPU: {}}, repo_id="org/gone")
     app = project(tmp_path, f'"{REPO}" = 1\n"org/gone" = 1\n')
     assert run_cli(capsys, "lock", str(app)).code == 0
-    assert read_lock(app)[1]["variants"][CPU]["hash"] == independent_hash(hub, sha, CPU)
+    assert read_lock(app) == [entry("org/gone", hub.resolve("org/gone", "v1")), entry(REPO, sha)]
     hub._repos.pop(("kernel", "org/gone"))  # deleted from the Hub after locking
     run = run_cli(capsys, "download", str(app), "--all-variants")
     assert run.code == 1
@@ -449,11 +466,14 @@ def test_all_variants_lfs_files_and_per_repo_failures(
     so = snapshot(sha, CPU) / "_relu.abi3.so"
     assert len(Path(os.readlink(so)).name) == 64  # an LFS blob, named by its SHA-256
 
+    # The older format's variant hash covers the LFS file by its SHA-256.
+    write_legacy_lock(hub, app, sha, (CPU, CUDA))
+    assert run_cli(capsys, "download", str(app), "--all-variants").code == 0
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert load_kernel(REPO, lockfile=app / "kernels.lock").__name__ == "_relu_1_torch_cpu"
 
 
-# --- §1.4: the locked loads -----------------------------------------------------------------------------------
+# --- the locked loads -----------------------------------------------------------------------------------
 
 
 def test_load_kernel_needs_the_download(
@@ -494,7 +514,12 @@ def test_get_locked_kernel_downloads_verifies_and_reuses(
 
     hub.clear_requests()
     assert get_locked_kernel(REPO, lockfile=app / "kernels.lock") is module
-    assert hub.requests == []  # cached: verified from the cache, no request
+    # Cached: verified from the cache; the commit's variants are listed, nothing is downloaded.
+    assert [r.path for r in hub.requests if "/resolve/" in r.path] == []
+    write_legacy_lock(hub, app, sha, (CPU, CUDA))  # an older-format lock lists the variants itself
+    hub.clear_requests()
+    assert get_locked_kernel(REPO, lockfile=app / "kernels.lock") is module
+    assert hub.requests == []
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     other = project(tmp_path, '"org/other" = 1\n', name="other")
@@ -521,7 +546,7 @@ def test_get_locked_kernel_checks_dependencies_before_downloading(
     assert fetched == [f"build/{CPU}/metadata.json"]
 
 
-# --- §8.31: caller detection and shipping the lock ------------------------------------------------------------
+# --- caller detection and shipping the lock ------------------------------------------------------------
 
 
 def test_an_installed_package_uses_the_lock_in_its_metadata(

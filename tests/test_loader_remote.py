@@ -473,7 +473,12 @@ def test_untrusted_organization(hub: HubServer, tmp_path: Path) -> None:
     )
     assert [r.path for r in hub.requests] == ["/api/organizations/org/overview"]  # refused before resolving
     assert get_kernel(REPO, revision="main", trust_remote_code=True).__name__ == "_relu_torch_cuda"
-    assert has_kernel(REPO, revision="main")  # no trust gate
+    with pytest.raises(UntrustedKernelError):  # as upstream: has_kernel and install_kernel pass the gate too
+        has_kernel(REPO, revision="main")
+    with pytest.raises(UntrustedKernelError):
+        install_kernel(REPO, revision="main")
+    assert has_kernel(REPO, revision="main", trust_remote_code=True)
+    assert has_kernel(REPO, revision="main", trust_remote_code=[REPO])
 
 
 def test_trust_fails_closed_and_is_cached(hub: HubServer, tmp_path: Path) -> None:
@@ -507,17 +512,39 @@ def test_trust_fails_closed_and_is_cached(hub: HubServer, tmp_path: Path) -> Non
         get_kernel("unknown/relu", revision="main")
 
 
-def test_signing_identities_warn_and_still_check(hub: HubServer, tmp_path: Path) -> None:
-    new_repo(hub)
+def test_a_list_is_an_allowlist_of_repo_ids(hub: HubServer, tmp_path: Path) -> None:
+    """As upstream: listed repositories load without a trusted publisher; every other one still needs one."""
+    new_repo(hub, trusted=False)
     publish(hub, tmp_path, {"torch-cuda": {}})
-    message = r"^trust_remote_code=\['sigstore:me'\]: signing identities are not verified yet"
-    with pytest.warns(UserWarning, match=message):
-        get_kernel(REPO, revision="main", trust_remote_code=["sigstore:me"])
-    new_repo(hub, repo_id="evil/relu", trusted=False)
-    with pytest.warns(UserWarning, match=message), pytest.raises(UntrustedKernelError):
-        get_kernel("evil/relu", revision="main", trust_remote_code=["sigstore:me"])
+    new_repo(hub, repo_id="good/relu")
+    publish(hub, tmp_path, {"torch-cuda": {}}, repo_id="good/relu", tag="good")
+    hub.clear_requests()
+    assert get_kernel(REPO, revision="main", trust_remote_code=[REPO]).__name__ == "_relu_torch_cuda"
+    assert [r.path for r in hub.requests if "overview" in r.path] == []  # listed: the publisher is not asked
+    reset_loader()
+    with pytest.raises(UntrustedKernelError, match="organization 'org' is not a trusted kernel publisher"):
+        get_kernel(REPO, revision="main", trust_remote_code=["org/other", "good/relu"])
+    # A trusted publisher's kernel loads whatever the list says.
+    assert (
+        get_kernel("good/relu", revision="main", trust_remote_code=[REPO]).__name__ == "_relu_good_torch_cuda"
+    )
+    assert install_kernel(REPO, version=None, revision="main", trust_remote_code=[REPO]).name == "torch-cuda"
+
+    # The list is matched against every repository the load reaches: a redirect's destination too.
+    new_repo(hub, repo_id="moved/relu")
+    hub.commit("moved/relu", _status(REPO))
+    with pytest.warns(UserWarning, match="redirected"), pytest.raises(UntrustedKernelError):
+        get_kernel("moved/relu", revision="main", trust_remote_code=["moved/relu"])
+    with pytest.warns(UserWarning, match="redirected"):
+        get_kernel("moved/relu", revision="main", trust_remote_code=["moved/relu", REPO])
+
     with pytest.raises(TypeError, match="^trust_remote_code must be True, False or a list"):
         get_kernel(REPO, revision="main", trust_remote_code="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="^trust_remote_code lists 3, which is not a string"):
+        get_kernel(REPO, revision="main", trust_remote_code=[REPO, 3])  # type: ignore[list-item]
+    with pytest.warns(UserWarning, match=r"^trust_remote_code lists 'org', which is not a repo id"):
+        with pytest.raises(UntrustedKernelError):  # an organization name matches no repository
+            get_kernel(REPO, revision="main", trust_remote_code=["org"])
 
 
 # --- §8.17, §8.18 digest and dependencies on Hub loads ------------------------------------------------------
@@ -574,6 +601,60 @@ def test_gpu_check_reads_only_metadata(hub: HubServer, tmp_path: Path, machine: 
         CU130,
         "GPU 0 has compute capability 10.0; build provides 8.0, 9.0",
     )
+
+
+def test_check_arch_false_skips_the_gpu_check(
+    hub: HubServer, tmp_path: Path, machine: Machine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As upstream's check_arch=False (and KERNEL_BUILDER_CHECK_GPU_ARCH=0): the declared architectures may be
+    incomplete (a Triton fallback, say); the GPUs are not even probed."""
+    machine.gpus = [(10, 0)]
+    new_repo(hub)
+    version_branch(hub, tmp_path, 1, {CU130: {"archs": ["8.0", "9.0"]}})
+    with pytest.raises(
+        NoCompatibleVariantError, match="GPU 0 has compute capability 10.0; build provides 8.0, 9.0"
+    ):
+        get_kernel(REPO, version=1)
+    assert not has_kernel(REPO, version=1)
+    probed: list[str] = []
+
+    def probe(backend: str) -> list[Device]:
+        probed.append(backend)
+        return machine.gpus
+
+    monkeypatch.setattr(resolve_module, "probe_gpus", probe)
+    assert has_kernel(REPO, version=1, check_arch=False)
+    assert get_kernel(REPO, version=1, check_arch=False).__name__ == f"_relu_v1_{CU130.replace('-', '_')}"
+    assert probed == []
+    # Under LOCAL_KERNELS the override honours it too.
+    root = tmp_path / "checkout"
+    write_variant(root / "build" / CU130, kernel_id="_relu_local", backend="cuda", archs=["8.0"])
+    monkeypatch.setenv("LOCAL_KERNELS", f"{REPO}={root}")
+    with pytest.raises(NoCompatibleVariantError):
+        get_kernel(REPO, version=1)
+    assert not has_kernel(REPO, version=1)
+    assert get_kernel(REPO, version=1, check_arch=False).__name__ == "_relu_local"
+    assert has_kernel(REPO, version=1, check_arch=False)
+
+
+def test_install_kernel_by_version_and_local_files_only(hub: HubServer, tmp_path: Path) -> None:
+    new_repo(hub)
+    v1 = version_branch(hub, tmp_path, 1, {"torch-cuda": {}})
+    v2 = version_branch(hub, tmp_path, 2, {"torch-cuda": {}})
+    with pytest.raises(ValueError, match="^exactly one of version and revision is required"):
+        install_kernel(REPO)
+    path = install_kernel(REPO, version=1)  # online: also records that org is a trusted publisher
+    assert path == cache_folder() / "snapshots" / v1 / "build" / "torch-cuda"
+    assert (cache_folder() / "refs" / "v1").read_text() == v1
+    hub.clear_requests()
+    assert install_kernel(REPO, version=1, local_files_only=True) == path
+    assert install_kernel(REPO, revision=v1, local_files_only=True) == path
+    assert hub.requests == []
+    with pytest.raises(ValueError, match="^cannot resolve version 2 of org/relu offline"):
+        install_kernel(REPO, version=2, local_files_only=True)
+    with pytest.raises(FileNotFoundError, match="is not in the cache"):
+        install_kernel(REPO, revision=v2, local_files_only=True)
+    assert hub.requests == []
 
 
 # --- §8.22, §8.23 offline -----------------------------------------------------------------------------------
@@ -660,8 +741,14 @@ def test_local_kernels_override_makes_no_request(
     write_variant(root / "build" / "torch-cuda", kernel_id="_relu_local_cuda", backend="cuda")
     write_variant(root / "build" / "torch-cpu", kernel_id="_relu_local_cpu")
     monkeypatch.setenv("LOCAL_KERNELS", f"{REPO}={root}")
-    assert get_kernel(REPO, version=7, revision="ignored").__name__ == "_relu_local_cuda"
-    assert get_kernel(REPO, backend="cpu").__name__ == "_relu_local_cpu"
+    assert get_kernel(REPO, version=7).__name__ == "_relu_local_cuda"
+    assert get_kernel(REPO, revision="any", backend="cpu").__name__ == "_relu_local_cpu"
+    # The arguments are checked before the override, as upstream checks them: a test that forgets the version
+    # fails under LOCAL_KERNELS (kernel-builder test) as it would against the Hub.
+    for arguments in ({}, {"version": 1, "revision": "main"}):
+        with pytest.raises(ValueError, match="^exactly one of version and revision is required"):
+            get_kernel(REPO, **arguments)  # type: ignore[arg-type]
+    assert has_kernel(REPO, version=1) and has_kernel(REPO, version=1, backend="cpu")
     assert [k.repo_info for k in get_loaded_kernels()] == [None, None]
     assert hub.requests == []
     monkeypatch.setenv("LOCAL_KERNELS", f"{REPO}={tmp_path / 'gone'}")
@@ -673,15 +760,20 @@ def test_local_kernels_override_makes_no_request(
 
 
 def test_install_kernel(hub: HubServer, tmp_path: Path) -> None:
-    new_repo(hub, trusted=False)  # no trust gate
+    new_repo(hub, trusted=False)  # the trust gate applies: trust_remote_code lists the repository
     sha = publish(hub, tmp_path, {CU130: {}, "torch-cpu": {}})
-    path = install_kernel(REPO, revision="main")
+    with pytest.raises(UntrustedKernelError):
+        install_kernel(REPO, revision="main")
+    hub.clear_requests()
+    trust: list[str] = [REPO]
+    path = install_kernel(REPO, revision="main", trust_remote_code=trust)
     assert path == cache_folder() / "snapshots" / sha / "build" / CU130 and path.is_absolute()
     assert (path / "__init__.py").is_file() and (path / "metadata.json").is_file()
     assert (cache_folder() / "refs" / "main").read_text() == sha
     assert get_loaded_kernels() == []
-    assert install_kernel(REPO, revision=sha, backend="cpu").name == "torch-cpu"
-    assert has_kernel(REPO, revision="main") and has_kernel(REPO, revision=sha, backend="cpu")
+    assert install_kernel(REPO, revision=sha, backend="cpu", trust_remote_code=True).name == "torch-cpu"
+    assert has_kernel(REPO, revision="main", trust_remote_code=trust)
+    assert has_kernel(REPO, revision=sha, backend="cpu", trust_remote_code=trust)
     assert [r.path for r in hub.requests if "overview" in r.path] == []
 
 

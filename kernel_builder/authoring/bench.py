@@ -1,10 +1,12 @@
 """``kernel-builder bench``: time a kernel's ops against a reference, the way its users would call them.
 
-The project's ``benchmarks/*.py`` define functions named ``bench_*(kernel, device)`` that return a
-:class:`Case`; a project without them gets one case per public function (``__all__``) that has a namesake in
-``torch`` or ``torch.nn.functional``, called on one large float tensor. Each case is warmed up, then run many
-times: CUDA events time GPU work, the wall clock CPU work. The table shows the median and the interquartile
-spread, and GB/s where the case knows how many bytes one call moves. See ``docs/cli.md``.
+Three modes, the first that applies: the ``Benchmark`` classes of ``benchmarks/benchmark*.py`` (upstream's
+form, run by :mod:`kernel_builder.authoring.bench_classes`); the functions ``bench_*(kernel, device)`` of
+``benchmarks/*.py``, each returning a :class:`Case`; else one case per public function (``__all__``) that has
+a namesake in ``torch`` or ``torch.nn.functional``, called on one large float tensor. Each case is warmed up,
+then run many times (:mod:`kernel_builder.authoring.timing`: CUDA events on a GPU, the wall clock on the CPU).
+The table shows the median and the interquartile spread, and GB/s where the case knows how many bytes one call
+moves. See ``docs/cli.md``.
 
 Benchmarks run in a fresh process (``python -m kernel_builder.authoring.bench``), like ``kernel-builder test``.
 """
@@ -12,16 +14,23 @@ Benchmarks run in a fresh process (``python -m kernel_builder.authoring.bench``)
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import statistics
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from kernel_builder.authoring import bench_classes
+from kernel_builder.authoring.bench_classes import (
+    BenchmarkFileError,
+    find_classes,
+    install_kernels_shim,
+    load_files,
+    run_classes,
+)
+from kernel_builder.authoring.timing import Timing, format_time, measure, pick_device, render_rows
 
 if TYPE_CHECKING:
     from kernel_builder.config.model import KernelProject
@@ -48,17 +57,6 @@ class Case:
 
 
 @dataclass
-class Timing:
-    median_us: float
-    q1_us: float
-    q3_us: float
-    runs: int
-
-    def gbps(self, nbytes: int | None) -> float | None:
-        return None if not nbytes or self.median_us <= 0 else nbytes / (self.median_us * 1e-6) / 1e9
-
-
-@dataclass
 class Result:
     name: str
     kernel: Timing | None = None
@@ -73,40 +71,6 @@ class Result:
         data["kernel_gbps"] = self.kernel.gbps(self.bytes) if self.kernel else None
         data["reference_gbps"] = self.reference.gbps(self.bytes) if self.reference else None
         return data
-
-
-def _timer(device: str) -> Callable[[Callable[[], Any]], float]:
-    """Seconds of one call: CUDA events around it on a GPU, the wall clock on the CPU."""
-    import torch
-
-    if device.startswith("cuda"):
-
-        def cuda_time(fn: Callable[[], Any]) -> float:
-            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            return float(start.elapsed_time(end)) / 1e3
-
-        return cuda_time
-
-    def wall_time(fn: Callable[[], Any]) -> float:
-        begin = time.perf_counter()
-        fn()
-        return time.perf_counter() - begin
-
-    return wall_time
-
-
-def measure(fn: Callable[[], Any], device: str, *, warmup: int, runs: int) -> Timing:
-    timer = _timer(device)
-    for _ in range(warmup):
-        fn()
-    samples = sorted(timer(fn) * 1e6 for _ in range(runs))
-    quartiles = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
-    return Timing(statistics.median(samples), quartiles[0], quartiles[2], runs)
 
 
 def _public_cases(kernel: ModuleType, device: str) -> Iterator[Case]:
@@ -157,12 +121,11 @@ def _raise(exc: Exception) -> Callable[[], Any]:
     return fail
 
 
-def _project_cases(directory: Path, kernel: ModuleType, device: str) -> Iterator[Case]:
-    for path in sorted(directory.glob("*.py")):
-        spec = importlib.util.spec_from_file_location(f"_kb_bench_{path.stem}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+def _project_cases(
+    directory: Path, kernel: ModuleType, device: str, loaded: Mapping[Path, ModuleType] | None = None
+) -> Iterator[Case]:
+    """The cases of the functions ``bench_*`` of ``directory/*.py`` (the modules in ``loaded`` are not rerun)."""
+    for path, module in load_files(directory, "*.py", loaded=loaded).items():
         for attr in sorted(a for a in vars(module) if a.startswith("bench_")):
             case = getattr(module, attr)(kernel, device)
             if not isinstance(case, Case):
@@ -203,12 +166,6 @@ def run_cases(cases: Iterator[Case], device: str, *, warmup: int, runs: int) -> 
     return results
 
 
-def _fmt_time(timing: Timing | None) -> str:
-    if timing is None:
-        return "-"
-    return f"{timing.median_us:.1f} µs (±{(timing.q3_us - timing.q1_us) / 2:.1f})"
-
-
 def _fmt_gbps(timing: Timing | None, nbytes: int | None) -> str:
     gbps = timing.gbps(nbytes) if timing else None
     return "-" if gbps is None else f"{gbps:.1f}"
@@ -226,17 +183,19 @@ def render_table(results: list[Result], device: str) -> str:
             if r.kernel and r.reference and r.kernel.median_us > 0 else "-"
         )  # fmt: skip
         matches = "-" if r.matches is None else ("yes" if r.matches else "NO")
-        rows.append((r.name, _fmt_time(r.kernel), _fmt_gbps(r.kernel, r.bytes), _fmt_time(r.reference),
+        rows.append((r.name, format_time(r.kernel), _fmt_gbps(r.kernel, r.bytes), format_time(r.reference),
                      _fmt_gbps(r.reference, r.bytes), speedup, matches))  # fmt: skip
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [f"device: {device}"]
-    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
-    lines += [f"{r.name}: {r.extra['compares']}" for r in results if r.extra.get("compares")]
-    return "\n".join(lines)
+    notes = [f"{r.name}: {r.extra['compares']}" for r in results if r.extra.get("compares")]
+    return "\n".join([f"device: {device}", *render_rows(rows), *notes])
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The benchmark process: ``python -m kernel_builder.authoring.bench BUILD_DIR PROJECT_ROOT [options]``."""
+    """The benchmark process: ``python -m kernel_builder.authoring.bench BUILD_DIR PROJECT_ROOT [options]``.
+
+    The mode: the ``Benchmark`` classes of ``benchmarks/benchmark*.py`` when there are any
+    (:mod:`kernel_builder.authoring.bench_classes`), else the functions ``bench_*`` of ``benchmarks/*.py``, else
+    the public functions against their torch namesakes.
+    """
     parser = argparse.ArgumentParser(prog="python -m kernel_builder.authoring.bench")
     parser.add_argument("build_dir")
     parser.add_argument("root")
@@ -251,24 +210,43 @@ def main(argv: list[str] | None = None) -> int:
     from kernel_builder.loader.alias import load_as
 
     kernel = load_as(args.build_dir, args.package)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = pick_device()
+    device_name = torch.cuda.get_device_name() if device == "cuda" else device
+    header = {"device": device, "torch": torch.__version__}
+    counts = f"{args.runs} runs after {args.warmup} warm-up"
     benchmarks = Path(args.root) / "benchmarks"
-    # Files of another convention (no bench_* functions) leave the list empty: then the public ops are timed.
-    cases = list(_project_cases(benchmarks, kernel, device)) if benchmarks.is_dir() else []
+    try:
+        loaded = {}
+        if benchmarks.is_dir():
+            install_kernels_shim()  # files written for upstream import kernels.benchmark
+            loaded = load_files(benchmarks)
+            classes, notes = find_classes(loaded)
+            if classes:
+                print(f"{args.package}: mode: {bench_classes.SOURCE} of benchmarks/benchmark*.py, reference "
+                      f"{bench_classes.REFERENCE}, {counts}")  # fmt: skip
+                print("\n".join(f"note: {note}" for note in notes), end="\n" if notes else "")
+                workloads = run_classes(classes, kernel, device, warmup=args.warmup, runs=args.runs)
+                print(bench_classes.render_table(workloads, device_name))
+                _write_json(args.json_path, {**header, **bench_classes.report(workloads, notes)})
+                return 1 if any(w.failed for w in workloads) else 0
+        # Files of another convention (no bench_* functions) leave the list empty: then the public ops are timed.
+        cases = list(_project_cases(benchmarks, kernel, device, loaded)) if benchmarks.is_dir() else []
+    except BenchmarkFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     where = "benchmarks/" if cases else "public ops vs torch"
     results = run_cases(iter(cases) if cases else _public_cases(kernel, device), device, warmup=args.warmup,
                         runs=args.runs)  # fmt: skip
-    print(f"{args.package}: {where}, {args.runs} runs after {args.warmup} warm-up")
-    print(render_table(results, torch.cuda.get_device_name() if device == "cuda" else "cpu"))
-    if args.json_path:
-        report = {
-            "device": device,
-            "torch": torch.__version__,
-            "source": where,
-            "results": [r.to_json() for r in results],
-        }
-        Path(args.json_path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    mode = "functions bench_* of benchmarks/" if cases else "public ops vs torch"
+    print(f"{args.package}: mode: {mode}, {counts}")
+    print(render_table(results, device_name))
+    _write_json(args.json_path, {**header, "source": where, "results": [r.to_json() for r in results]})
     return 1 if any(r.error for r in results) or any(r.matches is False for r in results) else 0
+
+
+def _write_json(path: str | None, report: dict[str, Any]) -> None:
+    if path:
+        Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
 def run_benchmarks(

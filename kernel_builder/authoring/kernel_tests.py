@@ -3,9 +3,10 @@
 Kernel test suites usually ``import <name>`` (``import relu``), while a build holds flat variant directories that
 the loaders import under the variant's unique id. The tests get the same environment as those of
 ``kernel-builder test`` (:func:`kernel_builder.authoring.devtest.pytest_environment`), with the plugin
-:mod:`kernel_builder.authoring.pytest_plugin` named in ``PYTEST_PLUGINS``: before collection it loads the variant
-(digest verified, as every load) and exposes it as ``<name>`` (:func:`kernel_builder.loader.alias.load_as`);
-``LOCAL_KERNELS`` maps the kernel's Hub repo id to the variant, so ``get_kernel("org/name")`` in the tests gives
+:mod:`kernel_builder.authoring.pytest_plugin` named in ``PYTEST_PLUGINS``: before the first conftest it loads the
+variant (digest verified, as every load) and exposes it as ``<name>`` (:func:`kernel_builder.loader.alias.load_as`);
+``LOCAL_KERNELS`` maps the kernel's Hub repo id to the variant, so ``get_kernel("org/name", version=N)`` in the
+tests gives
 that same module. ``build/`` is left as it was.
 
 :func:`run_kernel_tests` runs pytest on ``tests/`` that way, in the interpreter the variant is for.
@@ -19,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel_builder.authoring.devtest import pytest_environment
+from kernel_builder.authoring.devtest import collected_sources, pytest_environment
+from kernel_builder.authoring.preflight import check_test_interpreter
 from kernel_builder.build.check.import_check import with_this_package
 from kernel_builder.common import processes
 from kernel_builder.config.model import KernelProject
@@ -81,9 +83,13 @@ def run_kernel_tests(
     cwd: Path | None = None,
 ) -> int:
     """Run pytest on the kernel's ``tests/`` with ``python`` (default: this interpreter), the variant importable
-    under the kernel's name; returns pytest's exit status."""
+    under the kernel's name; returns pytest's exit status. ``UsageError`` when ``python`` lacks pytest (or
+    ``kernels``, which the tests import)."""
     chosen = variant_dir or select_variant(project, python)
     setup = kernel_test_env(project, chosen)
     tests = project.root / "tests"
+    check_test_interpreter(
+        python or sys.executable, setup.env, collected_sources(project, pytest_args), root=project.root
+    )
     argv = [str(python or sys.executable), "-m", "pytest", *(pytest_args or [str(tests)])]
     return processes.run(argv, cwd=cwd or project.root, env=setup.env, stdin=None).returncode

@@ -31,6 +31,9 @@ COMMANDS: dict[str, str] = {
     "upload": "upload the built variants to a kernel repo on the Hub",
     "lock": "pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock",
     "download": "download and verify the kernels pinned in kernels.lock",
+    "info": "describe a Hub kernel: its variants, which one loads here and why not the others",
+    "versions": "list a Hub kernel's version branches (v<N>) and their commits",
+    "verify-signature": "verify a Hub kernel's Sigstore signature and its files against the signed digest",
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -113,9 +113,12 @@ def load(path: str) -> KernelProject:
     return result.project
 
 
-def build_first(path: str, options: BuildOptions) -> tuple[KernelProject, int]:
+def build_first(
+    path: str, options: BuildOptions, *, before: Callable[[KernelProject], None] | None = None
+) -> tuple[KernelProject, int]:
     """``test`` and ``bench``: build the project's default selection and print its table to standard error.
 
+    ``before`` runs between loading the project and building it (a check that should not wait for a build).
     Returns the project and 0, or 1 when a variant failed (each failure printed).
     """
     import time
@@ -125,6 +128,8 @@ def build_first(path: str, options: BuildOptions) -> tuple[KernelProject, int]:
 
     started = time.monotonic()
     project = load(path)
+    if before is not None:
+        before(project)
     report = Builder(project, options, log=log).run()
     print_diagnostics(report.diagnostics)
     print(build_table(report.results, time.monotonic() - started), file=sys.stderr)

@@ -17,13 +17,15 @@ def register(commands: Subparsers) -> None:
     parser = commands.add_parser(
         "bench",
         help=COMMANDS["bench"],
-        description="Build the variant for this environment, then run benchmarks/*.py (functions bench_*(kernel, "
-        "device) returning kernel_builder.authoring.bench.Case) or, without them, each public function against its torch "
-        "namesake. CUDA events on a GPU, wall clock on the CPU; median, spread and GB/s.",
+        description="Build the variant for this environment, then run, the first that applies: the Benchmark "
+        "classes of benchmarks/benchmark*.py (upstream's form: benchmark_<w> timed against verify_<w>, which must "
+        "agree; exit status 1 when one does not), the functions bench_*(kernel, device) of benchmarks/*.py "
+        "returning kernel_builder.authoring.bench.Case, or each public function against its torch namesake. "
+        "CUDA events on a GPU, wall clock on the CPU; median, spread, speed-up and GB/s.",
     )
     add_path(parser)
     parser.add_argument(
-        "--runs", type=int, default=100, metavar="N", help="timed runs per case (default: 100)"
+        "--runs", type=int, default=100, metavar="N", help="timed runs per case or workload (default: 100)"
     )
     parser.add_argument(
         "--warmup", type=int, default=10, metavar="N", help="untimed runs first (default: 10)"

@@ -35,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
         )
     print_warnings(caught)
     for outcome in outcomes:
-        if outcome.error is None:
+        if outcome.skipped is not None:
+            print(f"warning: {outcome.repo_id} at {outcome.sha}: skipped: {outcome.skipped}", file=sys.stderr)
+        elif outcome.error is None:
             for variant, path in zip(outcome.variants, outcome.paths):
                 print(f"{outcome.repo_id} {variant}: {path}")
         else:

@@ -38,15 +38,6 @@ def compiled_by_backend() -> dict[str, tuple[str, ...]]:
 
 HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
 _CUTLASS_RE = re.compile(r"^cutlass_([0-9]+)_([0-9]+)$")
-#: Section names become CMake targets beside the generated ones: the binding component (``_torch_binding``),
-#: the extension (``_<name>_<backend>_<id>``), the ``kb_*`` helpers, and the targets CMake defines itself.
-RESERVED_PREFIXES = ("_", "kb_")
-RESERVED_SECTION_NAMES = frozenset(
-    {
-        "all", "clean", "help", "install", "package", "package_source", "test", "edit_cache", "rebuild_cache",
-        "list_install_components", "all_build", "zero_check", "run_tests", "preinstall", "depend",
-    }
-)  # fmt: skip
 
 
 def read_kernels(ctx: Context, doc: dict[str, Any], root: Path, edition5_source: bool) -> tuple[Kernel, ...]:
@@ -79,15 +70,6 @@ def read_kernels(ctx: Context, doc: dict[str, Any], root: Path, edition5_source:
                 f"the kernel section name `{name}` is longer than {MAX_NAME} characters",
                 path,
                 "shorten it: it names a build target and the directory of its object files",
-                key=True,
-            )
-            continue
-        if name.startswith(RESERVED_PREFIXES) or name.lower() in RESERVED_SECTION_NAMES:
-            ctx.error(
-                f"the kernel section name `{name}` is reserved for generated parts of the build",
-                path,
-                "rename the section (names starting with `_` or `kb_`, and CMake's own targets such as `all`, "
-                "are taken)",
                 key=True,
             )
             continue

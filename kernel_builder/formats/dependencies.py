@@ -6,6 +6,7 @@ same names (docs/build-toml.md, docs/loading.md). The CUTLASS pins are the `depe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import kernel_builder.backends as backends
@@ -50,6 +51,21 @@ PYTHON_DEPENDENCY_LEVELS = (
 
 def allowed_python_dependencies(level: str) -> list[str]:
     return [d.name for d in PYTHON_DEPENDENCIES.values() if d.level == level]
+
+
+def describe_packages(dependencies: Sequence[PythonDependency]) -> str:
+    """``the Python package P (python-depends: N)``, or ``the Python packages P (...) and Q (...)``: the pip
+    package users install, with the ``python-depends`` entry it comes from (the two names differ:
+    ``tvm-ffi`` is ``apache-tvm-ffi``)."""
+    parts = [f"{d.pip_name} (python-depends: {d.name})" for d in dependencies]
+    if len(parts) == 1:
+        return f"the Python package {parts[0]}"
+    return f"the Python packages {', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def pip_install(dependencies: Sequence[PythonDependency]) -> str:
+    """The one command that installs them all."""
+    return "pip install " + " ".join(d.pip_name for d in dependencies)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ __all__ = [
     "ProvenanceEntry",
     "digest_files",
     "digest_problems",
+    "parse_metadata",
     "read_metadata",
     "verify_digest",
 ]
@@ -102,6 +103,8 @@ class Metadata:
     arch_selection: str | None = None
     digest: Digest | None = None
     provenance: Provenance | None = None
+    #: ``kernels-minver``: the oldest ``kernels`` loader release that can load this build (major, minor, patch).
+    kernels_minver: tuple[int, int, int] | None = None
 
     @property
     def python_name(self) -> str:
@@ -241,6 +244,22 @@ def _parse_provenance(fields: _Fields) -> Provenance | None:
     )
 
 
+def _parse_kernels_minver(fields: _Fields) -> tuple[int, int, int] | None:
+    """``kernels-minver``: ``"X.Y.Z"``, three non-negative integers, as upstream's parser demands (``null``, as
+    there, is the same as no key)."""
+    if fields.data.get("kernels-minver") is None:
+        return None
+    text = fields.string("kernels-minver")
+    assert text is not None
+    parts = text.split(".")
+    if len(parts) != 3 or not all(part.isascii() and part.isdigit() for part in parts):
+        raise fields.error(
+            "kernels-minver", f"expected a version X.Y.Z of three numbers, got {json.dumps(text)}"
+        )
+    major, minor, patch = (int(part) for part in parts)
+    return (major, minor, patch)
+
+
 def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = None) -> Metadata:
     """Parse a ``metadata.json`` file (or the one inside the directory ``path``).
 
@@ -252,11 +271,21 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
     if file.is_dir():
         file = file / METADATA_FILE
     try:
-        text = read_bounded(file, METADATA_LIMIT).decode("utf-8")
+        data = read_bounded(file, METADATA_LIMIT)
     except FileNotFoundError:
         raise FileNotFoundError(f"{file}: {METADATA_FILE} not found") from None
     except UnsafeFileError as error:
         raise ValueError(f"{file}: cannot be read: {error}") from None
+    return parse_metadata(data, file, default_name=default_name)
+
+
+def parse_metadata(data: bytes, file: Path, *, default_name: str | None = None) -> Metadata:
+    """:func:`read_metadata` for bytes already read from ``file`` (which names it in errors): a signature check
+    parses exactly the bytes it verified, never a second read of the file."""
+    if len(data) > METADATA_LIMIT:
+        raise ValueError(f"{file}: cannot be read: it is larger than {METADATA_LIMIT} bytes")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"{file}: not valid UTF-8 ({error})") from None
     try:
@@ -305,6 +334,7 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
         digest=_parse_digest(fields),
         provenance=_parse_provenance(fields),
         arch_selection=fields.string("arch-selection"),
+        kernels_minver=_parse_kernels_minver(fields),
     )
 
 

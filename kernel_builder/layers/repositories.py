@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kernel_builder.layers.errors import KernelizeError
-from kernel_builder.loader.arguments import check_repo_id, check_revision_arguments
+from kernel_builder.loader.arguments import check_repo_id, check_revision_arguments, check_trust_argument
 
 if TYPE_CHECKING:
     from torch import nn
@@ -45,12 +45,11 @@ def _check_name(kind: str, value: object) -> str:
 
 
 def _trust(value: object) -> bool | tuple[str, ...]:
-    if isinstance(value, list):
+    """``trust_remote_code`` checked now (True, False or a list of repo ids), kept hashable."""
+    check_trust_argument(value)
+    if isinstance(value, (list, tuple)):
         return tuple(value)
-    if not isinstance(value, bool):
-        raise TypeError(
-            f"trust_remote_code must be True, False or a list of signing identities, got {value!r}"
-        )
+    assert isinstance(value, bool)
     return value
 
 
@@ -266,8 +265,8 @@ class _Locked(_Repository):
     """The lock entry is found when the repository is constructed, from the code that constructs it (its
     project's ``kernels.lock``, or its distribution's), or from ``lockfile``; ``KernelNotLockedError`` then.
 
-    ``trust_remote_code`` is accepted for compatibility and has no effect: a locked kernel was trusted when it
-    was locked, and its files are checked against the lock.
+    ``trust_remote_code`` is passed to the locked load, whose trust gate applies online as for ``get_kernel``
+    (the files themselves are checked against the lock).
     """
 
     def _init_locked(
@@ -276,7 +275,7 @@ class _Locked(_Repository):
         from kernel_builder.loader.caller import find_locked
 
         check_repo_id(repo_id)
-        _trust(trust_remote_code)
+        self._trust_remote_code = _trust(trust_remote_code)
         # Frames inside kernel_builder are skipped: the caller is the code constructing the repository.
         self._match: LockMatch = find_locked(repo_id, lockfile, sys._getframe(1))
         self.repo_id = repo_id
@@ -284,10 +283,10 @@ class _Locked(_Repository):
     def _kernel(self) -> ModuleType:
         from kernel_builder.loader.locked import get_locked_match
 
-        return get_locked_match(self._match)
+        return get_locked_match(self._match, trust_remote_code=_trust_argument(self._trust_remote_code))
 
     def _source_key(self) -> tuple[object, ...]:
-        return (self.repo_id, self._match.entry.sha, self._match.source)
+        return (self.repo_id, self._match.entry.sha, self._match.source, self._trust_remote_code)
 
     @property
     def label(self) -> str:

@@ -5,7 +5,10 @@ Layers, each its own module: :mod:`~kernel_builder.loader.resolve` judges and so
 :mod:`~kernel_builder.loader.local` loads from local directories and ``LOCAL_KERNELS``, and
 :mod:`~kernel_builder.loader.remote` loads from the Hub (through :mod:`kernel_builder.hub`, the only module
 that makes HTTP requests) behind the trust gate of :mod:`~kernel_builder.loader.trust`;
-:mod:`~kernel_builder.loader.locked` loads the commits pinned in a ``kernels.lock``. Locks: the file format
+:mod:`~kernel_builder.loader.locked` loads the commits pinned in a ``kernels.lock``. A kernel's own kernel
+dependencies are resolved, fetched and loaded before it by :mod:`~kernel_builder.loader.dependencies` (the Hub
+half in :mod:`~kernel_builder.loader.hub_dependencies`), and its code gets them from ``get_kernel_dep``
+(:mod:`~kernel_builder.loader.dependency_context`). Locks: the file format
 and the variant hash are :mod:`kernel_builder.formats.lockfile`'s; here :mod:`~kernel_builder.loader.lock`
 writes a project's lock (``kernel-builder lock``), :mod:`~kernel_builder.loader.download` fetches what it pins
 (``kernel-builder download``), :mod:`~kernel_builder.loader.caller` finds the lock of the calling code and
@@ -19,9 +22,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from kernel_builder.formats.metadata import Metadata
+from kernel_builder.loader.dependency_context import get_kernel_dep
 from kernel_builder.loader.errors import (
+    KernelDependencyError,
     KernelIntegrityError,
     KernelNotLockedError,
+    LoaderTooOldError,
     NoCompatibleVariantError,
     UntrustedKernelError,
 )
@@ -34,9 +40,11 @@ if TYPE_CHECKING:
     from kernel_builder.loader.remote import get_kernel, get_kernel_variants, has_kernel, install_kernel
 
 __all__ = [
+    "KernelDependencyError",
     "KernelIntegrityError",
     "KernelNotLockedError",
     "LoadedKernel",
+    "LoaderTooOldError",
     "Metadata",
     "NoCompatibleVariantError",
     "RepoInfo",
@@ -44,6 +52,7 @@ __all__ = [
     "VariantAccepted",
     "VariantRejected",
     "get_kernel",
+    "get_kernel_dep",
     "get_kernel_variants",
     "get_loaded_kernels",
     "get_local_kernel",

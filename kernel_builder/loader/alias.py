@@ -3,7 +3,8 @@
 The loader imports every kernel under its unique id (``docs/loading.md``), so nothing named ``relu`` exists
 in ``sys.modules``. :func:`expose_as` adds the module there under the package name, with its loaded
 submodules, and a finder that maps later ``import relu.x`` to ``<id>.x`` — the same module objects, never a
-second copy of the kernel's code or of its native library. Meant for test runs (``kernel-builder test``),
+second copy of the kernel's code or of its native library (the ``kernels`` package's loaders get that same
+module too: :mod:`kernel_builder.loader.share`). Meant for test runs (``kernel-builder test``),
 where the plain name belongs to the kernel under test; :func:`load_as` loads a local build and exposes it in one
 step, the one way ``kernel-builder test``, ``kernel-builder bench`` and a kernel's own test runs
 (``kernel_builder.authoring.kernel_tests``) make a kernel importable under its name.

@@ -7,9 +7,11 @@ Kept apart from :mod:`~kernel_builder.loader.remote` so that code which only des
 
 from __future__ import annotations
 
+import warnings
+
 from kernel_builder.formats.identifiers import repo_id_problem, revision_problem
 
-__all__ = ["check_repo_id", "check_revision_arguments"]
+__all__ = ["check_repo_id", "check_revision_arguments", "check_trust_argument", "trusted_by_caller"]
 
 
 def check_revision_arguments(version: object, revision: object) -> None:
@@ -40,3 +42,40 @@ def check_repo_id(repo_id: object) -> str:
         raise ValueError(f"invalid kernel repo id {repo_id!r}: {problem}")
     assert isinstance(repo_id, str)
     return repo_id
+
+
+def check_trust_argument(trust_remote_code: object) -> bool | frozenset[str]:
+    """Validate ``trust_remote_code``: ``True``, ``False`` or a list of repo ids (``<org>/<name>``).
+
+    Returns the argument in the form :func:`trusted_by_caller` reads (a list becomes a ``frozenset``). Raises
+    ``TypeError`` for any other type or a list item that is not a string, before any request is made; an item
+    that is not a repo id (an organization name, say) is kept, as upstream keeps it, with a warning that it
+    matches nothing.
+    """
+    if isinstance(trust_remote_code, bool):
+        return trust_remote_code
+    if isinstance(trust_remote_code, (list, tuple)):
+        for item in trust_remote_code:
+            if not isinstance(item, str):
+                raise TypeError(
+                    f"trust_remote_code lists {item!r}, which is not a string; list the repo ids "
+                    f"(<org>/<name>) to load without a trusted publisher"
+                )
+            problem = repo_id_problem(item)
+            if problem is not None:  # upstream ignores such an entry; it can never match, so say so
+                warnings.warn(
+                    f"trust_remote_code lists {item!r}, which is not a repo id ({problem}) and matches no "
+                    f"repository; list repo ids (<org>/<name>), or pass True to trust every publisher",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        return frozenset(trust_remote_code)
+    raise TypeError(
+        f"trust_remote_code must be True, False or a list of repo ids (<org>/<name>), got {trust_remote_code!r}"
+    )
+
+
+def trusted_by_caller(trust: bool | frozenset[str], repo_id: str) -> bool:
+    """Whether the caller's ``trust_remote_code`` (as :func:`check_trust_argument` returns it) lets
+    ``repo_id`` load without the publisher check."""
+    return trust is True or (isinstance(trust, frozenset) and repo_id in trust)

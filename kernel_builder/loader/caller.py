@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from kernel_builder.formats.lockfile import LOCK_FILE, LockEntry, find_entry, parse_lock, read_lock
+from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
+from kernel_builder.formats.lockfile import (
+    LOCK_FILE,
+    LOCK_LIMIT,
+    LockEntry,
+    LockFileError,
+    find_entry,
+    parse_lock,
+    read_lock,
+)
 from kernel_builder.loader.arguments import check_repo_id
 from kernel_builder.loader.errors import KernelNotLockedError
 
@@ -33,11 +42,13 @@ class Caller:
 
 @dataclass(frozen=True)
 class LockMatch:
-    """The lock entry found for a repo, and where the lock came from (for messages)."""
+    """The lock entry found for a repo, where the lock came from (for messages), and all of that lock's entries
+    (a locked kernel's own kernel dependencies are looked up among them)."""
 
     entry: LockEntry
     source: str
     project_dir: Path | None  # where `kernel-builder download` would run; None for an installed package
+    entries: tuple[LockEntry, ...] = ()
 
 
 def _skipped(module: str) -> bool:
@@ -57,20 +68,38 @@ def find_caller(frame: FrameType | None) -> Caller:
     return Caller("__main__", Path.cwd())
 
 
+def _distribution_lock(name: str, source: str) -> str | None:
+    """The text of a distribution's shipped lock, read with the same bounds as any lock file; ``None`` if none."""
+    try:
+        distribution = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - listed a moment ago
+        return None
+    folder = getattr(distribution, "_path", None)  # a PathDistribution's metadata directory
+    if not isinstance(folder, Path):
+        return distribution.read_text(LOCK_FILE)  # pragma: no cover - zip imports and other finders
+    path = folder / LOCK_FILE
+    try:
+        return read_bounded(path, LOCK_LIMIT).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (UnsafeFileError, UnicodeDecodeError) as error:
+        raise LockFileError(f"{source} ({path}): cannot be read as a lock file: {error}") from None
+    except OSError as error:
+        raise LockFileError(f"{source} ({path}): cannot be read: {error.strerror or error}") from None
+
+
 def _from_distributions(repo_id: str, caller: Caller, searched: list[str]) -> LockMatch | None:
     top = caller.module.partition(".")[0]
     for name in importlib.metadata.packages_distributions().get(top, []):
         searched.append(f"{LOCK_FILE} in the metadata of distribution {name!r}")
-        try:
-            text = importlib.metadata.distribution(name).read_text(LOCK_FILE)
-        except importlib.metadata.PackageNotFoundError:  # pragma: no cover - listed a moment ago
-            continue
+        source = f"{LOCK_FILE} of distribution {name!r}"
+        text = _distribution_lock(name, source)
         if not text:
             continue
-        source = f"{LOCK_FILE} of distribution {name!r}"
-        entry = find_entry(parse_lock(text, source), repo_id)
+        entries = parse_lock(text, source)
+        entry = find_entry(entries, repo_id)
         if entry is not None:
-            return LockMatch(entry, source, None)
+            return LockMatch(entry, source, None, tuple(entries))
     return None
 
 
@@ -79,10 +108,11 @@ def _from_directories(repo_id: str, start: Path, searched: list[str]) -> LockMat
     while True:
         candidate = directory / LOCK_FILE
         searched.append(str(candidate))
-        if candidate.is_file():
-            entry = find_entry(read_lock(candidate), repo_id)
+        if os.path.lexists(candidate):  # not is_file(): a FIFO or a directory there is reported, not skipped
+            entries = read_lock(candidate)
+            entry = find_entry(entries, repo_id)
             if entry is not None:
-                return LockMatch(entry, str(candidate), directory)
+                return LockMatch(entry, str(candidate), directory, tuple(entries))
         if (directory / "pyproject.toml").exists() or directory.parent == directory:
             return None
         directory = directory.parent
@@ -92,15 +122,17 @@ def find_locked(repo_id: str, lockfile: str | os.PathLike[str] | None, frame: Fr
     """The lock entry for ``repo_id``: from ``lockfile`` if given, else from the caller's project (above).
 
     Raises :class:`KernelNotLockedError` naming the repo and every place searched, ``FileNotFoundError`` for
-    a given ``lockfile`` that does not exist and ``ValueError`` for an invalid lock or repo id.
+    a given ``lockfile`` that does not exist, :class:`~kernel_builder.formats.lockfile.LockFileError` (a
+    ``ValueError``) for a lock that cannot be read or is invalid, and ``ValueError`` for an invalid repo id.
     """
     check_repo_id(repo_id)
     searched: list[str] = []
     if lockfile is not None:
         path = Path(os.path.abspath(lockfile))
         searched.append(str(path))
-        entry = find_entry(read_lock(path), repo_id)
-        match = None if entry is None else LockMatch(entry, str(path), path.parent)
+        entries = read_lock(path)
+        entry = find_entry(entries, repo_id)
+        match = None if entry is None else LockMatch(entry, str(path), path.parent, tuple(entries))
     else:
         caller = find_caller(frame)
         match = None

@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING
 from kernel_builder.errors import KernelBuilderError
 
 if TYPE_CHECKING:
+    from kernel_builder.formats.dependencies import PythonDependency
     from kernel_builder.loader.resolve import Decision
 
 __all__ = [
+    "KernelDependencyError",
     "KernelIntegrityError",
     "KernelNotLockedError",
+    "LoaderTooOldError",
+    "MissingPythonDependencyError",
     "NoCompatibleVariantError",
     "UntrustedKernelError",
 ]
@@ -42,3 +46,31 @@ class UntrustedKernelError(ValueError, KernelBuilderError):
 
 class KernelNotLockedError(ValueError, KernelBuilderError):
     """A locked load found no lock file that lists the repository."""
+
+
+class KernelDependencyError(ValueError, KernelBuilderError):
+    """A kernel's ``kernel-depends`` cannot be satisfied: a dependency cycle, or a dependency that cannot be found.
+
+    ``chain`` is the path from the kernel being loaded to the failing dependency (repository ids, the first one
+    a path for ``get_local_kernel``).
+    """
+
+    def __init__(self, message: str, chain: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.chain: tuple[str, ...] = tuple(chain)
+
+
+class LoaderTooOldError(RuntimeError, KernelBuilderError):
+    """A build's ``kernels-minver`` names a newer ``kernels`` API than this loader implements."""
+
+
+class MissingPythonDependencyError(ImportError, KernelBuilderError):
+    """Packages a kernel's ``python-depends`` needs here are not installed; ``dependencies`` lists each one.
+
+    An ``ImportError`` (as upstream raises) whose ``name`` is the first missing module; the build's import check
+    reads ``dependencies`` to name every missing package instead of failing the build.
+    """
+
+    def __init__(self, message: str, dependencies: Sequence[PythonDependency]) -> None:
+        super().__init__(message, name=dependencies[0].import_name if dependencies else None)
+        self.dependencies: tuple[PythonDependency, ...] = tuple(dependencies)

@@ -3,8 +3,9 @@
 A kernel is imported under its unique ``metadata.id`` (never its plain name), so it cannot shadow an installed
 package, its relative imports resolve to its own files, and two builds of one kernel load side by side. Every
 load goes through :func:`load_variant` under one process-wide re-entrant lock and is recorded in a registry
-that :func:`get_loaded_kernels` copies. :func:`check_python_dependencies` (docs/loading.md) and :func:`check_digest`
-(docs/loading.md) are shared by local, Hub and locked loads, which call them in their own order.
+that :func:`get_loaded_kernels` copies; the ``kernels`` package, if the process uses it too, gets the same
+module for the same build (:mod:`kernel_builder.loader.share`). :func:`check_python_dependencies`
+(docs/loading.md) and :func:`check_digest` (docs/loading.md) are shared by local, Hub and locked loads, which call them in their own order.
 """
 
 from __future__ import annotations
@@ -18,16 +19,25 @@ import re
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import CodeType, ModuleType
 
 import kernel_builder.backends as backends
-from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
+from kernel_builder.formats.dependencies import (
+    PYTHON_DEPENDENCIES,
+    PythonDependency,
+    describe_packages,
+    pip_install,
+)
 from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
-from kernel_builder.loader.errors import KernelIntegrityError
+from kernel_builder.loader.dependency_context import providing
+from kernel_builder.loader.errors import KernelIntegrityError, MissingPythonDependencyError
+from kernel_builder.loader.minver import check_kernels_minver
+from kernel_builder.loader.share import share_with_kernels
+from kernel_builder.loader.signatures import require_signature
 
 __all__ = [
     "LoadedKernel",
@@ -107,11 +117,12 @@ def check_python_dependencies(metadata: Metadata, backend: str, where: str | os.
     """Every ``python-depends`` entry must be known and, if it applies to ``backend``, importable (docs/loading.md).
 
     ``torch`` always passes; an entry of another backend's table is not needed here and is skipped. Raises
-    ``ValueError`` for an unknown entry and ``ImportError`` (with the ``pip install`` command) for a missing
-    one.
+    ``ValueError`` for an unknown entry and :class:`MissingPythonDependencyError` (an ``ImportError``) naming
+    every missing package and the one ``pip install`` command for them all.
     """
     spec = backends.by_alias(backend)
     backend = backend if spec is None else spec.name
+    missing: list[PythonDependency] = []
     for name in metadata.python_depends:
         if name == "torch":
             continue
@@ -129,11 +140,13 @@ def check_python_dependencies(metadata: Metadata, backend: str, where: str | os.
             continue
         if dependency.import_name is None or _importable(dependency.import_name):
             continue
-        raise ImportError(
-            f"kernel {metadata.name} ({where}) needs the Python package {dependency.pip_name} "
-            f"(python-depends: {name}), which is not installed; "
-            f"install it with: pip install {dependency.pip_name}",
-            name=dependency.import_name,
+        missing.append(dependency)
+    if missing:
+        verb, them = ("is", "it") if len(missing) == 1 else ("are", "them")
+        raise MissingPythonDependencyError(
+            f"kernel {metadata.name} ({where}) needs {describe_packages(missing)}, which {verb} not installed; "
+            f"install {them} with: {pip_install(missing)}",
+            missing,
         )
 
 
@@ -330,10 +343,15 @@ def load_variant(
     *,
     metadata: Metadata | None = None,
     repo_info: RepoInfo | None = None,
+    dependencies: Mapping[str, ModuleType] | None = None,
 ) -> ModuleType:
     """Import a variant directory (docs/loading.md) and register it; a directory already loaded gives the same module.
 
-    ``metadata`` saves re-reading ``metadata.json``. Raises ``FileNotFoundError`` / ``ValueError`` for missing
+    ``metadata`` saves re-reading ``metadata.json``. ``dependencies`` (repository id → loaded module) are the
+    kernel's ``kernel-depends``, which its code gets from ``get_kernel_dep`` while it is imported. A Hub download
+    (``repo_info`` given) first passes the opt-in signature policy
+    (:func:`~kernel_builder.loader.signatures.require_signature`): this is the one place every Hub load
+    (``get_kernel``, the locked loads, ``kernelize``) goes through. Raises ``FileNotFoundError`` / ``ValueError`` for missing
     or invalid metadata or package, ``ImportError`` when the id is taken by a different build, and re-raises
     what the package's ``__init__`` raises (after removing the id and its submodules from ``sys.modules``).
     """
@@ -345,6 +363,9 @@ def load_variant(
             return known.module
         if metadata is None:
             metadata = read_variant_metadata(directory)
+        check_kernels_minver(metadata, directory.name, _where(directory, repo_info))
+        if repo_info is not None:  # a Hub download: the opt-in signature policy (docs/security.md)
+            require_signature(directory, metadata, _where(directory, repo_info))
         dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
         if dirty:
             keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
@@ -384,6 +405,7 @@ def load_variant(
                     _origin.setdefault(module_id, real_path)
                     _loaded.append(loaded)
                     logger.debug("%s: same build as the loaded module %s; reusing it", directory, module_id)
+                    share_with_kernels(_module_for_variant)
                     return existing
             raise ImportError(
                 f"cannot import {directory} as module {module_id!r}: {other} is already loaded under that id "
@@ -398,7 +420,9 @@ def load_variant(
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_id] = module
         try:
-            spec.loader.exec_module(module)
+            declared = [dependency.repo_id for dependency in metadata.kernel_depends]
+            with providing(f"{metadata.name} ({_where(directory, repo_info)})", dependencies or {}, declared):
+                spec.loader.exec_module(module)
         except BaseException as error:
             _forget(module_id)
             _finder.ids.discard(module_id)
@@ -411,4 +435,27 @@ def load_variant(
         _by_path[real_path] = kernel
         _origin[module_id] = real_path
         logger.debug("imported kernel %s from %s as module %s", metadata.name, directory, module_id)
+        share_with_kernels(_module_for_variant)
         return module
+
+
+def _module_for_variant(variant_dir: Path) -> ModuleType | None:
+    """The module this loader imported for the build in ``variant_dir``: the same id and digest (the same
+    directory, or a copy), still in ``sys.modules`` under its id; ``None`` otherwise (and for a build without
+    an id or a digest). What the ``kernels`` package gets instead of importing it again
+    (:mod:`kernel_builder.loader.share`)."""
+    try:
+        metadata = read_variant_metadata(variant_dir)
+    except (OSError, ValueError):
+        return None
+    if metadata.id is None or metadata.digest is None:
+        return None
+    with _lock:
+        for kernel in _loaded:
+            if (
+                kernel.metadata.id == metadata.id
+                and kernel.metadata.digest == metadata.digest
+                and sys.modules.get(metadata.id) is kernel.module
+            ):
+                return kernel.module
+    return None

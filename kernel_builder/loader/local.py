@@ -2,23 +2,29 @@
 
 A local load detects the environment, validates ``backend``, finds the variant directory among the
 three accepted shapes, then checks Python dependencies, verifies the digest and imports (docs/loading.md)
-with no ``RepoInfo``. Nothing here touches the network.
+with no ``RepoInfo``. Nothing here touches the network, except for a kernel dependency (``kernel-depends``)
+that ``LOCAL_KERNELS`` does not map: :func:`dependency_sources` then falls back to the Hub, through
+:mod:`~kernel_builder.loader.hub_dependencies` (imported on first use).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import kernel_builder.loader.resolve as resolve
 import kernel_builder.loader.stale as stale
 from kernel_builder.formats import runtime as environment
+from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
+from kernel_builder.loader.arguments import check_trust_argument
+from kernel_builder.loader.dependencies import LazySource, Located, Source, resolve_dependencies
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     check_digest,
@@ -30,6 +36,8 @@ from kernel_builder.loader.importer import (
 
 __all__ = [
     "LOCAL_KERNELS",
+    "LocalKernelsSource",
+    "dependency_sources",
     "get_local_kernel",
     "load_local_override",
     "local_kernel_path",
@@ -47,24 +55,57 @@ _SHAPES = (
 
 
 def get_local_kernel(
-    repo_path: str | os.PathLike[str], backend: str | None = None, *, verify_digest: bool | None = None
+    repo_path: str | os.PathLike[str],
+    backend: str | None = None,
+    *,
+    trust_remote_code: bool | list[str] = False,
+    user_agent: str | dict[str, object] | None = None,
+    verify_digest: bool | None = None,
+    check_arch: bool = True,
 ) -> ModuleType:
     """Import a kernel from a local repo root, its ``build/`` directory or one variant directory.
 
     Among variant directories the best compatible one is chosen (docs/loading.md); a single variant directory is loaded
     without compatibility filtering. ``backend`` is ``None`` (the detected backend), ``"cpu"`` or the detected
-    backend's name. ``verify_digest=None`` follows ``KERNEL_BUILDER_VERIFY_DIGEST`` (on by default).
+    backend's name. ``verify_digest=None`` follows ``KERNEL_BUILDER_VERIFY_DIGEST`` (on by default);
+    ``check_arch=False`` skips the GPU-architecture check. ``trust_remote_code`` and ``user_agent`` are
+    upstream's: they apply to the Hub kernels this kernel depends on (the local kernel itself needs no trust);
+    ``trust_remote_code`` is validated here.
 
     Raises ``ValueError`` for an invalid backend, :class:`NoCompatibleVariantError` when variant directories
     exist but none suits this environment, ``FileNotFoundError`` when ``repo_path`` is none of the accepted
     shapes, and the errors of the dependency check, digest verification and import.
+
+    Its ``kernel-depends`` are loaded first (``LOCAL_KERNELS``, else the Hub, behind the trust gate that
+    ``trust_remote_code`` controls as for ``get_kernel``; ``user_agent`` goes with those Hub requests).
     """
-    variant_dir, selected = _resolve(repo_path, backend)
+    check_trust_argument(trust_remote_code)
+    return _load_local(
+        repo_path, backend, verify_digest, trust_remote_code, user_agent, check_arch, root=None
+    )
+
+
+def _load_local(
+    repo_path: str | os.PathLike[str],
+    backend: str | None,
+    verify_digest: bool | None,
+    trust_remote_code: bool | list[str],
+    user_agent: str | dict[str, object] | None,
+    check_arch: bool,
+    *,
+    root: str | None,
+) -> ModuleType:
+    """``get_local_kernel``; ``root`` names the kernel in dependency chains (its repo id for ``LOCAL_KERNELS``)."""
+    variant_dir, selected = _resolve(repo_path, backend, check_arch)
     metadata = read_variant_metadata(variant_dir)
     _check_agreement(variant_dir, metadata)
     check_python_dependencies(metadata, selected, variant_dir)
+    sources = dependency_sources(
+        selected, trust_remote_code=trust_remote_code, user_agent=user_agent, verify_digest=verify_digest
+    )
+    tree = resolve_dependencies(root or str(variant_dir), metadata.kernel_depends, sources)
     check_digest(variant_dir, metadata, verify_digest)
-    return load_variant(variant_dir, metadata=metadata)
+    return load_variant(variant_dir, metadata=metadata, dependencies=tree.load())
 
 
 def _check_agreement(variant_dir: Path, metadata: Metadata) -> None:
@@ -80,17 +121,21 @@ def _check_agreement(variant_dir: Path, metadata: Metadata) -> None:
         )
 
 
-def local_variant_dir(repo_path: str | os.PathLike[str], backend: str | None = None) -> Path:
+def local_variant_dir(
+    repo_path: str | os.PathLike[str], backend: str | None = None, *, check_arch: bool = True
+) -> Path:
     """The variant directory :func:`get_local_kernel` would import from ``repo_path`` in this environment
     (same shapes and errors), without importing it."""
-    return _resolve(repo_path, backend)[0]
+    return _resolve(repo_path, backend, check_arch)[0]
 
 
-def _resolve(repo_path: str | os.PathLike[str], backend: str | None) -> tuple[Path, str]:
+def _resolve(
+    repo_path: str | os.PathLike[str], backend: str | None, check_arch: bool = True
+) -> tuple[Path, str]:
     root = Path(os.path.abspath(repo_path))
     env = environment.detect_environment()
     selected = resolve.select_backend(env, backend)
-    return _locate(root, env, selected), selected
+    return _locate(root, env, selected, check_arch), selected
 
 
 def _has_variant(names: list[str]) -> bool:
@@ -103,7 +148,7 @@ def _has_variant(names: list[str]) -> bool:
     return False
 
 
-def _locate(root: Path, env: environment.Environment, backend: str) -> Path:
+def _locate(root: Path, env: environment.Environment, backend: str, check_arch: bool) -> Path:
     for base in (root, root / "build"):
         names = variant_directories(base)
         if not _has_variant(names):
@@ -121,7 +166,7 @@ def _locate(root: Path, env: environment.Environment, backend: str) -> Path:
             backend,
             lookup,
             gpus=probe,
-            check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+            check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
             first_only=True,
         )
         if decisions and isinstance(decisions[0], resolve.VariantAccepted):
@@ -227,12 +272,82 @@ def local_kernel_path(repo_id: str) -> Path | None:
 
 
 def load_local_override(
-    repo_id: str, backend: str | None = None, *, verify_digest: bool | None = None
+    repo_id: str,
+    backend: str | None = None,
+    *,
+    verify_digest: bool | None = None,
+    trust_remote_code: bool | list[str] = False,
+    user_agent: str | dict[str, object] | None = None,
+    check_arch: bool = True,
 ) -> ModuleType | None:
-    """``get_kernel``'s first step: the kernel ``LOCAL_KERNELS`` maps ``repo_id`` to, else ``None``."""
+    """``get_kernel``'s first step: the kernel ``LOCAL_KERNELS`` maps ``repo_id`` to, else ``None``.
+
+    ``trust_remote_code`` and ``user_agent`` apply to its dependencies that are not mapped too (Hub loads).
+    """
     path = local_kernel_path(repo_id)
     if path is None:
         return None
     logger.debug("%s: loading %s from %s (%s)", repo_id, repo_id, path, LOCAL_KERNELS)
     stale.warn_if_stale(repo_id, path)
-    return get_local_kernel(path, backend, verify_digest=verify_digest)
+    return _load_local(path, backend, verify_digest, trust_remote_code, user_agent, check_arch, root=repo_id)
+
+
+# --- kernel dependencies (docs/loading.md) ---------------------------------------------------------------------------
+
+
+class LocalKernelsSource:
+    """Kernel dependencies that ``LOCAL_KERNELS`` maps to a local path (no trust check, as for ``get_kernel``)."""
+
+    def __init__(self, backend: str | None, verify_digest: bool | None) -> None:
+        self.backend = backend
+        self.verify_digest = verify_digest
+
+    def locate(self, dependency: KernelDependency) -> Located | None:
+        path = local_kernel_path(dependency.repo_id)
+        if path is None:
+            return None
+        variant_dir, selected = _resolve(path, self.backend)
+        metadata = read_variant_metadata(variant_dir)
+        _check_agreement(variant_dir, metadata)
+        check_python_dependencies(metadata, selected, variant_dir)
+
+        def fetch() -> tuple[Path, Metadata]:
+            check_digest(variant_dir, metadata, self.verify_digest)
+            return variant_dir, metadata
+
+        logger.debug("%s: dependency from %s (%s)", dependency.repo_id, variant_dir, LOCAL_KERNELS)
+        return Located(f"{dependency.repo_id} ({LOCAL_KERNELS}: {variant_dir})", metadata, fetch)
+
+
+def dependency_sources(
+    backend: str | None,
+    *,
+    trust_remote_code: bool | list[str] = False,
+    user_agent: str | dict[str, object] | None = None,
+    verify_digest: bool | None = None,
+    offline: bool | None = None,
+    revision_for: Callable[[KernelDependency], str] | None = None,
+    local_kernels: bool = True,
+) -> list[Source]:
+    """Where kernel dependencies are found, in order: ``LOCAL_KERNELS`` (unless ``local_kernels`` is false, as
+    for ``install_kernel``, which downloads), then the Hub (made on first use).
+
+    The Hub source applies the trust gate per dependency (``trust_remote_code`` as for ``get_kernel``) and
+    verifies each digest (``verify_digest``). ``offline=None`` follows ``HF_HUB_OFFLINE``. ``revision_for``,
+    for locked loads, gives the commit to use for each dependency instead of its version or revision.
+    """
+
+    def hub() -> Source:
+        from kernel_builder.loader.hub_dependencies import HubSource
+
+        return HubSource(
+            backend,
+            trust_remote_code=trust_remote_code,
+            user_agent=user_agent,
+            verify_digest=verify_digest,
+            offline=offline,
+            revision_for=revision_for,
+        )
+
+    sources: list[Source] = [LocalKernelsSource(backend, verify_digest)] if local_kernels else []
+    return [*sources, LazySource(hub)]

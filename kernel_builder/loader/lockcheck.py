@@ -1,10 +1,12 @@
 """Checking variant files against a lock entry (docs/loading.md).
 
 Three checks, each raising :class:`~kernel_builder.loader.errors.KernelIntegrityError` with everything it
-found: the hash of the Hub's tree listing against the lock (:func:`check_tree_hash`), downloaded bytes against
-their tree entries (:func:`check_files_against_tree`), and, offline, the hash re-derived from the cache's blob
-names after checking each blob's bytes against its name (:func:`check_cache_hash`). Nothing here makes a
-request; the callers pass listings and directories in.
+found: the hash of the Hub's tree listing against an older-format lock's variant hash (:func:`check_tree_hash`),
+downloaded bytes against their entries in the tree listing at the locked commit
+(:func:`check_files_against_tree`), and, offline, each cached blob's bytes against its name, then (older format)
+the hash re-derived from those names (:func:`check_cache_hash`). A ``kernels``-format entry records only the
+commit: the commit names its tree, so the tree listing at that commit is what the files are checked against.
+Nothing here makes a request; the callers pass listings and directories in.
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ def _integrity_error(headline: str, problems: list[str], remedy: str) -> KernelI
 
 
 def require_covered(entry: LockEntry, variant: str, *, lock: str) -> None:
-    """The lock must list ``variant`` at its commit."""
-    if variant not in entry.variants:
+    """An older-format lock must list ``variant`` at its commit (a ``kernels``-format lock pins the whole
+    commit, every variant included)."""
+    if entry.legacy and variant not in entry.variants:
         covered = ", ".join(sorted(entry.variants)) or "none"
         raise KernelIntegrityError(
             f"{entry.repo_id} at {entry.sha}, variant {variant} is not covered by the lock {lock} (locked "
@@ -72,7 +75,10 @@ def check_tree_hash(
     lock: str,
     what: str = "the files at that commit",
 ) -> None:
-    """The lock must cover ``variant`` and its hash must equal the hash of ``files`` (relpath → object id)."""
+    """An older-format lock must cover ``variant`` and its hash must equal the hash of ``files`` (relpath → object
+    id). A ``kernels``-format entry has no hash to compare: nothing to check here."""
+    if not entry.legacy:
+        return
     subject = f"{entry.repo_id} at {entry.sha}, variant {variant}"
     require_covered(entry, variant, lock=lock)
     locked = entry.variants[variant]
@@ -121,7 +127,8 @@ def _blob_name(path: Path) -> str | None:
 
 
 def check_cache_hash(entry: LockEntry, variant: str, variant_dir: Path, *, lock: str, remedy: str) -> bool:
-    """Re-derive the lock hash of a cached variant from its blob names and compare it with the lock.
+    """Check each cached blob's bytes against its name, then re-derive an older-format lock's hash from the names
+    and compare it with the lock.
 
     Each blob's bytes must hash to its name (40 hex: git blob SHA-1, 64 hex: LFS SHA-256). Returns ``False``
     (and checks nothing) when the cache holds copies instead of links; a file that is not a link among links

@@ -1,29 +1,41 @@
 """Locked loads: ``load_kernel`` and ``get_locked_kernel`` (docs/loading.md).
 
-Both take the commit SHA from a lock file (the caller's, found by :mod:`~kernel_builder.loader.caller`, or
-``lockfile``) and never resolve versions; neither applies the trust gate (trust is checked when locking).
-``load_kernel`` never uses the network: the variant must be in the cache, where the lock hash is re-derived
-from the blob names. ``get_locked_kernel`` downloads a missing variant (unless offline), checking the tree
-listing against the lock and every downloaded file against the tree. :func:`fetch_locked_variant` is that
-download, shared with ``kernel-builder download``.
+Both take the commit SHA from a lock file in either format (the caller's, found by
+:mod:`~kernel_builder.loader.caller`, or ``lockfile``) and never resolve versions. ``load_kernel`` applies no
+trust gate (trust is checked when locking); ``get_locked_kernel`` applies it online, as upstream's does, with
+``trust_remote_code`` as for ``get_kernel``. ``load_kernel`` never uses the network: the variant must be in the
+cache, where each file is checked against the blob it names (and an older-format lock's hash re-derived from
+those names). ``get_locked_kernel`` downloads a missing variant (unless offline), checking every downloaded file
+against the tree listing at the locked commit (and that listing against an older-format lock's hash).
+:func:`fetch_locked_variant` is that download, shared with ``kernel-builder download``.
+
+A locked kernel's ``kernel-depends`` load from the same lock: each dependency at the commit the lock pins for
+it, chosen, fetched and verified exactly as the kernel itself (the trust gate included, for
+``get_locked_kernel``), the whole tree resolved before anything is downloaded
+(:mod:`~kernel_builder.loader.dependencies`). As in upstream's ``kernels``, ``LOCAL_KERNELS`` plays no part
+in a locked load.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
 import kernel_builder.loader.resolve as resolve
+from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
-from kernel_builder.formats.lockfile import LockEntry, group_variant_files
-from kernel_builder.formats.metadata import Metadata
+from kernel_builder.formats.lockfile import LockEntry, find_dependency, group_variant_files
+from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
+from kernel_builder.loader.arguments import check_trust_argument, trusted_by_caller
 from kernel_builder.loader.caller import LockMatch, find_locked
-from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.dependencies import Located, resolve_dependencies
+from kernel_builder.loader.errors import KernelIntegrityError, KernelNotLockedError, NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     RepoInfo,
     check_digest,
@@ -39,6 +51,7 @@ from kernel_builder.loader.lockcheck import (
     require_covered,
 )
 from kernel_builder.loader.remote import Operation, Target, start_operation, variant_metadata
+from kernel_builder.loader.trust import require_trusted
 
 __all__ = [
     "cache_fix",
@@ -137,13 +150,27 @@ def _start(match: LockMatch, operation: Operation) -> _Locked:
     return _Locked(match, operation, cached)
 
 
-def _candidates(locked: _Locked) -> list[str]:
+def _candidates(locked: _Locked, online: RemoteRepo | None = None) -> list[str]:
+    """The variants to choose from: an older-format lock's, the cached ones, and (``online``) those of the tree
+    at the locked commit."""
+    hub = locked.operation.hub
     names = set(locked.entry.variants)
     if locked.repo is not None:
-        names.update(
-            variant_directories(locked.operation.hub.snapshot(locked.repo, locked.entry.sha) / "build")
-        )
+        names.update(variant_directories(hub.snapshot(locked.repo, locked.entry.sha) / "build"))
+    if online is not None and not locked.entry.legacy:
+        names.update(hub.folders(online, locked.entry.sha, "build"))
     return sorted(names)
+
+
+def _downloaded(hub: Hub, repo: RemoteRepo, sha: str, variant: str) -> bool:
+    """Whether the cache holds the variant: more than its ``metadata.json``, which choosing a variant online
+    fetches alone (a failed download leaves nothing else: it removes what it wrote)."""
+    try:
+        return any(
+            entry.name != METADATA_FILE for entry in (hub.snapshot(repo, sha) / "build" / variant).iterdir()
+        )
+    except (FileNotFoundError, NotADirectoryError):
+        return False
 
 
 def _not_cached(locked: _Locked, variant: str | None = None) -> FileNotFoundError:
@@ -152,6 +179,20 @@ def _not_cached(locked: _Locked, variant: str | None = None) -> FileNotFoundErro
         f"{locked.entry.repo_id} at {locked.entry.sha}{what} (locked in {locked.match.source}) is not in the "
         f"cache ({locked.operation.hub.cache_dir}): {_download_hint(locked.match.project_dir)}"
     )
+
+
+def _lock_hint(project_dir: Path | None) -> str:
+    """What to do about a lock that does not pin a kernel dependency: re-create it (it pins the whole tree)."""
+    if project_dir is None:  # a lock shipped in an installed distribution: its project re-creates it
+        return "re-create the lock of the project that ships it with `kernel-builder lock` and reinstall it"
+    return (
+        f"re-create the lock with `kernel-builder lock {project_dir}`, then run "
+        f"`kernel-builder download {project_dir}`"
+    )
+
+
+def _subject(locked: _Locked) -> str:
+    return f"{locked.entry.repo_id} at {locked.entry.sha} (locked in {locked.match.source})"
 
 
 def _verify_cached(
@@ -169,81 +210,68 @@ def _verify_cached(
     return variant_dir, metadata
 
 
-def load_kernel(
-    repo_id: str,
-    *,
-    lockfile: Path | None = None,
-    backend: str | None = None,
-    verify_digest: bool | None = None,
-) -> ModuleType:
-    """Import the locked build of ``repo_id`` from the cache, without any network access.
+@dataclass(frozen=True)
+class _Chosen:
+    """A locked kernel's variant for this environment, chosen from metadata alone; ``fetch`` downloads it when it
+    is not cached, verifies it as the lock requires and returns its directory and the metadata read there."""
 
-    The lock is ``lockfile`` or the calling project's (docs/loading.md). The locked commit's variant for this environment
-    must have been downloaded (``kernel-builder download``); otherwise ``FileNotFoundError`` says so. The
-    cached files are checked against the lock hash (where the cache holds links) and the digest, unless
-    ``verify_digest=False`` / ``KERNEL_BUILDER_VERIFY_DIGEST=0``. No trust gate: trust is checked when locking.
-    """
-    match = find_locked(repo_id, lockfile, sys._getframe(1))
-    locked = _start(match, start_operation(backend, None, offline=True))
+    repo: RemoteRepo
+    entry: LockEntry
+    variant: str
+    metadata: Metadata | None  # read before anything else is fetched; None: a legacy variant without one
+    fetch: Callable[[], tuple[Path, Metadata]]
+
+    @property
+    def depends(self) -> tuple[KernelDependency, ...]:
+        return () if self.metadata is None else self.metadata.kernel_depends
+
+    @property
+    def repo_info(self) -> RepoInfo:
+        return RepoInfo(self.repo.repo_id, self.entry.sha)
+
+
+_Choose = Callable[[_Locked], _Chosen]
+_Gate = Callable[[_Locked], None]
+
+
+def _choose_cached(locked: _Locked, verify_digest: bool | None) -> _Chosen:
+    """``load_kernel``'s steps: the variant in the cache at the locked commit, or ``FileNotFoundError``."""
     if locked.repo is None:
         raise _not_cached(locked)
     repo = locked.repo
     hub = locked.operation.hub
     target = Target(repo, locked.entry.sha, None)
     variant = choose_variant(
-        _candidates(locked),
-        locked.operation,
-        f"{repo.repo_id} at {locked.entry.sha} (locked in {locked.match.source})",
-        lambda name: variant_metadata(hub, target, name),
+        _candidates(locked), locked.operation, _subject(locked), partial(variant_metadata, hub, target)
     )
-    if not (hub.snapshot(repo, locked.entry.sha) / "build" / variant).is_dir():
+    if not _downloaded(hub, repo, locked.entry.sha, variant):
         raise _not_cached(locked, variant)
-    variant_dir, metadata = _verify_cached(locked, repo, variant, verify_digest)
-    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(repo.repo_id, locked.entry.sha))
+    return _Chosen(
+        repo,
+        locked.entry,
+        variant,
+        variant_metadata(hub, target, variant),
+        partial(_verify_cached, locked, repo, variant, verify_digest),
+    )
 
 
-def get_locked_kernel(
-    repo_id: str,
-    *,
-    lockfile: Path | None = None,
-    backend: str | None = None,
-    user_agent: str | dict[str, object] | None = None,
-    verify_digest: bool | None = None,
-) -> ModuleType:
-    """Import the locked build of ``repo_id``, downloading its variant first when it is not cached.
-
-    As :func:`load_kernel`, except that a missing variant is downloaded (unless offline) and verified against
-    the lock (tree hash, file bytes, digest), and the variant's Python dependencies are checked.
-    """
-    match = find_locked(repo_id, lockfile, sys._getframe(1))
-    return get_locked_match(match, backend=backend, user_agent=user_agent, verify_digest=verify_digest)
-
-
-def get_locked_match(
-    match: LockMatch,
-    *,
-    backend: str | None = None,
-    user_agent: str | dict[str, object] | None = None,
-    verify_digest: bool | None = None,
-) -> ModuleType:
-    """:func:`get_locked_kernel` for a lock entry found earlier
-    (:func:`~kernel_builder.loader.caller.find_locked`).
-
-    A ``LockedLayerRepository`` finds its lock where it is constructed, in the code that names the kernel, and
-    loads later from ``kernelize``, whose caller may belong to another project.
-    """
-    locked = _start(match, start_operation(backend, user_agent))
+def _choose_or_download(locked: _Locked, verify_digest: bool | None) -> _Chosen:
+    """``get_locked_kernel``'s steps after the trust gate: the cached variant, else (online) the one at the
+    locked commit, to be downloaded; its Python dependencies checked."""
     hub = locked.operation.hub
     entry = locked.entry
     if locked.repo is None and hub.offline:
         raise _not_cached(locked)
     repo = locked.repo or RemoteRepo(entry.repo_id)
     target = Target(repo, entry.sha, None)
-    subject = f"{entry.repo_id} at {entry.sha} (locked in {locked.match.source})"
+    subject = _subject(locked)
     variant = choose_variant(
-        _candidates(locked), locked.operation, subject, lambda name: variant_metadata(hub, target, name)
+        _candidates(locked, None if hub.offline else repo),
+        locked.operation,
+        subject,
+        partial(variant_metadata, hub, target),
     )
-    cached = locked.repo is not None and (hub.snapshot(repo, entry.sha) / "build" / variant).is_dir()
+    cached = locked.repo is not None and _downloaded(hub, repo, entry.sha, variant)
     if not cached and hub.offline:
         raise _not_cached(locked, variant)
     require_covered(entry, variant, lock=locked.match.source)
@@ -251,11 +279,14 @@ def get_locked_match(
     if metadata is not None:
         check_python_dependencies(metadata, locked.operation.backend, f"{subject}, build/{variant}")
     if cached:
-        variant_dir, metadata = _verify_cached(locked, repo, variant, verify_digest)
-    else:
+        return _Chosen(
+            repo, entry, variant, metadata, partial(_verify_cached, locked, repo, variant, verify_digest)
+        )
+
+    def download() -> tuple[Path, Metadata]:
         verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify_digest is None else verify_digest
         tree = variant_tree(hub.tree_files(repo, entry.sha, f"build/{variant}"), variant)
-        variant_dir, metadata = fetch_locked_variant(
+        return fetch_locked_variant(
             hub,
             repo,
             entry,
@@ -267,4 +298,133 @@ def get_locked_match(
             verify_files=verify,
             verify_digest=verify,
         )
-    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(repo.repo_id, entry.sha))
+
+    return _Chosen(repo, entry, variant, metadata, download)
+
+
+def _trust_gate(trust: bool | frozenset[str]) -> _Gate:
+    """``get_locked_kernel``'s trust gate for each kernel of the tree, online only: offline the lock decides (it
+    was trust-checked when written)."""
+
+    def gate(locked: _Locked) -> None:
+        hub = locked.operation.hub
+        entry = locked.entry
+        requested = [repo_id for repo_id in (entry.repo_id, entry.redirected_from) if repo_id is not None]
+        if not hub.offline and not any(trusted_by_caller(trust, repo_id) for repo_id in requested):
+            require_trusted(hub, entry.repo_id)
+
+    return gate
+
+
+class _LockedSource:
+    """The kernel dependencies of a locked load (docs/loading.md): each at the commit the same lock pins for it,
+    chosen, fetched and verified exactly as the locked kernel itself. ``LOCAL_KERNELS`` is not consulted, for
+    the dependencies as for the kernel (as in upstream's ``kernels``)."""
+
+    def __init__(self, match: LockMatch, operation: Operation, choose: _Choose, gate: _Gate) -> None:
+        self.match = match
+        self.operation = operation
+        self.choose = choose
+        self.gate = gate
+
+    def locate(self, dependency: KernelDependency) -> Located:
+        match = self.match
+        entry = find_dependency(match.entries, dependency.repo_id, dependency.version, dependency.revision)
+        if entry is None:
+            raise KernelNotLockedError(
+                f"the lock {match.source} does not pin it (it was written before this dependency existed, or "
+                f"by hand): {_lock_hint(match.project_dir)}"
+            )
+        locked = _start(LockMatch(entry, match.source, match.project_dir, match.entries), self.operation)
+        self.gate(locked)
+        chosen = self.choose(locked)
+        where = f"{_subject(locked)}, build/{chosen.variant}"
+        if chosen.metadata is None:
+            raise FileNotFoundError(f"{where}: {METADATA_FILE} not found")
+        return Located(where, chosen.metadata, chosen.fetch, chosen.repo_info)
+
+
+def _load_locked(match: LockMatch, operation: Operation, choose: _Choose, gate: _Gate) -> ModuleType:
+    """_Choose the locked kernel's variant, resolve its whole dependency tree from the same lock (reading only
+    metadata), then fetch and verify the kernel, load the tree and import the kernel with it."""
+    locked = _start(match, operation)
+    gate(locked)
+    chosen = choose(locked)
+    source = _LockedSource(match, operation, choose, gate)
+    tree = resolve_dependencies(match.entry.repo_id, chosen.depends, [source])
+    variant_dir, metadata = chosen.fetch()
+    if metadata.kernel_depends != chosen.depends:
+        raise KernelIntegrityError(
+            f"{_subject(locked)}, build/{chosen.variant}: the verified {METADATA_FILE} lists other "
+            f"kernel-depends than the one read before; refusing it"
+        )
+    return load_variant(variant_dir, metadata=metadata, repo_info=chosen.repo_info, dependencies=tree.load())
+
+
+def load_kernel(
+    repo_id: str,
+    *,
+    lockfile: Path | None = None,
+    backend: str | None = None,
+    verify_digest: bool | None = None,
+) -> ModuleType:
+    """Import the locked build of ``repo_id`` from the cache, without any network access.
+
+    The lock is ``lockfile`` or the calling project's (docs/loading.md). The locked commit's variant for this
+    environment must have been downloaded (``kernel-builder download``); otherwise ``FileNotFoundError`` says so.
+    The cached files are checked against the lock hash (where the cache holds links) and the digest, unless
+    ``verify_digest=False`` / ``KERNEL_BUILDER_VERIFY_DIGEST=0``. No trust gate: trust is checked when locking.
+    Its kernel dependencies load the same way, each at the commit the same lock pins for it
+    (:class:`KernelDependencyError` names the chain when one is not pinned or not downloaded).
+    """
+    match = find_locked(repo_id, lockfile, sys._getframe(1))
+    operation = start_operation(backend, None, offline=True)
+    return _load_locked(
+        match, operation, partial(_choose_cached, verify_digest=verify_digest), lambda _: None
+    )
+
+
+def get_locked_kernel(
+    repo_id: str,
+    *,
+    lockfile: Path | None = None,
+    trust_remote_code: bool | list[str] = False,
+    backend: str | None = None,
+    user_agent: str | dict[str, object] | None = None,
+    verify_digest: bool | None = None,
+) -> ModuleType:
+    """Import the locked build of ``repo_id``, downloading its variant first when it is not cached.
+
+    As :func:`load_kernel`, except that a missing variant is downloaded (unless offline) and verified against
+    the lock (tree hash, file bytes, digest), the variant's Python dependencies are checked, and online the
+    trust gate applies (``trust_remote_code`` as for ``get_kernel``), to each of its kernel dependencies too.
+    """
+    check_trust_argument(trust_remote_code)
+    match = find_locked(repo_id, lockfile, sys._getframe(1))
+    return get_locked_match(
+        match,
+        backend=backend,
+        user_agent=user_agent,
+        verify_digest=verify_digest,
+        trust_remote_code=trust_remote_code,
+    )
+
+
+def get_locked_match(
+    match: LockMatch,
+    *,
+    backend: str | None = None,
+    user_agent: str | dict[str, object] | None = None,
+    verify_digest: bool | None = None,
+    trust_remote_code: bool | list[str] = False,
+) -> ModuleType:
+    """:func:`get_locked_kernel` for a lock entry found earlier
+    (:func:`~kernel_builder.loader.caller.find_locked`).
+
+    A ``LockedLayerRepository`` finds its lock where it is constructed, in the code that names the kernel, and
+    loads later from ``kernelize``, whose caller may belong to another project.
+    """
+    trust = check_trust_argument(trust_remote_code)
+    operation = start_operation(backend, user_agent)
+    choose = partial(_choose_or_download, verify_digest=verify_digest)
+    return _load_locked(match, operation, choose, _trust_gate(trust))

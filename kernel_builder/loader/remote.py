@@ -30,7 +30,8 @@ from kernel_builder.formats.variants import compute_name
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
-from kernel_builder.loader.arguments import check_revision_arguments
+from kernel_builder.loader.arguments import check_revision_arguments, check_trust_argument, trusted_by_caller
+from kernel_builder.loader.dependencies import resolve_dependencies
 from kernel_builder.loader.errors import KernelIntegrityError, NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     RepoInfo,
@@ -42,8 +43,14 @@ from kernel_builder.loader.importer import (
     read_variant_metadata,
     warn,
 )
-from kernel_builder.loader.local import load_local_override
-from kernel_builder.loader.trust import check_trust_argument, require_trusted
+from kernel_builder.loader.local import (
+    dependency_sources,
+    load_local_override,
+    local_kernel_path,
+    local_variant_dir,
+)
+from kernel_builder.loader.minver import check_kernels_minver
+from kernel_builder.loader.trust import require_trusted
 
 __all__ = [
     "ALLOW_NO_DIGEST",
@@ -320,7 +327,13 @@ def _variant_names(hub: Hub, target: Target) -> list[str]:
 
 
 def _decide(
-    hub: Hub, target: Target, env: environment.Environment, backend: str, *, first_only: bool
+    hub: Hub,
+    target: Target,
+    env: environment.Environment,
+    backend: str,
+    *,
+    first_only: bool,
+    check_arch: bool = True,
 ) -> tuple[list[resolve.Decision], resolve.GpuProbe]:
     probe = resolve.GpuProbe(lambda: resolve.probe_gpus(backend))
     decisions = resolve.resolve_variants(
@@ -329,15 +342,17 @@ def _decide(
         backend,
         lambda variant: variant_metadata(hub, target, variant),
         gpus=probe,
-        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+        check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
         first_only=first_only,
     )
     return decisions, probe
 
 
-def _choose(hub: Hub, target: Target, env: environment.Environment, backend: str) -> str:
+def _choose(
+    hub: Hub, target: Target, env: environment.Environment, backend: str, *, check_arch: bool = True
+) -> str:
     """The preferred variant's directory name, or :class:`NoCompatibleVariantError` with the trace."""
-    decisions, probe = _decide(hub, target, env, backend, first_only=True)
+    decisions, probe = _decide(hub, target, env, backend, first_only=True, check_arch=check_arch)
     if decisions and isinstance(decisions[0], resolve.VariantAccepted):
         chosen = decisions[0].variant.variant_str
         logger.debug("%s: chose variant %s", target.label, chosen)
@@ -411,67 +426,113 @@ def _verify(
     check_digest(variant_dir, metadata, verify, remedy=remedy)
 
 
+def _trust_gate(hub: Hub, trust: bool | frozenset[str]) -> Callable[[str], None]:
+    """The gate each repository a load reaches passes: skipped for what the caller trusts, else the publisher
+    check."""
+
+    def gate(repo_id: str) -> None:
+        if not trusted_by_caller(trust, repo_id):
+            require_trusted(hub, repo_id)
+
+    return gate
+
+
 def get_kernel(
     repo_id: str,
     *,
-    version: int | None = None,
     revision: str | None = None,
+    version: int | None = None,
     backend: str | None = None,
     user_agent: str | dict[str, object] | None = None,
     trust_remote_code: bool | list[str] = False,
+    check_arch: bool = True,
     verify_digest: bool | None = None,
 ) -> ModuleType:
     """Import the kernel of a Hub repository at a major ``version`` (branch ``v<N>``) or a ``revision``.
 
-    Steps (docs/loading.md): a ``LOCAL_KERNELS`` override wins; exactly one of ``version``/``revision``; the trust gate
-    (``trust_remote_code=True`` skips it); the revision resolved to a commit and redirects followed; the
-    preferred compatible variant chosen; its Python dependencies checked; only that variant downloaded; its
-    digest verified; imported under its unique id and registered with the repo and commit.
+    Steps (docs/loading.md): exactly one of ``version``/``revision`` (checked first, so that code relying on a
+    ``LOCAL_KERNELS`` override fails as it would without it); a ``LOCAL_KERNELS`` override wins; the trust gate
+    (``trust_remote_code=True`` skips it, a list of repo ids skips it for those repositories); the revision
+    resolved to a commit and redirects followed; the preferred compatible variant chosen (``check_arch=False``
+    skips the GPU-architecture check); its ``kernels-minver`` and Python dependencies checked; only that
+    variant downloaded; its digest verified; imported under its unique id and registered with the repo and
+    commit.
     """
-    module = load_local_override(repo_id, backend, verify_digest=verify_digest)
-    if module is not None:
-        if version is not None or revision is not None:
-            logger.debug(
-                "%s: LOCAL_KERNELS override; ignoring version=%r revision=%r", repo_id, version, revision
-            )
-        return module
     check_revision_arguments(version, revision)
+    trust = check_trust_argument(trust_remote_code)
+    module = load_local_override(
+        repo_id,
+        backend,
+        verify_digest=verify_digest,
+        trust_remote_code=trust_remote_code,
+        user_agent=user_agent,
+        check_arch=check_arch,
+    )
+    if module is not None:
+        logger.debug(
+            "%s: LOCAL_KERNELS override; version=%r revision=%r not resolved", repo_id, version, revision
+        )
+        return module
     _check_repo_id(repo_id)
-    skip_gate = check_trust_argument(repo_id, trust_remote_code)
     operation = start_operation(backend, user_agent)
     hub = operation.hub
-
-    def gate(destination: str) -> None:
-        if not skip_gate:
-            require_trusted(hub, destination)
-
+    gate = _trust_gate(hub, trust)
     gate(repo_id)
     target = _resolve_target(hub, repo_id, version, revision, warn_outdated=True, gate=gate)
-    variant = _choose(hub, target, operation.env, operation.backend)
+    variant = _choose(hub, target, operation.env, operation.backend, check_arch=check_arch)
     metadata = variant_metadata(hub, target, variant)
     if metadata is None:  # pragma: no cover - resolution rejects GPU candidates without metadata
         raise FileNotFoundError(f"{target.label}: build/{variant}/{METADATA_FILE} not found")
     _check_agreement(target, variant, metadata)
+    check_kernels_minver(metadata, variant, f"{target.label}, build/{variant}")
     check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    sources = dependency_sources(
+        operation.backend,
+        trust_remote_code=trust_remote_code,
+        user_agent=user_agent,
+        verify_digest=verify_digest,
+        offline=hub.offline,
+    )
+    dependencies = resolve_dependencies(repo_id, metadata.kernel_depends, sources)  # docs/loading.md
     variant_dir, metadata = _download(operation, target, variant)
     _verify(operation, target, variant_dir, metadata, verify_digest)
-    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(target.repo.repo_id, target.sha))
+    repo_info = RepoInfo(target.repo.repo_id, target.sha)
+    return load_variant(variant_dir, metadata=metadata, repo_info=repo_info, dependencies=dependencies.load())
 
 
 def has_kernel(
-    repo_id: str, *, version: int | None = None, revision: str | None = None, backend: str | None = None
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    version: int | None = None,
+    backend: str | None = None,
+    trust_remote_code: bool | list[str] = False,
+    check_arch: bool = True,
 ) -> bool:
     """Whether a variant for this environment exists at that version or revision; downloads no code.
 
-    ``False`` when the repository, revision or version does not exist (offline: is not cached); network and
-    authentication errors propagate. No trust gate.
+    A ``LOCAL_KERNELS`` override answers for its repository. ``False`` when the repository, revision or version
+    does not exist (offline: is not cached) or no variant suits (``check_arch=False`` skips the
+    GPU-architecture check); the trust gate applies as for :func:`get_kernel` (an untrusted repository raises
+    :class:`UntrustedKernelError`); network and authentication errors propagate.
     """
     check_revision_arguments(version, revision)
+    trust = check_trust_argument(trust_remote_code)
+    local = local_kernel_path(repo_id)
+    if local is not None:
+        try:
+            local_variant_dir(local, backend, check_arch=check_arch)
+        except FileNotFoundError as error:  # NoCompatibleVariantError included
+            logger.debug("has_kernel(%s): %s", repo_id, error)
+            return False
+        return True
     _check_repo_id(repo_id)
     operation = start_operation(backend, None)
     hub = operation.hub
+    gate = _trust_gate(hub, trust)
+    gate(repo_id)
     try:
-        target = _resolve_target(hub, repo_id, version, revision)
+        target = _resolve_target(hub, repo_id, version, revision, gate=gate)
     except (RepositoryNotFoundError, RevisionNotFoundError, _VersionNotFound) as error:
         logger.debug("has_kernel(%s): %s", repo_id, error)
         return False
@@ -480,7 +541,9 @@ def has_kernel(
             raise
         logger.debug("has_kernel(%s): %s", repo_id, error)  # offline: not in the cache
         return False
-    decisions, _ = _decide(hub, target, operation.env, operation.backend, first_only=True)
+    decisions, _ = _decide(
+        hub, target, operation.env, operation.backend, first_only=True, check_arch=check_arch
+    )
     if not decisions or not isinstance(decisions[0], resolve.VariantAccepted):
         return False
     path = f"build/{decisions[0].variant.variant_str}/{METADATA_FILE}"
@@ -490,7 +553,7 @@ def has_kernel(
 
 
 def get_kernel_variants(
-    repo_id: str, *, version: int | None = None, revision: str | None = None, backend: str | None = None
+    repo_id: str, *, revision: str | None = None, version: int | None = None, backend: str | None = None
 ) -> list[resolve.Decision]:
     """Every variant at that version or revision with its verdict: accepted ones first (the preferred one at
     index 0), then rejected ones by name. Works offline from the cache; no trust gate."""
@@ -505,27 +568,45 @@ def get_kernel_variants(
 def install_kernel(
     repo_id: str,
     *,
-    revision: str,
+    revision: str | None = None,
+    version: int | None = None,
     backend: str | None = None,
+    local_files_only: bool = False,
     user_agent: str | dict[str, object] | None = None,
-    local_files_only: bool | None = None,
+    trust_remote_code: bool | list[str] = False,
     validate_dependencies: bool = False,
     verify_digest: bool | None = None,
 ) -> Path:
-    """Download the variant for this environment at ``revision`` (branch, tag or SHA) and return its path.
+    """Download the variant for this environment at a ``version`` or ``revision`` and return its path.
 
-    Returns the absolute ``<snapshot>/build/<variant>`` directory, digest-verified; nothing is imported and
-    there is no trust gate. ``local_files_only=None`` follows offline mode (``HF_HUB_OFFLINE``).
+    Returns the absolute ``<snapshot>/build/<variant>`` directory, digest-verified; nothing is imported. The
+    trust gate applies as for :func:`get_kernel`. ``local_files_only=True`` uses the cache only; ``False``
+    follows offline mode (``HF_HUB_OFFLINE``).
     """
-    check_revision_arguments(None, revision)
+    check_revision_arguments(version, revision)
     _check_repo_id(repo_id)
-    operation = start_operation(backend, user_agent, offline=local_files_only)
-    target = _resolve_target(operation.hub, repo_id, None, revision)
+    trust = check_trust_argument(trust_remote_code)
+    operation = start_operation(backend, user_agent, offline=True if local_files_only else None)
+    gate = _trust_gate(operation.hub, trust)
+    gate(repo_id)
+    target = _resolve_target(operation.hub, repo_id, version, revision, gate=gate)
     variant = _choose(operation.hub, target, operation.env, operation.backend)
     metadata = variant_metadata(operation.hub, target, variant)
     _check_agreement(target, variant, metadata)
     if validate_dependencies and metadata is not None:
         check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    # Its kernel dependencies are downloaded too, from the Hub (LOCAL_KERNELS does not apply), behind the same
+    # trust gate as the kernel itself.
+    sources = dependency_sources(
+        operation.backend,
+        trust_remote_code=trust_remote_code,
+        user_agent=user_agent,
+        verify_digest=verify_digest,
+        offline=operation.hub.offline,
+        local_kernels=False,
+    )
+    dependencies = resolve_dependencies(repo_id, () if metadata is None else metadata.kernel_depends, sources)
     variant_dir, metadata = _download(operation, target, variant)
     _verify(operation, target, variant_dir, metadata, verify_digest)
+    dependencies.install()
     return variant_dir.absolute()

@@ -1,5 +1,10 @@
 """The trust gate: only kernels of trusted publishers load without ``trust_remote_code`` (docs/loading.md).
 
+``trust_remote_code=True`` skips the gate for every repository; a list of repo ids skips it for exactly those
+repositories (an allowlist, as in upstream's ``kernels``), and every other repository still needs a trusted
+publisher. The list is matched against each repository the load reaches, redirect destinations included
+(:func:`~kernel_builder.loader.arguments.trusted_by_caller`).
+
 An organization is trusted when its Hub overview reports ``trustedKernelPublisher`` as ``true``. ``false``, an
 absent key and a failed query all refuse the load (fail closed). Verdicts are cached per endpoint and
 organization for the life of the process; failed queries are not cached.
@@ -19,9 +24,8 @@ import threading
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded, write_inside
 from kernel_builder.hub import Hub
 from kernel_builder.loader.errors import UntrustedKernelError
-from kernel_builder.loader.importer import warn
 
-__all__ = ["RECORD", "check_trust_argument", "require_trusted"]
+__all__ = ["RECORD", "require_trusted"]
 
 logger = logging.getLogger("kernel_builder")
 
@@ -64,27 +68,6 @@ def _remember(hub: Hub, organization: str, verdict: bool) -> None:
             logger.warning(
                 "could not record the trust verdict for %s in %s: %s", organization, hub.cache_dir, error
             )
-
-
-def check_trust_argument(repo_id: str, trust_remote_code: object) -> bool:
-    """Validate ``trust_remote_code``; ``True`` when it skips the gate.
-
-    A list of signing identities is accepted but not enforced yet: it warns and the gate applies as for
-    ``False``.
-    """
-    if trust_remote_code is True:
-        return True
-    if isinstance(trust_remote_code, list):
-        warn(
-            f"trust_remote_code={trust_remote_code!r}: signing identities are not verified yet; loading "
-            f"{repo_id} only if its publisher is trusted"
-        )
-        return False
-    if trust_remote_code is not False:
-        raise TypeError(
-            f"trust_remote_code must be True, False or a list of signing identities, got {trust_remote_code!r}"
-        )
-    return False
 
 
 def _first_line(error: BaseException) -> str:

@@ -5,7 +5,9 @@ A failure there is the kernel's own error (a syntax error, a missing file, an op
 and fails the variant. One failure is not: a third-party module the kernel imports that this build interpreter
 lacks, while the environments the variant targets have it (Triton comes with Torch's CUDA builds, a
 ``python-depends`` entry is installed by users). The check reports it as incomplete instead, naming the module
-and where the kernel imports it; ``--strict-import`` makes it an error again.
+and where the kernel imports it; ``--strict-import`` makes it an error again. The same goes for the packages a
+``python-depends`` entry names: the loader refuses to import a kernel while any is missing, so the check names
+them all, with the one ``pip install`` for them.
 """
 
 from __future__ import annotations
@@ -22,11 +24,19 @@ from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.common import processes
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
+from kernel_builder.formats.dependencies import (
+    PYTHON_DEPENDENCIES,
+    PythonDependency,
+    describe_packages,
+    pip_install,
+)
 
 _MARK = "KB-IMPORT-CHECK-MISSING "
 
 # Runs in the build interpreter. A ModuleNotFoundError counts as a missing third-party module only when its
 # top-level name is importable from nowhere: neither installed, nor a file of the variant, nor the variant itself.
+# The loader's check of `python-depends` stops the load before the kernel is imported when packages it declares
+# are not installed: those are reported by their entries, all at once.
 _SCRIPT = r"""
 import importlib.util, json, os, sys
 from pathlib import Path
@@ -65,6 +75,13 @@ for loader in ("kernel_builder", "kernels"):
             tb = tb.tb_next
         print(%(mark)r + json.dumps({"module": exc.name, "where": where, "loader": loader}), flush=True)
         sys.exit(3)
+    except ImportError as exc:
+        from kernel_builder.loader.errors import MissingPythonDependencyError
+        if not isinstance(exc, MissingPythonDependencyError):
+            raise
+        names = [dependency.name for dependency in exc.dependencies]
+        print(%(mark)r + json.dumps({"dependencies": names, "loader": loader}), flush=True)
+        sys.exit(3)
 """
 
 
@@ -88,20 +105,35 @@ class MissingModule:
     loader: str  # "kernel_builder" or "kernels"
 
 
+@dataclass(frozen=True)
+class MissingDependencies:
+    """``python-depends`` entries whose packages the build interpreter lacks: the kernel was not imported."""
+
+    dependencies: tuple[PythonDependency, ...]
+    loader: str
+
+
 def check_import(
     interpreter: BuildInterpreter, variant_dir: Path, root: Path | None = None
-) -> MissingModule | None:
+) -> MissingModule | MissingDependencies | None:
     """Load ``variant_dir`` in a fresh ``interpreter``; a kernel error raises :class:`BuildError`, a missing
-    third-party module is returned. With the project ``root``, the error explains a binding mistake in the
-    project's terms (``import_failure``) and the full output is kept in ``.kernel-builder/import-check.log``."""
+    third-party module or declared dependency is returned. With the project ``root``, the error explains a
+    binding mistake in the project's terms (``import_failure``) and the full output is kept in
+    ``.kernel-builder/import-check.log``."""
     script = _SCRIPT % {"mark": _MARK}
     result = processes.run(
-        [interpreter.python, "-c", script, variant_dir], capture=True, env=with_this_package()
+        [interpreter.python, "-c", script, variant_dir],
+        capture=True,
+        # The `kernels` leg must import the variant itself, not get the module our loader imported just before.
+        env={**with_this_package(), "KERNEL_BUILDER_SHARE_WITH_KERNELS": "0"},
     )
     if result.returncode == 3:
         for line in result.stdout.splitlines():
             if line.startswith(_MARK):
                 data = json.loads(line[len(_MARK) :])
+                if "dependencies" in data:
+                    found = tuple(PYTHON_DEPENDENCIES[str(name)] for name in data["dependencies"])
+                    return MissingDependencies(found, str(data["loader"]))
                 return MissingModule(str(data["module"]), data.get("where"), str(data["loader"]))
     if result.returncode != 0:
         if root is None:
@@ -118,6 +150,24 @@ def check_import(
             f"import check failed: {explain(result.stderr, root)}\nfull output: {log.relative_to(root)}"
         )
     return None
+
+
+def describe_missing_dependencies(
+    missing: MissingDependencies, interpreter: BuildInterpreter, *, strict: bool = False
+) -> str:
+    """One line: which declared packages, and how to install them; without ``strict``, also what to do."""
+    them = "it" if len(missing.dependencies) == 1 else "them"
+    message = (
+        f"import check incomplete: the build interpreter {interpreter.python} does not have "
+        f"{describe_packages(missing.dependencies)}, so the kernel was not imported; users install {them} "
+        f"wherever the kernel runs"
+    )
+    if strict:
+        return f"{message} (--strict-import)"
+    return (
+        f"{message}. Install {them} there ({pip_install(missing.dependencies)}) to check the whole variant, or "
+        f"pass --strict-import to make this an error"
+    )
 
 
 def describe_missing(
@@ -137,8 +187,6 @@ def describe_missing(
 
 def provided_by(project: KernelProject, module: str, variant: VariantPlan) -> str | None:
     """Who provides a third-party module in the variant's target environments, where known."""
-    from kernel_builder.formats.dependencies import PYTHON_DEPENDENCIES
-
     top = module.partition(".")[0]
     for name in project.config.general.python_depends_for(variant.backend):
         dependency = PYTHON_DEPENDENCIES.get(name)
@@ -164,9 +212,12 @@ def import_checker(
         missing = check_import(interpreter, variant_dir, project.root)
         if missing is None:
             return
-        message = describe_missing(
-            missing, interpreter, provided_by(project, missing.module, variant), strict=strict
-        )
+        if isinstance(missing, MissingDependencies):
+            message = describe_missing_dependencies(missing, interpreter, strict=strict)
+        else:
+            message = describe_missing(
+                missing, interpreter, provided_by(project, missing.module, variant), strict=strict
+            )
         if strict:
             raise BuildError(message)
         warn(f"{variant.name}: {message}")

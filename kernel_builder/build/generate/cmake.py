@@ -22,7 +22,7 @@ from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDeta
 from kernel_builder.build.compile.toolchain import CudaToolkit
 from kernel_builder.build.generate.ops import aot_ops_py
 from kernel_builder.build.generate.registration import is_generated, registration_header
-from kernel_builder.build.plan.planner import VariantPlan
+from kernel_builder.build.plan.planner import Component, VariantPlan
 from kernel_builder.errors import BuildError
 
 _NO_HALF = {
@@ -34,6 +34,18 @@ _NO_HALF = {
 _GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
 #: The kernel root seen from the CMake build directory, .kernel-builder/<variant>/cmake-build.
 RELATIVE_ROOT = "../../.."
+#: CMake target names. Every kernel section's target starts with ``kb_kernel_``; the generated targets start with
+#: ``kb_`` and never ``kb_kernel_``; the extension's is the op namespace (``_<name>_<backend>_<id>``); CMake's own
+#: (``all``, ``install``, ...) start with neither. So a section may have any name its syntax allows (``_fused``,
+#: ``kb_x``, ``all``) and still name no other target.
+SECTION_TARGET_PREFIX = "kb_kernel_"
+BINDING_TARGET = "kb_binding"
+MANYLINUX_TARGET = "kb_manylinux"
+
+
+def component_target(component: Component) -> str:
+    """The CMake target (an object library, whose objects go to ``CMakeFiles/<target>.dir``) of a component."""
+    return BINDING_TARGET if component.binding else SECTION_TARGET_PREFIX + component.name
 
 
 @dataclass(frozen=True)
@@ -322,7 +334,7 @@ def _cmakelists(
         if not component.sources:
             continue
         lines.append(
-            f"kb_component({component.name}"
+            f"kb_component({component_target(component)}"
             + _args("SOURCES", [root / s for s in component.sources])
             + _args("INCLUDE_DIRS", [root / i for i in component.include])
             + _args("CXX_FLAGS", component.cxx_flags)
@@ -331,7 +343,7 @@ def _cmakelists(
             + ")"
         )
     if compat is not None:
-        lines.append(f"kb_component(_kb_manylinux{_args('SOURCES', [compat[1]])})")
+        lines.append(f"kb_component({MANYLINUX_TARGET}{_args('SOURCES', [compat[1]])})")
     if where_used:
         lines.append(
             "set_source_files_properties("

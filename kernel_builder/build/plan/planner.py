@@ -16,6 +16,7 @@ from kernel_builder.build.compile.interpreter import BuildInterpreter
 from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
 from kernel_builder.config.archs import E20_HINT, applicable_entries, kernel_applies
+from kernel_builder.config.kernels import HEADERS
 from kernel_builder.config.model import KernelProject, Torch, TorchNoarch, TvmFfi
 from kernel_builder.config.values import within_bounds
 from kernel_builder.errors import BuildError, ConfigError
@@ -43,6 +44,7 @@ class Component:
     cuda_flags: tuple[str, ...] = ()
     archs: tuple[str, ...] = ()  # effective CUDA capabilities (cuda variants)
     depends: tuple[str, ...] = ()
+    binding: bool = False  # the ``[torch] src`` component (a section may be named like it: this tells)
 
 
 @dataclass(frozen=True)
@@ -272,6 +274,7 @@ def _aot_plan(
             f"{variant.name} is not in the variant matrix: fine for development, but not part of the published set"
         )
     components: list[Component] = []
+    kernel_dirs: list[str] = []
     for kernel in config.kernels_for(backend):
         if capability_archs and compute_version is not None and not kernel_applies(kernel, compute_version):
             continue
@@ -316,6 +319,7 @@ def _aot_plan(
                 )
             archs = selection.archs
         compiled = tuple(s for s in kernel.src if PurePosixPath(s).suffix in (*CPP_SUFFIXES, ".cu"))
+        kernel_dirs += [*kernel.include, *header_dirs(kernel.src)]
         components.append(
             Component(
                 kernel.name,
@@ -349,7 +353,13 @@ def _aot_plan(
             default = capabilities.select_capabilities(None, compute_version, native_targets)
         binding_archs = union or default.archs
     binding = Component(
-        "_torch_binding", tuple(binding_sources), framework.include, framework.cxx_flags, (), binding_archs
+        "_torch_binding",
+        tuple(binding_sources),
+        binding_include(framework.include, kernel_dirs),
+        framework.cxx_flags,
+        (),
+        binding_archs,
+        binding=True,
     )
     if binding_archs:
         union = capabilities.union_archs([union, binding_archs])
@@ -368,6 +378,22 @@ def _arch_selection(native: tuple[str, ...] | None, explicit: tuple[str, ...] | 
     if native is not None:
         return "native"
     return "explicit" if explicit is not None else None
+
+
+def header_dirs(src: tuple[str, ...]) -> list[str]:
+    """The directories of the headers in a ``src`` list (``csrc/cumsum.h`` → ``csrc``; the root is ``.``)."""
+    return [str(PurePosixPath(s).parent) for s in src if PurePosixPath(s).suffix in HEADERS]
+
+
+def binding_include(own: tuple[str, ...], kernel_dirs: list[str]) -> tuple[str, ...]:
+    """The binding's include directories: ``[torch] include``, then those of the variant's kernel sections (their
+    ``include`` and the directories of the headers their ``src`` lists), each once.
+
+    The binding declares what the kernels define, and real bindings include the kernels' headers by bare name
+    (``#include "cumsum.h"`` for ``csrc/cumsum.h``), as upstream's builds let them. Kernel sections keep their
+    include directories to themselves; only the binding sees the others'.
+    """
+    return tuple(dict.fromkeys([*own, *kernel_dirs]))
 
 
 def plan_candidate(

@@ -1,0 +1,91 @@
+"""Kernel dependencies from the Hub: the source :func:`~kernel_builder.loader.local.dependency_sources` ends with.
+
+A dependency is loaded like ``get_kernel(repo_id, version=N)`` (or ``revision=``) would load it, step for step
+(docs/loading.md): the trust gate for its organization (and for each redirect), the version or revision resolved
+to a commit (offline: from the cache's refs), the variant chosen from the listing and its ``metadata.json``
+alone, its Python dependencies checked; then, when the whole tree is resolved, only that variant downloaded and
+its digest verified. Imported on first use, since it needs the Hub client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+from kernel_builder.formats.dependencies import KernelDependency
+from kernel_builder.formats.metadata import METADATA_FILE, Metadata
+from kernel_builder.loader.arguments import check_trust_argument, trusted_by_caller
+from kernel_builder.loader.dependencies import Located
+from kernel_builder.loader.importer import RepoInfo, check_python_dependencies
+from kernel_builder.loader.remote import (  # get_kernel's steps: a dependency loads exactly like a kernel
+    _check_agreement,
+    _choose,
+    _download,
+    _resolve_target,
+    _verify,
+    start_operation,
+    variant_metadata,
+)
+from kernel_builder.loader.trust import require_trusted
+
+__all__ = ["HubSource"]
+
+
+class HubSource:
+    """Dependencies on the Hub (or, offline, in its cache), for one load: one endpoint, cache and user agent."""
+
+    def __init__(
+        self,
+        backend: str | None,
+        *,
+        trust_remote_code: bool | list[str],
+        user_agent: str | Mapping[str, object] | None,
+        verify_digest: bool | None,
+        offline: bool | None,
+        revision_for: Callable[[KernelDependency], str] | None,
+    ) -> None:
+        self.operation = start_operation(backend, user_agent, offline)
+        self.trust_remote_code = trust_remote_code
+        self.verify_digest = verify_digest
+        self.revision_for = revision_for
+
+    def locate(self, dependency: KernelDependency) -> Located:
+        operation = self.operation
+        hub = operation.hub
+        trust = check_trust_argument(self.trust_remote_code)
+
+        def gate(repo_id: str) -> None:
+            if not trusted_by_caller(trust, repo_id):
+                require_trusted(hub, repo_id)
+
+        gate(dependency.repo_id)
+        version, revision = dependency.version, dependency.revision
+        if self.revision_for is not None:
+            version, revision = None, self.revision_for(dependency)
+        try:
+            target = _resolve_target(hub, dependency.repo_id, version, revision, gate=gate)
+        except RepositoryNotFoundError as error:
+            raise LookupError(
+                f"repository {dependency.repo_id} does not exist on {hub.endpoint}, or is not visible with "
+                f"this token"
+            ) from error
+        except RevisionNotFoundError as error:
+            raise LookupError(
+                f"{dependency.repo_id} has no revision {revision!r} on {hub.endpoint}"
+            ) from error
+        variant = _choose(hub, target, operation.env, operation.backend)
+        metadata = variant_metadata(hub, target, variant)
+        where = f"{target.label}, build/{variant}"
+        if metadata is None:  # pragma: no cover - resolution rejects GPU candidates without metadata
+            raise FileNotFoundError(f"{where}: {METADATA_FILE} not found")
+        _check_agreement(target, variant, metadata)
+        check_python_dependencies(metadata, operation.backend, where)
+
+        def fetch() -> tuple[Path, Metadata]:
+            variant_dir, downloaded = _download(operation, target, variant)
+            _verify(operation, target, variant_dir, downloaded, self.verify_digest)
+            return variant_dir, downloaded
+
+        return Located(where, metadata, fetch, RepoInfo(target.repo.repo_id, target.sha))

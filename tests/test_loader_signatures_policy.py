@@ -1,0 +1,158 @@
+"""The opt-in signature policy (KERNEL_BUILDER_REQUIRE_SIGNATURE) on real loads from the Hub double.
+
+With the policy on, the loader refuses to import a Hub variant that is unsigned or whose bundle does not verify;
+with it off (the default) both load as before. The bundle used is a real one (tests/fixtures/sigstore) over
+another artifact, verified against the production trust root the sigstore package ships (no network). A load
+that passes the policy needs a bundle signed over a real kernel metadata.json by an accepted workflow, which
+cannot be made here (signing needs an OIDC identity and Sigstore's online services): that path is covered up to
+the signature itself by tests/test_loader_signatures.py.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hub_server import HubServer
+from loader_fixtures import ENV, commit_variants, reset_loader
+
+from kernel_builder.formats import runtime as environment
+from kernel_builder.loader import KernelIntegrityError, get_kernel, get_loaded_kernels, signatures, trust
+from kernel_builder.loader import resolve as resolve_module
+from kernel_builder.loader.signatures import REQUIRE_SIGNATURE, SIGNERS, SignatureConfigError, SignatureError
+
+REPO = "org/relu"
+VARIANT = "torch-universal"
+MODULE = "_relu_universal_0123"
+BUNDLE = (
+    Path(__file__).resolve().parent
+    / "fixtures"
+    / "sigstore"
+    / "pypi_attestation_models-0.0.4a2.tar.gz.sigstore"
+)
+
+
+@pytest.fixture(autouse=True)
+def machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    monkeypatch.setattr(environment, "detect_environment", lambda: ENV)
+    monkeypatch.setattr(resolve_module, "probe_gpus", lambda backend: [])
+    monkeypatch.setattr(trust, "_verdicts", {})
+    for name in (REQUIRE_SIGNATURE, SIGNERS, "KERNEL_BUILDER_VERIFY_DIGEST"):
+        monkeypatch.delenv(name, raising=False)
+    shipped = (
+        importlib.resources.files("sigstore")
+        / "_store"
+        / "https%3A%2F%2Ftuf-repo-cdn.sigstore.dev"
+        / "trusted_root.json"
+    )
+    root = tmp_path / "trusted_root.json"
+    root.write_bytes(shipped.read_bytes())
+    monkeypatch.setenv(signatures.TRUSTED_ROOT, str(root))
+    reset_loader()
+    yield
+    reset_loader()
+
+
+def publish(hub: HubServer, tmp_path: Path, *, bundle: bytes | None) -> None:
+    hub.add_organization("org")
+    hub.create_repo(REPO)
+    hub.create_branch(REPO, "v1")
+    extra = {} if bundle is None else {f"build/{VARIANT}/metadata.json.sigstore": bundle}
+    commit_variants(
+        hub,
+        tmp_path / "v1",
+        {VARIANT: {}},
+        kernel_id=lambda name: MODULE,
+        repo_id=REPO,
+        branch="v1",
+        extra=extra,
+    )
+
+
+def test_off_by_default_unsigned_and_badly_signed_variants_load(hub: HubServer, tmp_path: Path) -> None:
+    publish(hub, tmp_path, bundle=BUNDLE.read_bytes())
+    assert get_kernel(REPO, version=1).__name__ == MODULE
+
+
+def test_an_unsigned_variant_is_refused_before_import(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(hub, tmp_path, bundle=None)
+    monkeypatch.setenv(REQUIRE_SIGNATURE, "1")
+    with pytest.raises(SignatureError) as caught:
+        get_kernel(REPO, version=1)
+    message = str(caught.value)
+    assert message.startswith(f"{REPO} at ")
+    assert (
+        f"build/{VARIANT}: not signed (no metadata.json.sigstore); refusing to load it because {REQUIRE_SIGNATURE} is set"
+        in message
+    )
+    assert signatures.DEFAULT_SIGNERS[0] in message and f"unset {REQUIRE_SIGNATURE}" in message
+    assert isinstance(caught.value, KernelIntegrityError)  # and so a ValueError, exit 1 on the command line
+    assert get_loaded_kernels() == [] and MODULE not in sys.modules
+    monkeypatch.setenv(REQUIRE_SIGNATURE, "0")
+    assert get_kernel(REPO, version=1).__name__ == MODULE
+
+
+def test_a_bundle_that_does_not_sign_this_metadata_is_refused(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(hub, tmp_path, bundle=BUNDLE.read_bytes())
+    monkeypatch.setenv(REQUIRE_SIGNATURE, "yes")
+    with pytest.raises(SignatureError, match=r"the signature of metadata.json does not verify: "):
+        get_kernel(REPO, version=1)
+    assert get_loaded_kernels() == [] and MODULE not in sys.modules
+
+
+def test_the_accepted_signers_come_from_the_variable(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    publish(hub, tmp_path, bundle=None)
+    monkeypatch.setenv(REQUIRE_SIGNATURE, "1")
+    workflow = "https://github.com/org/relu/.github/workflows/build.yml@refs/heads/main"
+    monkeypatch.setenv(SIGNERS, workflow)
+    with pytest.raises(
+        SignatureError, match=rf"Accepted signers: {workflow} \(set {SIGNERS} to change them\)"
+    ):
+        get_kernel(REPO, version=1)
+    monkeypatch.setenv(SIGNERS, "org/relu")
+    with pytest.raises(SignatureConfigError, match=SIGNERS):
+        get_kernel(REPO, version=1)
+
+
+def test_local_loads_are_not_subject_to_the_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loader_fixtures import write_variant
+
+    from kernel_builder.loader import get_local_kernel
+
+    write_variant(tmp_path / "build" / VARIANT, kernel_id=MODULE)
+    monkeypatch.setenv(REQUIRE_SIGNATURE, "1")
+    assert get_local_kernel(tmp_path / "build").__name__ == MODULE
+
+
+def test_locked_loads_are_subject_to_the_policy(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernel_builder.cli import main
+    from kernel_builder.loader import get_locked_kernel, load_kernel
+
+    publish(hub, tmp_path, bundle=None)
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "pyproject.toml").write_text(
+        f'[project]\nname = "app"\nversion = "0.1"\n\n[tool.kernels.dependencies]\n"{REPO}" = 1\n',
+        encoding="utf-8",
+    )
+    assert main(["lock", str(app)]) == 0
+    lock = app / "kernels.lock"
+    monkeypatch.setenv(REQUIRE_SIGNATURE, "1")
+    with pytest.raises(SignatureError, match=r"not signed \(no metadata.json.sigstore\)"):
+        get_locked_kernel(REPO, lockfile=lock)
+    with pytest.raises(SignatureError, match=r"not signed"):  # the cached download, without the network
+        load_kernel(REPO, lockfile=lock)
+    assert get_loaded_kernels() == [] and MODULE not in sys.modules
+    monkeypatch.delenv(REQUIRE_SIGNATURE)
+    assert load_kernel(REPO, lockfile=lock).__name__ == MODULE
