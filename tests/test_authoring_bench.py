@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +88,36 @@ def test_benchmarks_without_bench_functions_fall_back_to_public_ops(
     assert code == 1  # sigmoid does not match, needs_two cannot be called with one tensor
     assert "mode: public ops vs torch" in capsys.readouterr().out
     assert [r["name"] for r in json.loads(report.read_text())["results"]] == ["relu", "sigmoid", "needs_two"]
+
+
+def test_public_ops_say_what_each_side_does() -> None:
+    (relu,) = [
+        r for r in run_cases(_public_cases(fake_kernel(), "cpu"), "cpu", warmup=1, runs=3) if r.name == "relu"
+    ]
+    assert (
+        relu.extra["compares"]
+        == "kernel.relu(x) vs torch.relu(x): the same input, each call allocating its result"
+    )
+    assert relu.to_json()["extra"]["compares"] == relu.extra["compares"]
+    assert f"relu: {relu.extra['compares']}" in render_table([relu], "cpu").splitlines()
+
+
+def test_the_init_benchmark_compares_like_with_like(tmp_path: Path) -> None:
+    """The benchmark `init` writes: the kernel allocates its result on every call, as the reference does (a
+    preallocated `out` on one side only would time an allocation against none)."""
+    from kernel_builder.cli import main
+
+    assert main(["init", str(tmp_path / "k"), "--name", "my-relu", "--backends", "cpu"]) == 0
+    outs: list[object] = []
+
+    def relu(x: Any, out: Any = None) -> Any:
+        outs.append(out)
+        return torch.clamp(x, min=0) if out is None else torch.clamp(x, min=0, out=out)
+
+    kernel = types.ModuleType("my_relu")
+    kernel.relu = relu  # type: ignore[attr-defined]
+    (case,) = _project_cases(tmp_path / "k" / "benchmarks", kernel, "cpu")
+    case.run(), case.run()
+    assert outs == [None, None]  # no preallocated output
+    assert case.reference is not None and case.reference() is not case.reference()
+    assert case.compares == "kernel.relu(x) vs torch.relu(x), each allocating its result"

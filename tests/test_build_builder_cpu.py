@@ -563,9 +563,12 @@ def test_failed_compile_keeps_previous_variants(mutable: Built) -> None:
     original = source.read_text(encoding="utf-8")
     try:
         source.write_text(original + "\nthis is not C++;\n", encoding="utf-8")
+        line = len((original + "\n").splitlines()) + 1
         run = run_cli(["build", mutable.root])
         assert run.returncode == 1, run.output
-        assert f"error: {CPU_VARIANT}: compilation failed (exit status 1)" in run.stderr
+        # The first error, with the file as written in the project, and no compiler command without -v.
+        assert f"error: {CPU_VARIANT}: compilation failed: counter/bump.cpp:{line}:" in run.stderr
+        assert "../" not in run.output and "--build" not in run.stderr
         assert snapshot(mutable.variant_dir) == before
         assert variant_files(mutable.build / "torch-cuda") == noarch_before
         assert metadata(mutable.build / "torch-cuda")["name"] == "kb-counter"

@@ -172,13 +172,42 @@ def test_torch_backend_without_kernel_sections_is_python_only(tmp_path: Path) ->
     assert cpu.ops_name == f"_plan_me_cpu_{UID}"
 
 
-def test_cpu_interpreter_skips_the_cuda_variant_with_a_note(tmp_path: Path) -> None:
+def test_cpu_interpreter_skips_the_cuda_variant_once(tmp_path: Path) -> None:
+    """The reason is the skipped entry (the build's table prints it), not also a note printed before it."""
     text = GENERAL.format(backends='["cpu", "cuda"]') + TORCH + CUDA_KERNEL
     build = plan(tmp_path, text, CPU_213)
     assert names(build) == ["torch-cpu"]
     reason = "no cuda variant is built: the build interpreter's torch is a cpu build (torch 2.13.0+cpu)"
     assert build.skipped == (("cuda", reason),)
-    assert messages(build, Severity.NOTE) == [reason]
+    assert [
+        m for m in messages(build, Severity.NOTE) + messages(build, Severity.WARNING) if reason in m
+    ] == []
+
+
+def test_backend_cuda_with_a_cpu_torch_says_how_to_build_one(tmp_path: Path) -> None:
+    """The next step: a CUDA variant of this torch for the system's nvcc, built in an isolated environment,
+    or another interpreter."""
+    from kernel_builder.build.compile.toolchain import cuda_toolkit
+
+    text = GENERAL.format(backends='["cpu", "cuda"]') + TORCH + CUDA_KERNEL
+    with pytest.raises(BuildError) as info:
+        plan(tmp_path, text, CPU_213, backend="cuda")
+    message = str(info.value)
+    assert message.startswith("no cuda variant is built: the build interpreter's torch is a cpu build")
+    try:
+        cuda = "".join(str(n) for n in cuda_toolkit().version)
+    except BuildError:
+        cuda = None
+    suggested = message.split("`kernel-builder build --variant ")[1].split("`")[0]
+    assert suggested.startswith("torch213-cxx11-cu") and suggested.endswith("-x86_64-linux"), message
+    if cuda is not None and any(
+        e["version"].replace(".", "") == cuda
+        for e in md.entries("cuda", system=md.HOST_SYSTEM)
+        if e["required"] and md.major_minor(e["torch"]) == (2, 13)
+    ):
+        assert suggested == f"torch213-cxx11-cu{cuda}-x86_64-linux"
+    assert "`kernel-builder list-variants`" in message
+    assert "`kernel-builder build --python PATH` with an interpreter whose torch is a cuda build" in message
 
 
 def test_no_torch_skips_aot_variants(tmp_path: Path) -> None:

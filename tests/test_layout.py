@@ -66,8 +66,6 @@ TESTED_ELSEWHERE = {
     "loader.trust": "test_loader_hostile.py, test_loader_remote.py",
     # publishing
     "publish.abi_gate": "test_publish_upload.py",
-    # the plan's listing (list-variants, matrix): the commands' tests
-    "build.plan.listing": "test_commands.py and test_build_plan_candidates.py",
     # backends: one module each, tested together through the registry
     **{
         f"backends.{name}": "test_backends.py (the registry and every built-in backend through it)"

@@ -43,7 +43,9 @@ class Case:
     """One benchmark: ``run`` (the kernel) and optionally ``reference``, each called with no arguments.
 
     ``bytes`` is what one call reads and writes (for GB/s). ``check`` compares the two results (the default
-    when both return tensors: ``torch.testing.assert_close``).
+    when both return tensors: ``torch.testing.assert_close``). ``compares`` says what each side does (printed
+    under the table and kept in the JSON): a kernel writing into a preallocated ``out`` against a reference
+    that allocates its result is not a like-for-like comparison, and the reader should see which it is.
     """
 
     run: Callable[[], Any]
@@ -51,6 +53,7 @@ class Case:
     bytes: int | None = None
     check: bool = True
     name: str = ""
+    compares: str = ""
 
 
 @dataclass
@@ -91,7 +94,20 @@ def _public_cases(kernel: ModuleType, device: str) -> Iterator[Case]:
             reference=_call(reference, x) if callable(reference) else None,
             bytes=x.nbytes + out.nbytes if elementwise else None,
             name=name,
+            compares=_public_compares(name, reference),
         )
+
+
+def _public_compares(name: str, reference: Any) -> str:
+    """What the public-ops timing compares: both sides are called alike, ``f(x)``, each allocating its result."""
+    if not callable(reference):
+        return f"kernel.{name}(x) alone (torch has no {name} to compare with)"
+    where = (
+        "torch"
+        if reference.__module__ in (None, "torch") or not reference.__module__
+        else reference.__module__
+    )
+    return f"kernel.{name}(x) vs {where}.{name}(x): the same input, each call allocating its result"
 
 
 def _call(fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
@@ -136,6 +152,8 @@ def run_cases(cases: Iterator[Case], device: str, *, warmup: int, runs: int) -> 
     results = []
     for case in cases:
         result = Result(case.name, bytes=case.bytes)
+        if case.compares:
+            result.extra["compares"] = case.compares
         try:
             result.kernel = measure(case.run, device, warmup=warmup, runs=runs)
             if case.reference is not None:
@@ -167,7 +185,8 @@ def render_table(results: list[Result], device: str) -> str:
         matches = "-" if r.matches is None else ("yes" if r.matches else "NO")
         rows.append((r.name, format_time(r.kernel), _fmt_gbps(r.kernel, r.bytes), format_time(r.reference),
                      _fmt_gbps(r.reference, r.bytes), speedup, matches))  # fmt: skip
-    return "\n".join([f"device: {device}", *render_rows(rows)])
+    notes = [f"{r.name}: {r.extra['compares']}" for r in results if r.extra.get("compares")]
+    return "\n".join([f"device: {device}", *render_rows(rows), *notes])
 
 
 def main(argv: list[str] | None = None) -> int:

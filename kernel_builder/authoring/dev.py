@@ -13,7 +13,9 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -81,6 +83,30 @@ def _snapshot(variant_dir: Path, state: Path) -> Path:
     return target
 
 
+class CompileProgress:
+    """What ``load`` shows while it compiles (on standard error): each stage and the compile steps, with the
+    time since the build started; nothing when the build is up to date, so a loop that calls ``load`` stays
+    quiet until an edit makes it compile."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.start = time.monotonic()
+        self._shown = -1
+
+    def _line(self, variant: str, text: str) -> None:
+        self.write(f"kernel_builder.load: [{time.monotonic() - self.start:6.1f} s] {variant}: {text}")
+
+    def stage(self, variant: str, stage: str) -> None:
+        if stage != "up to date":
+            self._line(variant, stage)
+
+    def step(self, variant: str, done: int, total: int) -> None:
+        # Each step once; Ninja reports a step when it starts, so the last one prints when linking begins.
+        if done != self._shown:
+            self._shown = done
+            self._line(variant, f"[{done}/{total}] compile steps")
+
+
 def load(
     path: str | os.PathLike[str] = ".", *, arch: str | None = "native", verbose: bool = False
 ) -> ModuleType:
@@ -105,7 +131,8 @@ def load(
         if verbose:
             print(line, file=sys.stderr, flush=True)
 
-    report = Builder(project, options, log=log).run()
+    progress = None if verbose else CompileProgress(lambda line: print(line, file=sys.stderr, flush=True))
+    report = Builder(project, options, log=log, progress=progress).run()
     failures = [r for r in report.results if r.status == "failed"]
     if failures:
         raise BuildError("\n".join(f"{r.name}: {r.message}" for r in failures))

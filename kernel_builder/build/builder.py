@@ -34,7 +34,7 @@ from kernel_builder.build.plan import selected as selected_plans
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
 from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
-from kernel_builder.build.plan.sources import hidden_python_files, package_dir, user_ops_file
+from kernel_builder.build.plan.sources import hidden_python_files, id_input_files, package_dir, user_ops_file
 from kernel_builder.build.plan.unique_id import compute_unique_id
 from kernel_builder.build.record import Record, variant_inputs
 from kernel_builder.common import processes
@@ -42,6 +42,7 @@ from kernel_builder.common.diagnostics import Diagnostic, Severity
 from kernel_builder.common.progress import LogProgress, ProgressSink
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, KernelBuilderError
+from kernel_builder.formats import source_snapshot
 
 __all__ = [
     "BUILD_DIR",
@@ -185,6 +186,8 @@ class Builder:
                     processes.GROUPS.stop_all()
                     raise
         report.results.extend(results)
+        if results and not any(r.status == "failed" for r in results):
+            source_snapshot.write(self.root, id_input_files(self.project))  # for the loader's staleness check
         return report
 
     def _run_job(self, job: _Job, unique_id: str, default: BuildInterpreter | None) -> VariantResult:
@@ -333,11 +336,11 @@ class Builder:
     def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> None:
         """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
         if not self.capture:
-            compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose)
+            compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root)
             return
         log = cmake_build.parent / "build.log"
         compile_stage.build(
-            cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log,
+            cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log, root=self.root,
             on_step=lambda done, total: self.progress.step(variant.name, done, total),
         )  # fmt: skip
 

@@ -31,10 +31,38 @@ def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
 
 
 def add_path(
-    parser: argparse.ArgumentParser, metavar: str = "PATH", help: str = "kernel directory or its build.toml"
+    parser: argparse.ArgumentParser,
+    metavar: str = "PATH",
+    help: str = "kernel directory or its build.toml",
+    *,
+    find_up: bool = True,
 ) -> None:
-    """The optional positional most commands take; ``.`` by default."""
-    parser.add_argument("path", nargs="?", default=".", metavar=metavar, help=f"{help} (default: .)")
+    """The optional positional most commands take; ``.`` by default. With ``find_up`` (commands that read
+    ``build.toml``), ``.`` in a subdirectory of a kernel project means the project (:func:`project_dir`)."""
+    if find_up:
+        help += "; in a subdirectory of a kernel, the nearest directory above with a build.toml"
+    parser.add_argument(
+        "path", nargs="?", default=".", metavar=metavar, help=f"{help} (default: .)",
+        type=project_dir if find_up else str,
+    )  # fmt: skip
+
+
+def project_dir(path: str) -> str:
+    """``.`` without a build.toml: the nearest directory above the current one that has one, as git finds its
+    repository (said on standard error); any other path, or when there is none, unchanged."""
+    from pathlib import Path
+
+    if path != "." or Path("build.toml").exists():
+        return path
+    here = Path.cwd()
+    for parent in here.parents:
+        if (parent / "build.toml").is_file():
+            import os
+
+            found = os.path.relpath(parent, here)
+            print(f"note: using the kernel project at {found} ({parent / 'build.toml'})", file=sys.stderr)
+            return found
+    return path
 
 
 def arch_option(value: str | None) -> str | None:

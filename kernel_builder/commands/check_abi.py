@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def register(commands: Subparsers) -> None:
     parser = commands.add_parser("check-abi", help=COMMANDS["check-abi"])
-    add_path(parser, "PATH", "kernel root, its build/ or one variant")
+    add_path(parser, "PATH", "kernel root, its build/ or one variant", find_up=False)
     add_common(parser)
     parser.set_defaults(handler=run)
 

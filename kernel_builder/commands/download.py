@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def register(commands: Subparsers) -> None:
     parser = commands.add_parser("download", help=COMMANDS["download"])
-    add_path(parser, "PROJECT_DIR", "project directory")
+    add_path(parser, "PROJECT_DIR", "project directory", find_up=False)
     parser.add_argument(
         "--all-variants", action="store_true", help="every locked variant, not only this machine's"
     )

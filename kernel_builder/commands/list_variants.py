@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
@@ -27,9 +28,17 @@ def register(commands: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kernel_builder.build.plan.listing import list_variants
+    from kernel_builder.commands._shared import log
+    from kernel_builder.common.progress import progress_display
     from kernel_builder.config.summary import variants_json, variants_table
 
-    candidates = list_variants(load(args.path), probe=not args.no_probe)
+    project = load(args.path)
+    # Probing asks pip about each variant's torch and looks for its CUDA compiler: say what runs, and how long.
+    start = time.monotonic()
+    with progress_display(log) as progress:
+        candidates = list_variants(project, probe=not args.no_probe, progress=progress)
+    if not args.no_probe:
+        log(f"probed {len(candidates)} candidates in {time.monotonic() - start:.1f} s")
     if args.json:
         import json
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def register(commands: Subparsers) -> None:
     parser = commands.add_parser("lock", help=COMMANDS["lock"])
-    add_path(parser, "PROJECT_DIR", "project directory")
+    add_path(parser, "PROJECT_DIR", "project directory", find_up=False)
     parser.add_argument("--trust-remote-code", action="store_true", help="skip the trusted-publisher check")
     add_common(parser)
     parser.set_defaults(handler=run)

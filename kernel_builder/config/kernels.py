@@ -103,7 +103,11 @@ def _read_kernel(
                 f'`{key}` belongs in a `[kernel.<name>]` section with `backend = "{wanted}"`',
                 key=True,
             )
-    reader.require("src", f'add `src = ["{name}/{name}.cu"]` (the files to compile and the headers they use)')
+    if "src" not in section:
+        reader.require(
+            "src",
+            f"add `src = {_src_example(root, name, backend)}` (the files to compile and the headers they use)",
+        )
     if section.get("src") == []:
         ctx.error(
             f"[kernel.{name}] `src` is empty", (*path, "src"), "list the files to compile and their headers"
@@ -202,6 +206,25 @@ def _read_depends(ctx: Context, reader: Reader, backend: str | None, edition5: b
             )
         out.append(value)
     return tuple(out)
+
+
+#: The usual source suffix of each backend, for the example in the hint of a missing `src`.
+_SOURCE_SUFFIX = {"cuda": ".cu", "rocm": ".cu", "metal": ".mm"}
+_SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".mm", ".metal")
+
+
+def _src_example(root: Path, name: str, backend: str | None) -> str:
+    """The `src` list to suggest: the source files in the kernel's directory when it has some, else one file
+    named after the kernel with its backend's usual suffix (`.cpp` for CPU)."""
+    folder = root / name
+    try:
+        found = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in _SOURCE_SUFFIXES)
+    except OSError:  # no such directory, or one that cannot be read
+        found = []
+    files = [f"{name}/{f}" for f in found[:6]] or [
+        f"{name}/{name}{_SOURCE_SUFFIX.get(backend or '', '.cpp')}"
+    ]
+    return "[" + ", ".join(f'"{f}"' for f in files) + "]"
 
 
 def _depends_hint(value: str) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import posixpath
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kernel_builder.config.context import Context, describe
 from kernel_builder.config.positions import KeyPath
@@ -89,10 +90,37 @@ def check_path(ctx: Context, root: Path, value: str, where: KeyPath, *, director
             return False
     elif info is None or not stat.S_ISREG(info.st_mode):
         problem = "is not a regular file" if info is not None else "does not exist"
+        near = near_miss(root, value) if info is None else None
         ctx.error(
             f"source file `{value}` in {what} {problem}",
             where,
-            f"looked for {target}; list each file explicitly, relative to the kernel root",
+            f"did you mean `{near}`? (looked for {target})"
+            if near
+            else f"looked for {target}; list each file explicitly, relative to the kernel root",
         )
         return False
     return True
+
+
+_HEADERS = frozenset({".h", ".hh", ".hpp", ".hxx", ".cuh", ".inc", ".inl"})
+
+
+def near_miss(root: Path, value: str) -> str | None:
+    """The existing file most like ``value`` in the directory it names (a typo, a changed extension), as a
+    path relative to ``root``; None when there is none close enough or the directory does not exist."""
+    relative = PurePosixPath(value)
+    folder = root / relative.parent
+    header = (
+        relative.suffix in _HEADERS
+    )  # a missing header is not a source of a similar name, nor the reverse
+    try:
+        names = sorted(
+            entry.name for entry in os.scandir(folder)
+            if entry.is_file() and (PurePosixPath(entry.name).suffix in _HEADERS) == header
+        )  # fmt: skip
+    except OSError:
+        return None
+    close = difflib.get_close_matches(relative.name, names, n=1, cutoff=0.6)
+    if not close:
+        return None
+    return (relative.parent / close[0]).as_posix()

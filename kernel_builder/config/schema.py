@@ -166,9 +166,34 @@ def suggest_value(value: str, allowed: tuple[str, ...] | list[str] | frozenset[s
 
 
 def closest(word: str, allowed: frozenset[str] | set[str]) -> str | None:
+    """The allowed word most like ``word``; failing that, one a single typo away (two letters swapped, one
+    letter wrong, missing or extra), which similarity alone misses in short words (``scr`` for ``src``)."""
     best: tuple[float, str] | None = None
     for candidate in sorted(allowed):
         ratio = difflib.SequenceMatcher(None, word, normalise(candidate)).ratio()
         if ratio >= 0.7 and (best is None or ratio > best[0]):
             best = (ratio, candidate)
-    return best[1] if best else None
+    if best is not None:
+        return best[1]
+    if len(word) < 3:
+        return None
+    typos = [c for c in sorted(allowed) if one_typo_apart(word, normalise(c))]
+    return typos[0] if len(typos) == 1 else None
+
+
+def one_typo_apart(a: str, b: str) -> bool:
+    """One adjacent transposition, substitution, insertion or deletion turns ``a`` into ``b``."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))

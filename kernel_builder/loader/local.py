@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import kernel_builder.loader.resolve as resolve
+import kernel_builder.loader.stale as stale
 from kernel_builder.formats import runtime as environment
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
@@ -287,6 +288,7 @@ def load_local_override(
     if path is None:
         return None
     logger.debug("%s: loading %s from %s (%s)", repo_id, repo_id, path, LOCAL_KERNELS)
+    stale.warn_if_stale(repo_id, path)
     return _load_local(path, backend, verify_digest, trust_remote_code, user_agent, check_arch, root=repo_id)
 
 

@@ -114,10 +114,12 @@ class MissingDependencies:
 
 
 def check_import(
-    interpreter: BuildInterpreter, variant_dir: Path
+    interpreter: BuildInterpreter, variant_dir: Path, root: Path | None = None
 ) -> MissingModule | MissingDependencies | None:
     """Load ``variant_dir`` in a fresh ``interpreter``; a kernel error raises :class:`BuildError`, a missing
-    third-party module or declared dependency is returned."""
+    third-party module or declared dependency is returned. With the project ``root``, the error explains a
+    binding mistake in the project's terms (``import_failure``) and the full output is kept in
+    ``.kernel-builder/import-check.log``."""
     script = _SCRIPT % {"mark": _MARK}
     result = processes.run(
         [interpreter.python, "-c", script, variant_dir],
@@ -134,8 +136,18 @@ def check_import(
                     return MissingDependencies(found, str(data["loader"]))
                 return MissingModule(str(data["module"]), data.get("where"), str(data["loader"]))
     if result.returncode != 0:
+        if root is None:
+            raise BuildError(
+                f"import check failed: the assembled variant does not load:\n{result.stderr.strip()}"
+            )
+        from kernel_builder.build.check.import_failure import explain
+        from kernel_builder.build.state import STATE_DIR
+
+        log = root / STATE_DIR / "import-check.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(result.stdout + result.stderr, encoding="utf-8")
         raise BuildError(
-            f"import check failed: the assembled variant does not load:\n{result.stderr.strip()}"
+            f"import check failed: {explain(result.stderr, root)}\nfull output: {log.relative_to(root)}"
         )
     return None
 
@@ -197,7 +209,7 @@ def import_checker(
     fails it; a missing third-party module warns (fails with ``strict``, ``--strict-import``)."""
 
     def check(variant_dir: Path) -> None:
-        missing = check_import(interpreter, variant_dir)
+        missing = check_import(interpreter, variant_dir, project.root)
         if missing is None:
             return
         if isinstance(missing, MissingDependencies):

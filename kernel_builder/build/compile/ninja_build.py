@@ -5,17 +5,19 @@ The build directory is kept between runs, so Ninja recompiles only what changed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernel_builder.build.compile import configure_cache, toolchain
+from kernel_builder.build.compile import compiler_output, configure_cache, toolchain
 from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
-from kernel_builder.common.runner import run
+from kernel_builder.common.runner import format_command, run
 from kernel_builder.errors import BuildError
 
 
@@ -104,9 +106,12 @@ def build(
     verbose: bool,
     log_file: Path | None = None,
     on_step: Callable[[int, int], None] | None = None,
+    root: Path | None = None,
 ) -> None:
-    """Run Ninja through CMake. With ``log_file``, output goes there (and ``[n/m]`` steps to ``on_step``);
-    a failure then carries the log's end."""
+    """Run Ninja through CMake. Without ``log_file``, the output streams to stdout as it comes; with it, it goes
+    there (and ``[n/m]`` steps to ``on_step``). Either way, paths in the project ``root`` are shown relative to
+    it and Ninja's failed commands are dropped unless ``verbose``; a failure names the first compiler error
+    (``compiler_output``)."""
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
         "--build",
@@ -116,19 +121,31 @@ def build(
     ]
     if verbose:
         argv.append("--verbose")
-    if log_file is None:
-        run(argv, verbose=verbose, what="compilation")
-        return
-    with log_file.open("w", encoding="utf-8") as log:
-        process = processes.popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            errors="replace",
-        )  # fmt: skip
+        print(f"+ {format_command(argv)}", file=sys.stderr, flush=True)
+    cleaner = compiler_output.Cleaner(build_dir, root if root is not None else build_dir, verbose=verbose)
+    shown: list[str] = []
+    sys.stdout.flush()
+    with contextlib.ExitStack() as stack:
+        log = stack.enter_context(log_file.open("w", encoding="utf-8")) if log_file is not None else None
+        try:
+            process = processes.popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                errors="replace",
+            )  # fmt: skip
+        except FileNotFoundError as exc:
+            raise BuildError(f"compilation failed: {argv[0]} not found ({exc.strerror})") from None
         interrupted = True
         try:
             assert process.stdout is not None
-            for line in process.stdout:
-                log.write(line)
+            for raw in process.stdout:
+                line = cleaner.line(raw.rstrip("\n"))
+                if line is None:
+                    continue
+                shown.append(line)
+                if log is None:
+                    print(line, flush=True)
+                    continue
+                log.write(line + "\n")
                 match = _STEP.match(line)
                 if match and on_step is not None:
                     on_step(int(match[1]), int(match[2]))
@@ -136,11 +153,15 @@ def build(
             interrupted = False
         finally:
             processes.finish(process, interrupted=interrupted)
+            if process.stdout is not None:
+                process.stdout.close()
     if status != 0:
-        tail = "".join(log_file.read_text(encoding="utf-8").splitlines(keepends=True)[-60:])
         raise BuildError(
-            f"compilation failed (exit status {status}); the end of {log_file}:\n{tail.rstrip()}"
-        )
+            compiler_output.failure_message(
+                status, shown, shown=log_file is None, log_file=log_file, command=format_command(argv),
+                verbose=verbose,
+            )
+        )  # fmt: skip
 
 
 def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:

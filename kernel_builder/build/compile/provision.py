@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -73,7 +75,37 @@ def wheel_flavour(version: str, requires_dist: list[str]) -> str:
     return "cpu"
 
 
+_ANSWERS: dict[tuple[object, ...], tuple[dict[str, object] | None, str]] = {}
+_KEY_LOCKS: dict[tuple[object, ...], threading.Lock] = {}
+_KEYS_LOCK = threading.Lock()
+
+
 def _pip_resolve(requirement: str, index_url: str | None) -> tuple[dict[str, object] | None, str]:
+    """:func:`_ask_pip`, once per question in this process: probes run side by side, and several variants ask
+    the same one (one CUDA toolkit for several Torch versions; one pin for several flavours whose own indexes
+    cannot be reached). A question that is being asked is waited for, not asked again. pip's settings from the
+    environment are part of the question."""
+    key = (
+        requirement,
+        index_url,
+        tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))),
+    )
+    with _KEYS_LOCK:
+        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        if key not in _ANSWERS:
+            _ANSWERS[key] = _ask_pip(requirement, index_url)
+        return _ANSWERS[key]
+
+
+@functools.cache
+def _usable_index(index_url: str) -> str | None:
+    """``index_url`` when it can serve here, else ``None``: pip would skip an index it cannot reach, so asking
+    without it gives the same answer, and the same question as the other flavours of that pin."""
+    return index_url if index_problem(index_url) is None else None
+
+
+def _ask_pip(requirement: str, index_url: str | None) -> tuple[dict[str, object] | None, str]:
     """pip's dry-run choice for ``requirement`` (its install report entry) or ``None`` and pip's last error.
 
     Without PEP 658 metadata on the index (PyPI has none for torch's wheels), pip reads a wheel's metadata by
@@ -122,7 +154,7 @@ def resolve_torch(pin: str, compute: str, index_url: str | None) -> TorchWheel:
     found: list[str] = []
     for _ in range(4):
         requirement = f"torch=={pin}" + "".join(f",!={v}" for v in excluded)
-        choice, error = _pip_resolve(requirement, index_url)
+        choice, error = _pip_resolve(requirement, _usable_index(index_url) if index_url else None)
         if choice is None:
             break
         metadata = choice.get("metadata", {})

@@ -16,6 +16,7 @@ from kernel_builder.build.plan.planner import (
     cannot_build_message,
     host_system,
 )
+from kernel_builder.common.progress import ProgressSink
 from kernel_builder.config.archs import applicable_entries, arch_problems
 from kernel_builder.config.model import KernelProject, Torch
 from kernel_builder.formats.matrix import Matrix, MatrixEntry, load_matrix
@@ -98,30 +99,43 @@ def _newest_per_compute(pairs: list[tuple[MatrixEntry, str]]) -> list[tuple[Matr
     ]
 
 
-def with_availability(candidates: list[Candidate], served: Collection[str] = ()) -> list[Candidate]:
+def with_availability(
+    candidates: list[Candidate], served: Collection[str] = (), progress: ProgressSink | None = None
+) -> list[Candidate]:
     """``candidates`` with the reason each buildable one cannot be built *on this host*: its Torch build is on
     no index pip can reach, or no compiler of its CUDA version can be had (see ``provision``). Variants that
     ``served`` names (the running interpreter's) or whose build environment exists need no check. The
-    checks run side by side; each takes seconds."""
+    checks run side by side; each takes seconds. ``progress`` hears, per probed variant, what is being asked
+    and the verdict (``list-variants`` shows it: these checks can take a while)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kernel_builder.build.compile.isolated_envs import EnvSpec, env_ready
     from kernel_builder.build.compile.provision import Unavailable, resolve_torch, toolkit_problem
+
+    def report(candidate: Candidate, stage: str) -> None:
+        if progress is not None:
+            progress.stage(candidate.name, stage)
 
     def problem(candidate: Candidate) -> str | None:
         entry = candidate.entry
         if candidate.reason is not None or entry is None or candidate.name in served:
             return candidate.reason
         if registry.get(entry.backend).needs_nvcc and entry.version is not None:
+            report(candidate, f"looking for a CUDA {entry.version[0]}.{entry.version[1]} compiler")
             toolkit = toolkit_problem((entry.version[0], entry.version[1]))
             if toolkit is not None:
+                report(candidate, "not buildable here (no CUDA compiler)")
                 return toolkit
         if entry.torch_pin is None or env_ready(EnvSpec.for_entry(entry)):
+            report(candidate, "buildable here")
             return None
+        report(candidate, f"asking pip for torch {entry.torch_pin} ({entry.compute})")
         try:
             resolve_torch(entry.torch_pin, entry.compute, entry.index_url)
         except Unavailable as error:
+            report(candidate, "not buildable here (no such torch)")
             return str(error)
+        report(candidate, "buildable here")
         return None
 
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -4,11 +4,14 @@ probed, whether this machine can build each one."""
 from __future__ import annotations
 
 from kernel_builder.build.plan.candidates import Candidate, all_candidates, with_availability
+from kernel_builder.common.progress import ProgressSink
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
 
 
-def list_variants(project: KernelProject, *, probe: bool = True) -> list[Candidate]:
+def list_variants(
+    project: KernelProject, *, probe: bool = True, progress: ProgressSink | None = None
+) -> list[Candidate]:
     """The project's candidates; with ``probe``, each marked with whether it can be built here.
 
     Probing asks pip whether each variant's Torch build installs on this platform and looks for its CUDA
@@ -24,4 +27,4 @@ def list_variants(project: KernelProject, *, probe: bool = True) -> list[Candida
         served = {quick_probe().variant().name}
     except (BuildError, ValueError):  # no torch here, or one no variant name describes
         served = set()
-    return with_availability(candidates, served)
+    return with_availability(candidates, served, progress)

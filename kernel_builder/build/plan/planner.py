@@ -20,9 +20,14 @@ from kernel_builder.config.kernels import HEADERS
 from kernel_builder.config.model import KernelProject, Torch, TorchNoarch, TvmFfi
 from kernel_builder.config.values import within_bounds
 from kernel_builder.errors import BuildError, ConfigError
-from kernel_builder.formats.matrix import Matrix, load_matrix
+from kernel_builder.formats.matrix import Matrix, MatrixEntry, load_matrix
 from kernel_builder.formats.runtime import normalize_cpu
-from kernel_builder.formats.variants import UnsupportedEnvironmentError, Variant, noarch_variant
+from kernel_builder.formats.variants import (
+    UnsupportedEnvironmentError,
+    Variant,
+    noarch_variant,
+    variant_for_entry,
+)
 
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
 BUILDABLE_HOST = "x86_64-linux"
@@ -80,6 +85,47 @@ def host_system() -> str:
 
 def _buildable_here(backend: str) -> bool:
     return registry.get(backend).buildable and host_system() == BUILDABLE_HOST
+
+
+def how_to_build(
+    project: KernelProject, backend: str, interpreter: BuildInterpreter | None, matrix: Matrix | None = None
+) -> str:
+    """The next step when this interpreter's torch cannot build ``backend``: a matrix variant to build in an
+    isolated environment (one of this torch and, for CUDA, of the system's nvcc where there is one), or another
+    interpreter."""
+    framework = project.config.framework
+    abi = framework.stable_abi_for(backend) if isinstance(framework, Torch) else None
+    entries = [
+        e
+        for e in applicable_entries(project.config, matrix or load_matrix(), backend)
+        if BUILDABLE_HOST in e.systems
+    ]
+    system_cuda: tuple[int, ...] | None = None
+    if registry.get(backend).needs_nvcc:
+        from kernel_builder.build.compile.toolchain import cuda_toolkit
+
+        try:
+            system_cuda = cuda_toolkit().version
+        except BuildError:
+            system_cuda = None
+    torch = interpreter.torch_major_minor if interpreter is not None else None
+
+    def preference(entry: MatrixEntry) -> tuple[bool, bool, bool, tuple[int, int]]:
+        compute = tuple(entry.version[:2]) if entry.version is not None else None
+        return (entry.required, compute == system_cuda, entry.torch == torch, entry.torch)
+
+    suggestion = ""
+    if entries:
+        best = max(entries, key=preference)
+        name = variant_for_entry(best, BUILDABLE_HOST, abi.major_minor if abi is not None else None).name
+        suggestion = (
+            f"`kernel-builder build --variant {name}` (built in an isolated environment with that variant's "
+            f"torch; `kernel-builder list-variants` shows which variants this machine can build), or "
+        )
+    return (
+        f"To build a {backend} variant: {suggestion}`kernel-builder build --python PATH` with an interpreter "
+        f"whose torch is a {backend} build"
+    )
 
 
 def cannot_build_message(backend: str) -> str:
@@ -145,9 +191,9 @@ def plan_build(
                     f"(torch {interpreter.torch_version})"
                 )
             if backend is not None:
-                raise BuildError(reason)
+                raise BuildError(f"{reason}. {how_to_build(project, b, interpreter, matrix)}")
+            # Not a diagnostic as well: the build's table lists each skipped variant with its reason.
             skipped.append((b, reason))
-            diags.note(reason)
     if interpreter is not None and env_backend in aot_backends and _buildable_here(env_backend):
         plan = _aot_plan(
             project,
