@@ -12,11 +12,12 @@ import base64
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hub_server import HubServer, files_from_directory
 
 from kernel_builder.formats import metadata as metadata_module
@@ -136,3 +137,45 @@ def reset_loader() -> None:
         importer._by_path.clear()
         importer._origin.clear()
     metadata_module._verified.clear()
+
+
+#: The variant that :data:`ENV` loads from a one-variant Hub repository (:func:`seed_version_one`).
+ENV_VARIANT = "torch212-cxx11-cu130-x86_64-linux"
+
+
+def seed_version_one(
+    hub: HubServer,
+    directory: Path,
+    *,
+    tag: str,
+    repo_id: str = "org/relu",
+    files: Mapping[str, str] = FILES,
+) -> str:
+    """A trusted organization's repository with one variant for :data:`ENV` on branch ``v1`` (module id
+    ``_relu_<tag>_<variant>``), written under ``directory``; returns the commit."""
+    hub.add_organization(repo_id.split("/")[0], trusted=True)
+    hub.create_repo(repo_id)
+    hub.create_branch(repo_id, "v1")
+    return commit_variants(
+        hub,
+        directory,
+        {ENV_VARIANT: {"files": files}},
+        kernel_id=lambda name: f"_relu_{tag}_" + name.replace("-", "_"),
+        repo_id=repo_id,
+        branch="v1",
+    )
+
+
+@pytest.fixture
+def env_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process looks like :data:`ENV` with no GPU to probe (no torch import), with a fresh loader and trust
+    cache."""
+    from kernel_builder.formats import runtime
+    from kernel_builder.loader import resolve, trust
+
+    monkeypatch.setattr(runtime, "detect_environment", lambda: ENV)
+    monkeypatch.setattr(resolve, "probe_gpus", lambda backend: [])
+    monkeypatch.setattr(trust, "_verdicts", {})
+    reset_loader()
+    yield
+    reset_loader()

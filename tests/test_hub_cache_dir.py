@@ -14,45 +14,21 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hub_server import HubServer
-from loader_fixtures import ENV, FILES, commit_variants, reset_loader
+from loader_fixtures import FILES, env_machine, seed_version_one  # noqa: F401  (env_machine: a fixture)
 
-from kernel_builder.formats import runtime as environment
 from kernel_builder.hub import CacheError
-from kernel_builder.loader import get_kernel, resolve, trust
+from kernel_builder.loader import get_kernel
+
+pytestmark = pytest.mark.usefixtures("env_machine")
 
 REPO = "org/relu"
 VARIANT = "torch212-cxx11-cu130-x86_64-linux"
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-
-
-@pytest.fixture(autouse=True)
-def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(environment, "detect_environment", lambda: ENV)
-    monkeypatch.setattr(resolve, "probe_gpus", lambda backend: [])
-    monkeypatch.setattr(trust, "_verdicts", {})
-    reset_loader()
-    yield
-    reset_loader()
-
-
-def seed(hub: HubServer, tmp_path: Path, files: dict[str, str] = FILES) -> str:
-    hub.add_organization("org", trusted=True)
-    hub.create_repo(REPO)
-    hub.create_branch(REPO, "v1")
-    return commit_variants(
-        hub,
-        tmp_path / "publish",
-        {VARIANT: {"files": files}},
-        kernel_id=lambda name: "_relu_cachedir_" + name.replace("-", "_"),
-        repo_id=REPO,
-        branch="v1",
-    )
 
 
 @pytest.mark.parametrize(
@@ -72,7 +48,7 @@ def test_an_unusable_cache_directory_names_its_variable(
     value: str,
     message: str,
 ) -> None:
-    seed(hub, tmp_path)
+    seed_version_one(hub, tmp_path / "publish", tag="cachedir")
     file = tmp_path / "a-file"
     file.write_text("")
     for name in ("KERNELS_CACHE", "HF_HUB_CACHE", "HF_HOME"):
@@ -125,7 +101,7 @@ def test_a_read_only_cache_names_its_variable(
     )  # fmt: skip
     if reach.returncode != 0:  # e.g. a checkout under a `mktemp -d` directory (mode 0700)
         pytest.skip("the unprivileged user cannot import this checkout (a parent directory is 0700)")
-    seed(hub, tmp_path)
+    seed_version_one(hub, tmp_path / "publish", tag="cachedir")
     # Outside pytest's temporary root (mode 0700): the other user must reach the cache but not write it.
     base = Path(tempfile.mkdtemp(prefix="kb-readonly-cache-"))
     try:
@@ -154,7 +130,9 @@ def test_a_read_only_cache_names_its_variable(
 
 def test_a_download_that_fails_half_way_leaves_no_partial_variant(hub: HubServer, tmp_path: Path) -> None:
     """A full disk, reproduced by a cap on file sizes (RLIMIT_FSIZE): one large file fails to be written."""
-    sha = seed(hub, tmp_path, {**FILES, "weights.py": "# " + "x" * 400_000 + "\n"})
+    sha = seed_version_one(
+        hub, tmp_path / "publish", tag="cachedir", files={**FILES, "weights.py": "# " + "x" * 400_000 + "\n"}
+    )
     out = run_as_other_process(
         """
         import json

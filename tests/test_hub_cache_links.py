@@ -9,43 +9,19 @@ link, and that nothing was written outside the cache.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hub_server import HubServer
-from loader_fixtures import ENV, commit_variants, reset_loader
+from loader_fixtures import env_machine, seed_version_one  # noqa: F401  (env_machine: a fixture)
 
-from kernel_builder.formats import runtime as environment
 from kernel_builder.hub import CacheLinkError
-from kernel_builder.loader import get_kernel, install_kernel, resolve, trust
+from kernel_builder.loader import get_kernel, install_kernel
+
+pytestmark = pytest.mark.usefixtures("env_machine")
 
 REPO = "org/relu"
 VARIANT = "torch212-cxx11-cu130-x86_64-linux"
-
-
-@pytest.fixture(autouse=True)
-def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(environment, "detect_environment", lambda: ENV)
-    monkeypatch.setattr(resolve, "probe_gpus", lambda backend: [])
-    monkeypatch.setattr(trust, "_verdicts", {})
-    reset_loader()
-    yield
-    reset_loader()
-
-
-def seed(hub: HubServer, tmp_path: Path) -> str:
-    hub.add_organization("org", trusted=True)
-    hub.create_repo(REPO)
-    hub.create_branch(REPO, "v1")
-    return commit_variants(
-        hub,
-        tmp_path / "publish",
-        {VARIANT: {}},
-        kernel_id=lambda name: "_relu_links_" + name.replace("-", "_"),
-        repo_id=REPO,
-        branch="v1",
-    )
 
 
 def files_under(path: Path) -> list[str]:
@@ -61,7 +37,7 @@ def files_under(path: Path) -> list[str]:
 def test_a_planted_directory_link_refuses_the_download_and_nothing_lands_outside(
     hub: HubServer, tmp_path: Path, planted: str, load: str
 ) -> None:
-    sha = seed(hub, tmp_path)
+    sha = seed_version_one(hub, tmp_path / "publish", tag="links")
     cache = Path(os.environ["KERNELS_CACHE"])
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -79,7 +55,7 @@ def test_a_planted_directory_link_refuses_the_download_and_nothing_lands_outside
 
 
 def test_a_planted_file_where_a_folder_belongs_is_refused(hub: HubServer, tmp_path: Path) -> None:
-    seed(hub, tmp_path)
+    seed_version_one(hub, tmp_path / "publish", tag="links")
     blobs = Path(os.environ["KERNELS_CACHE"]) / "kernels--org--relu" / "blobs"
     blobs.parent.mkdir(parents=True)
     blobs.write_text("not a folder")
@@ -91,7 +67,7 @@ def test_a_cache_root_that_is_itself_a_link_still_works(
     hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The user chooses where the cache lives: only links below the root are refused."""
-    seed(hub, tmp_path)
+    seed_version_one(hub, tmp_path / "publish", tag="links")
     real = tmp_path / "real-cache"
     real.mkdir()
     alias = tmp_path / "cache-link"

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hub_server import HubServer
-from loader_fixtures import ENV, commit_variants, reset_loader
+from loader_fixtures import env_machine as env_machine  # a fixture, used by quick_network
+from loader_fixtures import seed_version_one
 
 from kernel_builder.errors import HubConnectionError, UsageError
-from kernel_builder.formats import runtime as environment
 from kernel_builder.hub import Hub, NetworkPolicy
-from kernel_builder.loader import get_kernel, has_kernel, resolve, trust
+from kernel_builder.loader import get_kernel, has_kernel
 
 REPO = "org/relu"
 VARIANT = "torch212-cxx11-cu130-x86_64-linux"
@@ -30,31 +29,11 @@ OVERVIEW = "/api/organizations/org/overview"
 
 
 @pytest.fixture(autouse=True)
-def quick_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """One-second timeouts and one retry, so that each case takes seconds; a fresh loader and trust cache."""
+def quick_network(monkeypatch: pytest.MonkeyPatch, env_machine: None) -> None:
+    """One-second timeouts and one retry, so that each case takes seconds."""
     monkeypatch.setenv("KERNEL_BUILDER_HUB_CONNECT_TIMEOUT", "1")
     monkeypatch.setenv("KERNEL_BUILDER_HUB_READ_TIMEOUT", "1")
     monkeypatch.setenv("KERNEL_BUILDER_HUB_RETRIES", "1")
-    monkeypatch.setattr(environment, "detect_environment", lambda: ENV)
-    monkeypatch.setattr(resolve, "probe_gpus", lambda backend: [])  # no torch import, no GPU
-    monkeypatch.setattr(trust, "_verdicts", {})
-    reset_loader()
-    yield
-    reset_loader()
-
-
-def seed(hub: HubServer, tmp_path: Path) -> None:
-    hub.add_organization("org", trusted=True)
-    hub.create_repo(REPO)
-    hub.create_branch(REPO, "v1")
-    commit_variants(
-        hub,
-        tmp_path / "publish",
-        {VARIANT: {}},
-        kernel_id=lambda name: "_relu_network_" + name.replace("-", "_"),
-        repo_id=REPO,
-        branch="v1",
-    )
 
 
 def timed_load() -> tuple[float, str]:
@@ -80,7 +59,7 @@ def timed_load() -> tuple[float, str]:
 def test_one_failed_request_is_retried_and_the_load_succeeds(
     hub: HubServer, tmp_path: Path, fault: str, route: str, seconds: float
 ) -> None:
-    seed(hub, tmp_path)
+    seed_version_one(hub, tmp_path / "publish", tag="network")
     injected = hub.inject(fault, route, times=1, seconds=seconds)
     elapsed, name = timed_load()
     assert injected.hits == 1
@@ -102,7 +81,7 @@ def test_one_failed_request_is_retried_and_the_load_succeeds(
 def test_a_failing_hub_gives_one_error_naming_endpoint_request_and_cause(
     hub: HubServer, tmp_path: Path, fault: str, route: str, what: str, reason: str
 ) -> None:
-    seed(hub, tmp_path)
+    seed_version_one(hub, tmp_path / "publish", tag="network")
     injected = hub.inject(fault, route, times=100, seconds=30.0)
     start = time.monotonic()
     with pytest.raises(Exception) as caught:
