@@ -218,7 +218,7 @@ CASES = {
     "dollar-in-source": (
         _with('src = ["relu_cpu/relu_cpu.cpp"]', 'src = ["relu_cpu/a$(b).cpp"]'),
         'src = ["relu_cpu/a$(b).cpp"]',
-        "path `relu_cpu/a$(b).cpp` in [kernel.relu_cpu] `src` contains `$`, which CMake and Ninja read as the start of a variable",
+        "path `relu_cpu/a$(b).cpp` in [kernel.relu_cpu] `src` contains `$(`, which CMake passes on as a build-tool variable reference (Ninja then stops with `bad $-escape`)",
     ),
     "long-section-name": (
         _with("[kernel.relu_cpu]", f"[kernel.{'k' * 200}]"),

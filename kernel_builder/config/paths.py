@@ -41,11 +41,12 @@ def check_path(ctx: Context, root: Path, value: str, where: KeyPath, *, director
             "rename the file or directory (CMake splits paths at `;`)",
         )
         return False
-    if "$" in value:
+    if "$(" in value:
         ctx.error(
-            f"path `{value}` in {what} contains `$`, which CMake and Ninja read as the start of a variable",
+            f"path `{value}` in {what} contains `$(`, which CMake passes on as a build-tool variable reference "
+            f"(Ninja then stops with `bad $-escape`)",
             where,
-            "rename the file or directory without `$`",
+            "rename the file or directory without `$(`",
         )
         return False
     if _GLOB & set(value):
