@@ -36,7 +36,8 @@ def package_exceptions() -> dict[str, type[BaseException]]:
 
 
 def test_every_public_exception_of_the_package_joins_the_hierarchy() -> None:
-    found = package_exceptions()
+    """Warning categories (``StaleBuildWarning``) are not errors: they stay plain ``UserWarning`` subclasses."""
+    found = {name: cls for name, cls in package_exceptions().items() if not issubclass(cls, Warning)}
     assert "kernel_builder.loader.errors.NoCompatibleVariantError" in found  # the walk saw the package
     outside = sorted(
         name
