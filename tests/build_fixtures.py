@@ -567,7 +567,7 @@ def probe_project(root: Path) -> Path:
     )
     files[PROBE_UNLISTED_HEADER] = "#pragma once\ninline int kb_probe_helper() { return 0; }\n"
     # A .cu in [torch] src: compiled only into cuda variants, with the union of the kernels' capabilities, the
-    # binding's include directories and neither cxx-flags nor any kernel's cuda-flags (§7.2).
+    # binding's include directories and neither cxx-flags nor any kernel's cuda-flags.
     files[PROBE_BINDING_CU] = (
         probe_checks(PROBE_COMPONENTS[0], "CUDA")
         + "\n__global__ void kb_probe_binding_kernel(int *out) { *out = TORCH_TAG; }\n"
