@@ -82,7 +82,7 @@ def nvcc() -> Path:
 
 
 def cuobjdump(python: Path) -> Path:
-    """The ``cuobjdump`` shipped with the CUDA interpreter's ``triton`` (build-output §10 case 12)."""
+    """The ``cuobjdump`` shipped with the CUDA interpreter's ``triton`` (docs/layout.md)."""
     prefix = python.parent.parent
     for found in sorted(prefix.glob("lib/python3*/site-packages/triton/backends/nvidia/bin/cuobjdump")):
         return found
@@ -376,7 +376,7 @@ def _toml_list(values: Iterable[str]) -> str:
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
-# --- the probe project: compile definitions, flags and includes per component (§10 cases 10, 11, 12) -------
+# --- the probe project: compile definitions, flags and includes per component  -------
 
 #: The probe's unique id (passed with --unique-id), so the sources can check the exact extension name.
 PROBE_ID = "probe"
@@ -399,7 +399,7 @@ class ProbeComponent:
         return "torch-ext/include" if self.name == "torch" else f"{self.name}/include"
 
 
-#: Each CUDA kernel section is one tiny .cu with its own capability list (§10 case 12). cuda_a also has a
+#: Each CUDA kernel section is one tiny .cu with its own capability list . cuda_a also has a
 #: C++ file, to show its cxx-flags reach that file and not its .cu.
 PROBE_COMPONENTS = (
     ProbeComponent("torch", None, "CANARY_TORCH_CXX"),
@@ -412,7 +412,7 @@ PROBE_COMPONENTS = (
     ProbeComponent("cuda_f", "cuda", "CANARY_CUDA_F_CXX", "CANARY_CUDA_F_CU", ("7.0", "8.0")),
 )
 PROBE_CUDA = tuple(c for c in PROBE_COMPONENTS if c.backend == "cuda")
-#: The effective lists on CUDA 13.0 (§6.2, §6.3 examples 6, 7, 8 and 13). In cuda_d, 7.5 serves the 7.5 target
+#: The effective lists on CUDA 13.0 . In cuda_d, 7.5 serves the 7.5 target
 #: (the largest same-major entry wins), so 7.0 is never chosen; in cuda_f, 7.0 would serve 7.5 but CUDA 13
 #: cannot target it: it is dropped with a warning.
 PROBE_EFFECTIVE = {
@@ -426,12 +426,12 @@ PROBE_EFFECTIVE = {
 #: The CUDA file of the binding component and its effective list on CUDA 13.0: the union of the kernels' lists.
 PROBE_BINDING_CU = "torch-ext/torch_binding_cuda.cu"
 PROBE_UNION = ("7.5", "8.0", "9.0+PTX", "9.0a", "10.0f")
-#: An included header that no `src` lists (§10 case 22).
+#: An included header that no `src` lists .
 PROBE_UNLISTED_HEADER = "probe_cpu/unlisted_helper.h"
 
 
 def probe_checks(component: ProbeComponent, language: str) -> str:
-    """Preprocessor checks that ``#error`` unless this file sees exactly what it should (§5.1, §7.2)."""
+    """Preprocessor checks that ``#error`` unless this file sees exactly what it should ."""
     lines = [
         f"// Probe checks for component {component.name}, compiled as {language}.",
         "#if !defined(TORCH_EXTENSION_NAME)",
@@ -636,7 +636,7 @@ def probe_value(x: int, backend: str) -> int:
     return x * 1000 + sum(tags[c.name] for c in PROBE_CUDA)
 
 
-# --- the counter project: an inline function with a static local (§10 cases 13, 19, 23, 33) ---------------
+# --- the counter project: an inline function with a static local  ---------------
 
 
 def counter_project(root: Path, *, marker: str = "", backends: Sequence[str] = ("cpu",)) -> Path:
@@ -677,7 +677,7 @@ def counter_project(root: Path, *, marker: str = "", backends: Sequence[str] = (
 
                 int64_t kb_counter_bump() {{ return ++kb_shared_counter() + KB_COUNTER_OFFSET; }}
             """,
-            # Listed in no `src`: outside the id, so changing it relinks without a new id (§1 "Up to date").
+            # Listed in no `src`: outside the id, so changing it relinks without a new id ("Up to date").
             "counter/offset.h": "#pragma once\n#define KB_COUNTER_OFFSET 0\n",
             "torch-ext/torch_binding.cpp": """
                 #include <cstdint>
@@ -703,7 +703,7 @@ def counter_project(root: Path, *, marker: str = "", backends: Sequence[str] = (
     )
 
 
-# --- a pure-Python project (§10 cases 16, 18) ------------------------------------------------------------
+# --- a pure-Python project  ------------------------------------------------------------
 
 
 def noarch_project(root: Path) -> Path:
@@ -800,7 +800,7 @@ def complete_variants(build_dir: Path) -> list[str]:
     return names
 
 
-# --- tiny CUDA projects without a Torch-including file (§10 cases 25, 33) ---------------------------------
+# --- tiny CUDA projects without a Torch-including file  ---------------------------------
 
 
 def tiny_cuda_project(
@@ -938,7 +938,7 @@ def lambda_project(root: Path, *, binding: bool = False, capabilities: Sequence[
     return write_tree(root, files)
 
 
-# --- registration.h compiled directly (§10 case 9) -------------------------------------------------------
+# --- registration.h compiled directly  -------------------------------------------------------
 
 REGISTRATION_PROBE = """
 #include <torch/library.h>
@@ -989,7 +989,7 @@ def printed(label: str, seconds: float) -> None:
     print(f"[timing] {label}: {seconds:.2f} s")
 
 
-#: The DT_NEEDED entries an extension may have (build-output §7.4): Torch's libraries, the CUDA runtime, glibc,
+#: The DT_NEEDED entries an extension may have (docs/layout.md): Torch's libraries, the CUDA runtime, glibc,
 #: libstdc++ and libgcc_s.
 ALLOWED_NEEDED = re.compile(
     r"lib(c10|c10_cuda|torch|torch_cpu|torch_cuda)\.so|libcudart\.so\.\d+|"
@@ -1011,7 +1011,7 @@ def undefined_symbols(so: Path) -> set[str]:
 
 
 def assert_clean_extension(so: Path) -> None:
-    """What every built extension must be (build-output §7.4): abi3-named, linked only against the allowed
+    """What every built extension must be (docs/layout.md): abi3-named, linked only against the allowed
     libraries (never libpython or libtorch_python), without RPATH/RUNPATH, importing only ``PyModule_Create2``
     from Python."""
     assert so.name.endswith(".abi3.so")
@@ -1025,7 +1025,7 @@ def assert_clean_extension(so: Path) -> None:
 
 
 def assert_one_ops_name(built: Built, name: str) -> None:
-    """Build-output §10 case 8, on disk: ``name`` is the .so's name, its ``PyInit_`` symbol and _ops.py's."""
+    """Build-output, on disk: ``name`` is the .so's name, its ``PyInit_`` symbol and _ops.py's."""
     assert built.ops_name == name
     assert [p.name for p in built.variant_dir.glob("*.so")] == [f"{name}.abi3.so"]
     init_symbols = [

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
-from hub_server import hub  # noqa: F401  (the Hub double's fixture, loader spec §7)
+from hub_server import hub  # noqa: F401  (the Hub double's fixture, docs/loading.md)
 
 from kernel_builder.common import toml as tomllib
 from kernel_builder.config import load as config_load

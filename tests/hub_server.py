@@ -1,4 +1,4 @@
-"""A local test double of the Hugging Face Hub's HTTP API (loader spec §7), for the test suite only.
+"""A local test double of the Hugging Face Hub's HTTP API (docs/loading.md), for the test suite only.
 
 :class:`HubServer` serves, on ``127.0.0.1`` and an ephemeral port, the routes that ``huggingface_hub``'s real
 client calls for ``list_repo_refs``, ``list_repo_tree``, ``repo_info``, ``file_exists``, ``hf_hub_download``,

@@ -1,4 +1,4 @@
-"""End-to-end cpu and noarch builds with the real toolchain (build-output §10 cases 8-11, 13, 14, 16, 18, 19,
+"""End-to-end cpu and noarch builds with the real toolchain (docs/layout.md
 22, 23, 29, 33, and the issue's acceptance test for examples/relu).
 
 Every project is built once per session (session-scoped fixtures) into a temporary directory; the tests

@@ -1,4 +1,4 @@
-"""End-to-end CUDA builds with nvcc 13.0 and Torch 2.14.1+cu130, no GPU needed (build-output §10 cases 8-14, 16,
+"""End-to-end CUDA builds with nvcc 13.0 and Torch 2.14.1+cu130, no GPU needed (docs/layout.md
 25, 33, and the issue's acceptance build of examples/relu with the full default capability list).
 
 The build interpreter is ``KB_TEST_CUDA_PYTHON`` (default: ``.venv-cu130/bin/python`` in the repository); the
@@ -56,7 +56,7 @@ from kernel_builder.config import load_project
 
 pytestmark = [pytest.mark.slow, pytest.mark.cuda]
 
-#: CUDA 13.0's default list (build-output §6.1), which examples/relu uses (it names no capabilities).
+#: CUDA 13.0's default list (docs/layout.md), which examples/relu uses (it names no capabilities).
 DEFAULT_13_0 = ("7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX")
 
 
@@ -274,7 +274,7 @@ def test_extension_has_the_union_of_capabilities(probe: Built, cuda_py: Path) ->
 
 def test_dropped_capability_is_reported(probe: Built) -> None:
     assert "warning: [kernel.cuda_f]: capability 7.0 dropped: CUDA 13.0 cannot build it" in probe.run.stderr
-    assert "[kernel.cuda_d]: capability" not in probe.run.stderr  # 7.0 is never chosen there (§6.3 example 7)
+    assert "[kernel.cuda_d]: capability" not in probe.run.stderr  # 7.0 is never chosen there
 
 
 def test_relu_builds_the_full_default_list(relu: Built, cuda_py: Path) -> None:

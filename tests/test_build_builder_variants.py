@@ -1,4 +1,4 @@
-"""Building several variants from one command in isolated environments (build-output §2.4, §3; §10 case 26;
+"""Building several variants from one command in isolated environments (docs/layout.md;
 the variant-matrix issue's acceptance test).
 
 ``kernel-builder build examples/relu --variant <CPU_VARIANT> --variant <CUDA_VARIANT>`` (the variants of the
@@ -42,7 +42,7 @@ from kernel_builder.backends import gpu_archs as capabilities
 
 pytestmark = [pytest.mark.slow, pytest.mark.cuda]
 
-#: CUDA 13.0's default capability list (build-output §6.1), what a kernel without cuda-capabilities gets.
+#: CUDA 13.0's default capability list (docs/layout.md), what a kernel without cuda-capabilities gets.
 DEFAULT_13_0 = ["7.5", "8.0", "8.6", "8.7", "8.9", "9.0", "10.0", "11.0", "12.0", "12.1+PTX"]
 ENV_PREFIX = f"torch{md.CUDA_TEST_PIN}-cu130-"
 

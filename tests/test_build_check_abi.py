@@ -1,4 +1,4 @@
-"""check-abi on fixture shared objects built on purpose (build-output spec §7.4, §10 case 30), on damaged files,
+"""check-abi on fixture shared objects built on purpose (docs/layout.md), on damaged files,
 and against the policy data of auditwheel (manylinux) and abi3audit (abi3info)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CUTLASS headers for kernel sections (build-output §5; §10 case 25 without compiling).
+"""CUTLASS headers for kernel sections (docs/layout.md; without compiling).
 
 A checkout is a directory tree with ``include/cutlass/cutlass.h`` and ``version.h``. The PyPI pins are fetched with
 the real ``pip download``, offline: from a directory of wheels built here with the layout of NVIDIA's

@@ -1,4 +1,4 @@
-"""Header accounting from Ninja's dependency records (build-output §7.4 "listed in no `src`").
+"""Header accounting from Ninja's dependency records (docs/layout.md "listed in no `src`").
 
 A real Ninja tree, compiled and linked with the real g++ and GNU ld: the compile rule records the headers it read,
 and the link rule records its inputs through the linker's depfile, as CMake sets it up for GNU ld >= 2.41, lld

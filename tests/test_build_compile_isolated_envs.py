@@ -1,4 +1,4 @@
-"""Isolated build environments (build-output §2.4 "Build environments", §3 torch-pin/index-url; §10 case 27).
+"""Isolated build environments (docs/layout.md "Build environments").
 
 The unit tests replace venv creation and pip with fakes (no network, no Torch download); the one slow test runs
 the real pip against an empty local index and checks the failure message and that nothing is left behind.

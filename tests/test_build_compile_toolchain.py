@@ -1,4 +1,4 @@
-"""Finding the tools as typed values, and the nvcc / Torch CUDA check (build-output §7.1; §10 case 15).
+"""Finding the tools as typed values, and the nvcc / Torch CUDA check (docs/layout.md).
 
 The "compilers" here are shell scripts that answer the few questions the tool asks (``--version``,
 ``-dryrun``); nothing is compiled.

@@ -1,4 +1,4 @@
-"""Generation stage: registration.h (build-output §5.2), _ops.py (§4.3, case 20), the CMake project (§5, §7).
+"""Generation stage: registration.h (docs/layout.md), _ops.py , the CMake project .
 
 Nothing here compiles: the CMake project is checked as text, and its quoting through ``cmake -P`` (a script
 run of the PyPI CMake, milliseconds). The Torch versions are those of the fake interpreters

@@ -1,5 +1,5 @@
-"""``kernel-builder generate`` and a wheel built from it with pip and scikit-build-core (build-output §1,
-§10 case 32; the variant-matrix issue's acceptance test).
+"""``kernel-builder generate`` and a wheel built from it with pip and scikit-build-core (docs/layout.md,
+; the variant-matrix issue's acceptance test).
 
 In the tests' environment (Torch 2.13.0, CPU), ``generate`` on a copy of examples/relu writes only
 ``pyproject.toml`` into the kernel tree, and ``pip wheel --no-build-isolation --no-deps`` of it gives a

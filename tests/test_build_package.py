@@ -1,4 +1,4 @@
-"""Package stage: assembling ``build/<variant>/`` (build-output §8, §9; §10 cases 16, 17, 21, 31).
+"""Package stage: assembling ``build/<variant>/`` (docs/layout.md).
 
 The extension is any file of bytes here; nothing is compiled and the import check is a callback.
 """

@@ -1,5 +1,5 @@
 """Candidates and selection: ``list-variants``, ``matrix`` and ``build --variant/--required/--all-variants``
-(build-output §2.4, §3; §10 cases 4, 24, 26; build-toml case 20).
+(docs/layout.md, docs/build-toml.md).
 
 Fast: nothing is compiled and no environment is created. Tests that go through the CLI run it in-process with
 the packaged matrix replaced by a test matrix (``use_matrix``), and with the per-variant build replaced by a
@@ -68,7 +68,7 @@ def cannot_build_system(backend: str, system: str) -> str:
 
 
 def cannot_build_backend(backend: str) -> str:
-    """The build-toml §5 message, word for word."""
+    """The docs/build-toml.md message, word for word."""
     return (
         f"backend '{backend}' cannot be built on this host (x86_64-linux): this kernel-builder compiles cpu and cuda "
         f"variants on x86_64-linux only. The [kernel.*] sections for {backend} were validated but not built."

@@ -1,4 +1,4 @@
-"""Unit tests for kernel_builder.backends.gpu_archs (build-output spec §6, §10 cases 5, 6, 12; loader spec §2.5)."""
+"""Unit tests for kernel_builder.backends.gpu_archs (docs/layout.md; docs/loading.md)."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_suggest_capability_none(text: str) -> None:
     assert suggest_capability(text) is None
 
 
-# --- default lists (§6.1) ------------------------------------------------------------------------
+# --- default lists  ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ def test_default_targets_match_spec_examples() -> None:
     )
 
 
-# --- loose intersection (§6.2, §6.3) -------------------------------------------------------------
+# --- loose intersection  -------------------------------------------------------------
 
 ROWS = [
     # (row, requested, cuda, targets, archs, dropped)
@@ -243,7 +243,7 @@ def test_select_rejects_bad_entries() -> None:
 
 
 def test_native_targets() -> None:
-    # §10 case 28: an H100 gives T = 9.0.
+    #: an H100 gives T = 9.0.
     assert select_capabilities(None, (13, 0), ["9.0"]) == Selection(("9.0",))
     assert select_capabilities(["8.0", "9.0a"], (13, 0), ["9.0"]) == Selection(("9.0a",))
     # Two GPUs of one capability, two kinds.
@@ -256,7 +256,7 @@ def test_native_targets() -> None:
     assert select_capabilities(["10.0f"], (12, 8), ["10.0"]) == Selection((), ("10.0f",))
 
 
-# --- -gencode (§6.4) -----------------------------------------------------------------------------
+# --- -gencode  -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -322,7 +322,7 @@ def test_union_archs() -> None:
     assert union_archs([]) == ()
 
 
-# --- cuobjdump (§10 case 12) ---------------------------------------------------------------------
+# --- cuobjdump  ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -353,7 +353,7 @@ def test_cuobjdump_names() -> None:
     )
 
 
-# --- ROCm (§6.4, §10 case 6) ---------------------------------------------------------------------
+# --- ROCm  ---------------------------------------------------------------------
 
 
 def test_rocm_supported_list() -> None:
@@ -397,7 +397,7 @@ def test_rocm_arch_re(text: str, ok: bool) -> None:
     assert (ROCM_ARCH_RE.fullmatch(text) is not None) is ok
 
 
-# --- loader run check (loader spec §2.5, §8 case 9) ----------------------------------------------
+# --- loader run check (docs/loading.md) ----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -432,7 +432,7 @@ def test_device_runs_rejects_bad_entry() -> None:
 
 
 def test_device_arch_mismatch_example() -> None:
-    # Loader §8 case 8: a 10.0 GPU cannot run "8.0, 9.0" but runs a "9.0+PTX" build.
+    # Loader: a 10.0 GPU cannot run "8.0, 9.0" but runs a "9.0+PTX" build.
     assert not any(device_runs((10, 0), e) for e in ["8.0", "9.0"])
     assert any(device_runs((10, 0), e) for e in ["8.0", "9.0+PTX"])
 

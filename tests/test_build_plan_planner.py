@@ -1,4 +1,4 @@
-"""Planning the default selection (build-output §2.4, §5, §6; build-toml §2.7, §5; §10 cases 4, 24, 35, 36)."""
+"""Planning the default selection (docs/layout.md; docs/build-toml.md)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def cannot_build(backend: str, host: str = "x86_64-linux") -> str:
-    """The build-toml §5 message, word for word."""
+    """The docs/build-toml.md message, word for word."""
     return (
         f"backend '{backend}' cannot be built on this host ({host}): this kernel-builder compiles cpu and cuda "
         f"variants on x86_64-linux only. The [kernel.*] sections for {backend} were validated but not built."

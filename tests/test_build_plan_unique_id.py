@@ -1,4 +1,4 @@
-"""The content id behind every op namespace (build-output §4.1, §4.2; §10 case 7)."""
+"""The content id behind every op namespace (docs/layout.md)."""
 
 from __future__ import annotations
 

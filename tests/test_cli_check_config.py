@@ -1,4 +1,4 @@
-"""``kernel-builder check-config [PATH]``: where it looks, what it prints, how it exits (build-toml spec §1, §4.1)."""
+"""``kernel-builder check-config [PATH]``: where it looks, what it prints, how it exits (docs/build-toml.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The five forms of build.toml and their models (build-toml spec §3; §6 cases 1-12, 17, 18, 22, 27, 31, 39, 40).
+"""The five forms of build.toml and their models (docs/build-toml.md).
 
 The golden fixtures ``tests/fixtures/forms/v1..v5`` are one kernel ("gelu") written in each form; the model
 each must give is written out in full below.
@@ -230,7 +230,7 @@ def test_legacy_warning_names_the_form_once(
     first = [d.message for d in load_project(form).warnings if "legacy" in d.message]
     assert len(first) == 1
     assert first[0].startswith(f"legacy {form} form (")
-    # once per file per process (§3.4): a second load in the same process stays quiet
+    # once per file per process: a second load in the same process stays quiet
     assert [d for d in load_project(f"{form}/build.toml").warnings if "legacy" in d.message] == []
 
 

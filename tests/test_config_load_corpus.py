@@ -1,4 +1,4 @@
-"""Real-world build.toml files load without errors, and legacy ones warn exactly once (build-toml §6 case 38).
+"""Real-world build.toml files load without errors, and legacy ones warn exactly once (docs/build-toml.md).
 
 The files are in ``tests/fixtures/corpus/<name>/build.toml`` (sources and licenses in ``SOURCES.md``). Each is
 copied into ``tmp_path`` with empty stand-ins for every ``src`` file, ``include`` directory and the package's

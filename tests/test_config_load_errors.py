@@ -1,4 +1,4 @@
-"""Malformed build.toml files: every rule of build-toml spec §4.3 and the §6 cases about errors.
+"""Malformed build.toml files: every rule of docs/build-toml.md and the cases about errors.
 
 Each case asserts the complete output, every line of it with its position and hint, and that
 ``kernel-builder check-config`` prints exactly that on stderr and exits 2 without a traceback. Projects are
@@ -881,7 +881,7 @@ def test_unreadable_build_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     )
 
 
-# -- §4.1: every problem in one run, ordered by line --------------------------------------------------------
+# --: every problem in one run, ordered by line --------------------------------------------------------
 
 
 def test_all_problems_reported_in_line_order(make_project: MakeProject) -> None:

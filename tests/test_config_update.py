@@ -1,4 +1,4 @@
-"""update-build: legacy files rewritten as edition 5 with minimal, comment-preserving edits (build-toml §3.5)."""
+"""update-build: legacy files rewritten as edition 5 with minimal, comment-preserving edits (docs/build-toml.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def copy_form(tmp_path: Path, form: str) -> Path:
 
 
 def unchanged_lines_kept(old: str, new: str) -> list[str]:
-    """Lines of ``old`` that the rewrite dropped, ignoring the ones §3.5 says it edits."""
+    """Lines of ``old`` that the rewrite dropped, ignoring the ones says it edits."""
     edited = (
         "language",
         "rocm-archs",

@@ -1,4 +1,4 @@
-"""The variant matrix: the shipped data, its schema and its loader (build-output §3, §10 case 3)."""
+"""The variant matrix: the shipped data, its schema and its loader (docs/layout.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ LINUX = ("x86_64-linux", "aarch64-linux")
 
 
 def _expected_names() -> dict[str, bool]:
-    """The spec's §3 table, written out independently of the JSON: variant name -> required."""
+    """The spec's table, written out independently of the JSON: variant name -> required."""
     expected: dict[str, bool] = {}
 
     def add(torch: str, computes: list[str], systems: tuple[str, ...], required: bool) -> None:

@@ -1,4 +1,4 @@
-"""metadata.json: parsing (loader §3.1), the digest the builder writes (build-output §9.2), its check (§2.7)."""
+"""metadata.json: parsing (docs/loading.md), the digest the builder writes (docs/layout.md), its check ."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Environment facts and the shared backend-detection function (loader spec §2.2)."""
+"""Environment facts and the shared backend-detection function (docs/loading.md)."""
 
 from __future__ import annotations
 

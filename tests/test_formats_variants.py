@@ -1,4 +1,4 @@
-"""Variant names: encoding, parsing, round trips and the running environment's variant (build-output §2, §10).
+"""Variant names: encoding, parsing, round trips and the running environment's variant (docs/layout.md).
 
 The versions here are examples of the naming rules (including historical and unsupported ones), not the
 matrix's: the supported set is read through tests/matrix_data.py where a test needs it.
@@ -286,7 +286,7 @@ def test_variant_for_entry_unknown_system() -> None:
     assert str(error.value) == "system 'aarch64-linux' is not one of the entry's systems (x86_64-linux)"
 
 
-# variant_for_environment through detect_environment and detect_backend, with a faked torch (§10 case 2)
+# variant_for_environment through detect_environment and detect_backend, with a faked torch
 ENVIRONMENT_CASES = [
     ("cu126", make_fake_torch("2.12.0+cu126", cuda="12.6"), "x86_64", "Linux", "torch212-cxx11-cu126-x86_64-linux"),
     ("cu130", make_fake_torch("2.14.1+cu130", cuda="13.0"), "x86_64", "Linux", "torch214-cxx11-cu130-x86_64-linux"),

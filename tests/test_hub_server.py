@@ -1,4 +1,4 @@
-"""The Hub test double, driven by the real ``huggingface_hub`` client (loader spec §7; §8 case 38).
+"""The Hub test double, driven by the real ``huggingface_hub`` client (docs/loading.md).
 
 Object ids are checked against ``git`` itself, error codes against the client's exception types, and every
 write route the upload command will use against ``HfApi``'s own calls.
@@ -63,7 +63,7 @@ def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> str:
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git to compute reference ids")
 
 
-# --- routes and errors (§8 case 38) -------------------------------------------------------------------------
+# --- routes and errors  -------------------------------------------------------------------------
 
 
 def test_unknown_route_is_501_naming_it(hub: HubServer, api: HfApi) -> None:

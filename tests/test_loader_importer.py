@@ -1,4 +1,4 @@
-"""Import mechanics: ids, layouts, dedup, cleanup, the registry (loader spec §3, §8 cases 14-16)."""
+"""Import mechanics: ids, layouts, dedup, cleanup, the registry (docs/loading.md)."""
 
 from __future__ import annotations
 
@@ -214,7 +214,7 @@ def test_import_kernel_builder_stays_cheap_and_exports_lazily() -> None:
 
 
 def test_module_imported_by_another_loader_is_reused_when_the_build_is_the_same(tmp_path: Path) -> None:
-    """The `kernels` package may have imported the variant first, under the same id (spec §3 step 4)."""
+    """The `kernels` package may have imported the variant first, under the same id (spec step 4)."""
     import importlib.util
 
     variant = write_variant(tmp_path / "torch-cpu")

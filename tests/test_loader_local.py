@@ -1,5 +1,5 @@
-"""get_local_kernel and LOCAL_KERNELS with injected environments (loader spec §1.2, §1.6, §2.6, §2.7;
-§8 cases 2, 6, 9, 10, 17, 18, 24-26).
+"""get_local_kernel and LOCAL_KERNELS with injected environments (docs/loading.md;
+).
 
 The versions in variant names and environments here are the test's own: the loader does not read the
 variant matrix, so a matrix bump leaves them alone.
@@ -71,7 +71,7 @@ def kernel_repo(root: Path, variants: dict[str, str], archs: list[str] | None = 
     return root
 
 
-# --- §8.26 the three shapes ---------------------------------------------------------------------------------
+# --- the three shapes ---------------------------------------------------------------------------------
 
 
 def test_repo_root_build_dir_and_variant_dir(tmp_path: Path) -> None:
@@ -132,7 +132,7 @@ def test_invalid_metadata_names_path_and_field(tmp_path: Path) -> None:
     )
 
 
-# --- §8.2 / §8.10 no compatible variant ---------------------------------------------------------------------
+# --- / no compatible variant ---------------------------------------------------------------------
 
 
 def test_only_incompatible_variants_gives_the_trace(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_only_incompatible_variants_gives_the_trace(tmp_path: Path) -> None:
     assert get_loaded_kernels() == []
 
 
-# --- §8.9 GPU architectures and KERNEL_BUILDER_CHECK_GPU_ARCH -----------------------------------------------
+# --- GPU architectures and KERNEL_BUILDER_CHECK_GPU_ARCH -----------------------------------------------
 
 
 def test_gpu_arch_mismatch_and_env_switch(
@@ -185,7 +185,7 @@ def test_cpu_backend_never_probes_gpus(tmp_path: Path, machine: Machine) -> None
     assert machine.probes == []
 
 
-# --- §8.6 backend argument ----------------------------------------------------------------------------------
+# --- backend argument ----------------------------------------------------------------------------------
 
 
 def test_backend_argument(tmp_path: Path) -> None:
@@ -204,7 +204,7 @@ def test_backend_argument(tmp_path: Path) -> None:
     )
 
 
-# --- §8.17 digest verification ------------------------------------------------------------------------------
+# --- digest verification ------------------------------------------------------------------------------
 
 
 def test_tampered_file_fails_verification(tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_no_digest_loads_silently(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     assert caplog.records == []
 
 
-# --- §8.18 Python dependencies ------------------------------------------------------------------------------
+# --- Python dependencies ------------------------------------------------------------------------------
 
 
 def test_unknown_dependency(tmp_path: Path) -> None:
@@ -300,7 +300,7 @@ def test_dependency_table_of_the_selected_backend(tmp_path: Path, monkeypatch: p
     assert "helion" not in sys.modules  # found, not imported
 
 
-# --- §8.24 LOCAL_KERNELS parsing ----------------------------------------------------------------------------
+# --- LOCAL_KERNELS parsing ----------------------------------------------------------------------------
 
 
 def test_parse_local_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,7 +365,7 @@ def test_a_local_kernels_path_through_a_file_is_missing_not_a_traceback(
         load_local_override("org/relu")
 
 
-# --- §8.25 LOCAL_KERNELS overrides --------------------------------------------------------------------------
+# --- LOCAL_KERNELS overrides --------------------------------------------------------------------------
 
 
 def test_local_override_missing_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

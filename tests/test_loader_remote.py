@@ -1,5 +1,5 @@
-"""get_kernel and friends against the Hub double, with injected environments (loader spec §1.1, §1.3, §4;
-§8 cases 2, 10-13, 17-23, 25, 27, and repos laid out like upstream's).
+"""get_kernel and friends against the Hub double, with injected environments (docs/loading.md;
+and repos laid out like upstream's).
 
 The versions in variant names and environments here are the test's own: the loader does not read the
 variant matrix, so a matrix bump leaves them alone.
@@ -135,7 +135,7 @@ def resolved_paths(hub: HubServer, method: str = "GET") -> list[str]:
     )
 
 
-# --- §8.2, §8.10 the CUDA rule and the rejection trace ------------------------------------------------------
+# --- the CUDA rule and the rejection trace ------------------------------------------------------
 
 
 def test_cuda_rule_selects_cu130_and_lists_rejections(hub: HubServer, tmp_path: Path) -> None:
@@ -181,11 +181,11 @@ def test_no_build_folder(hub: HubServer, tmp_path: Path) -> None:
         str(caught.value)
         == f"no compatible kernel variant in {REPO} at {sha}\n{ENV_LINE}\nvariants: no build variants"
     )
-    assert not has_kernel(REPO, revision="main")  # §8.27
+    assert not has_kernel(REPO, revision="main")
     assert get_kernel_variants(REPO, revision=sha) == []
 
 
-# --- §8.11 get_kernel_variants ------------------------------------------------------------------------------
+# --- get_kernel_variants ------------------------------------------------------------------------------
 
 
 def test_get_kernel_variants_order(hub: HubServer, tmp_path: Path) -> None:
@@ -219,7 +219,7 @@ def test_get_kernel_variants_order(hub: HubServer, tmp_path: Path) -> None:
     assert summary(get_kernel_variants(REPO, revision="main", backend="cpu"))[0] == ("torch-cpu", None)
 
 
-# --- §8.12 get_kernel(version=N): only that variant -------------------------------------------------------
+# --- get_kernel(version=N): only that variant -------------------------------------------------------
 
 
 def test_version_loads_its_sha_and_fetches_only_the_chosen_variant(hub: HubServer, tmp_path: Path) -> None:
@@ -270,7 +270,7 @@ def test_user_agent(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert agent.endswith("; myapp/1.0; backend/cu130; platform/x86_64-linux; file_type/kernel; torch/2.12")
 
 
-# --- §8.13 two versions side by side ------------------------------------------------------------------------
+# --- two versions side by side ------------------------------------------------------------------------
 
 
 def test_two_versions_side_by_side(hub: HubServer, tmp_path: Path) -> None:
@@ -289,7 +289,7 @@ def test_two_versions_side_by_side(hub: HubServer, tmp_path: Path) -> None:
     assert first.layers.ops == "ops of _relu_v1_torch_cuda._ops"
 
 
-# --- §8.19 version and revision errors ----------------------------------------------------------------------
+# --- version and revision errors ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -370,7 +370,7 @@ def test_missing_repo_and_revision(hub: HubServer, tmp_path: Path) -> None:
     assert not has_kernel(REPO, revision=unknown)
 
 
-# --- §8.20 legacy model repos and redirects -----------------------------------------------------------------
+# --- legacy model repos and redirects -----------------------------------------------------------------
 
 
 def test_legacy_model_repo(hub: HubServer, tmp_path: Path) -> None:
@@ -458,7 +458,7 @@ def test_redirect_loop_and_bad_status(hub: HubServer) -> None:
     )
 
 
-# --- §8.21 the trust gate -----------------------------------------------------------------------------------
+# --- the trust gate -----------------------------------------------------------------------------------
 
 
 def test_untrusted_organization(hub: HubServer, tmp_path: Path) -> None:
@@ -547,7 +547,7 @@ def test_a_list_is_an_allowlist_of_repo_ids(hub: HubServer, tmp_path: Path) -> N
             get_kernel(REPO, revision="main", trust_remote_code=["org"])
 
 
-# --- §8.17, §8.18 digest and dependencies on Hub loads ------------------------------------------------------
+# --- digest and dependencies on Hub loads ------------------------------------------------------
 
 
 def test_tampered_cache_fails_verification(hub: HubServer, tmp_path: Path) -> None:
@@ -657,7 +657,7 @@ def test_install_kernel_by_version_and_local_files_only(hub: HubServer, tmp_path
     assert hub.requests == []
 
 
-# --- §8.22, §8.23 offline -----------------------------------------------------------------------------------
+# --- offline -----------------------------------------------------------------------------------
 
 
 def test_offline_load_by_version_in_a_subprocess(hub: HubServer, tmp_path: Path) -> None:
@@ -731,7 +731,7 @@ def test_offline_errors_and_queries_from_the_cache(
     assert hub.requests == []
 
 
-# --- §8.25 LOCAL_KERNELS ------------------------------------------------------------------------------------
+# --- LOCAL_KERNELS ------------------------------------------------------------------------------------
 
 
 def test_local_kernels_override_makes_no_request(
@@ -756,7 +756,7 @@ def test_local_kernels_override_makes_no_request(
         get_kernel(REPO, version=1)
 
 
-# --- §8.27 install_kernel and has_kernel --------------------------------------------------------------------
+# --- install_kernel and has_kernel --------------------------------------------------------------------
 
 
 def test_install_kernel(hub: HubServer, tmp_path: Path) -> None:

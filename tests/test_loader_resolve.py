@@ -1,4 +1,4 @@
-"""Variant resolution with injected environment records (loader spec §2, §8 cases 1-11).
+"""Variant resolution with injected environment records (docs/loading.md).
 
 The versions in variant names and environments here are the test's own: the loader does not read the
 variant matrix, so a matrix bump leaves them alone.
@@ -48,7 +48,7 @@ def cuda(version: tuple[int, int], **changes: object) -> Environment:
     return make_env(backend="cuda", backend_version=version, **changes)
 
 
-# --- §8.1 names ---------------------------------------------------------------------------------------------
+# --- names ---------------------------------------------------------------------------------------------
 
 SPEC_NAMES = [
     "torch212-cxx11-cu128-x86_64-linux",
@@ -90,7 +90,7 @@ def test_unparseable_names_are_logged_and_skipped(caplog: pytest.LogCaptureFixtu
     )
 
 
-# --- §8.2 CUDA rule -----------------------------------------------------------------------------------------
+# --- CUDA rule -----------------------------------------------------------------------------------------
 
 
 def test_cuda_same_major_and_minor_not_newer() -> None:
@@ -131,7 +131,7 @@ def test_cuda_version_unknown() -> None:
     ]
 
 
-# --- §8.3 C++ ABI tags --------------------------------------------------------------------------------------
+# --- C++ ABI tags --------------------------------------------------------------------------------------
 
 
 def test_tagless_preferred_over_tagged_and_cxx98_rejected() -> None:
@@ -151,7 +151,7 @@ def test_tagless_preferred_over_tagged_and_cxx98_rejected() -> None:
     ]
 
 
-# --- §8.4 noarch fallback -----------------------------------------------------------------------------------
+# --- noarch fallback -----------------------------------------------------------------------------------
 
 
 def test_noarch_fallback_order() -> None:
@@ -178,7 +178,7 @@ def test_noarch_npu_for_cann() -> None:
     ]
 
 
-# --- §8.5 stable ABI ----------------------------------------------------------------------------------------
+# --- stable ABI ----------------------------------------------------------------------------------------
 
 
 def test_stable_abi_accepted_preferred_and_newer_rejected() -> None:
@@ -209,7 +209,7 @@ def test_tvm_ffi_needs_equal_version() -> None:
     ]
 
 
-# --- §8.6 backend selection ---------------------------------------------------------------------------------
+# --- backend selection ---------------------------------------------------------------------------------
 
 
 def test_backend_cpu_on_cuda_picks_the_cpu_variant() -> None:
@@ -270,7 +270,7 @@ def test_cpu_and_os_must_match() -> None:
     ]
 
 
-# --- §8.7 macOS and free-threading --------------------------------------------------------------------------
+# --- macOS and free-threading --------------------------------------------------------------------------
 
 
 def test_metal_needs_macos_26() -> None:
@@ -302,7 +302,7 @@ def test_free_threaded_below_315_keeps_only_noarch() -> None:
     assert resolve([arch], cuda((13, 0), free_threaded=True, python_version=(3, 15))) == [(arch, None)]
 
 
-# --- §8.8 / §8.9 GPU architectures --------------------------------------------------------------------------
+# --- / GPU architectures --------------------------------------------------------------------------
 
 
 def meta(archs: Sequence[str] | None, backend: str = "cuda") -> Metadata:
@@ -428,7 +428,7 @@ def test_first_only_stops_at_the_first_accepted() -> None:
     assert seen == [first]
 
 
-# --- §8.10 / §8.11 order and trace --------------------------------------------------------------------------
+# --- / order and trace --------------------------------------------------------------------------
 
 
 def test_order_is_deterministic_and_rejected_sorted_by_name() -> None:

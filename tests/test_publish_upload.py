@@ -1,4 +1,4 @@
-"""``kernel-builder upload`` against the Hub double (loader spec §5; §8 cases 32-37 and the issue's acceptance)."""
+"""``kernel-builder upload`` against the Hub double (docs/loading.md;and the issue's acceptance)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def read_json(path: Path) -> dict[str, object]:
     return data
 
 
-# --- §8.32: a new repo ----------------------------------------------------------------------------------------
+# --- a new repo ----------------------------------------------------------------------------------------
 
 
 def test_upload_to_a_new_repo_then_load_it(
@@ -130,7 +130,7 @@ def test_model_repo_type_and_private(
     assert info and not [r for r in hub.requests if r.path.startswith("/api/kernels/")]  # no fallback
 
 
-# --- §8.33, §8.34: deletions ----------------------------------------------------------------------------------
+# --- deletions ----------------------------------------------------------------------------------
 
 
 def test_new_branch_drops_inherited_build_and_benchmark_files(
@@ -201,7 +201,7 @@ def test_existing_branch_replaces_only_the_uploaded_variants(
     ]  # the unchanged benchmark and the untouched variant are not sent again
 
 
-# --- §8.35: batches and pull requests -------------------------------------------------------------------------
+# --- batches and pull requests -------------------------------------------------------------------------
 
 
 def test_batches_of_a_lowered_size(
@@ -294,7 +294,7 @@ def test_create_pr_needs_the_repo_and_the_branch(
     assert writes(hub) == []
 
 
-# --- §8.36: hygiene -------------------------------------------------------------------------------------------
+# --- hygiene -------------------------------------------------------------------------------------------
 
 
 def test_bytecode_and_hidden_files_are_never_sent(
@@ -425,7 +425,7 @@ def test_no_changes_and_the_token_is_never_printed(
     assert token in hub.requests[-1].headers["authorization"]  # it was used, only never shown
 
 
-# --- §8.37: refusals ------------------------------------------------------------------------------------------
+# --- refusals ------------------------------------------------------------------------------------------
 
 
 def test_mixed_metadata_versions_are_refused(
