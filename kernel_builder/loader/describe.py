@@ -224,6 +224,20 @@ def _default_revision(
     return (max(refs), None) if refs else (None, "main")
 
 
+def _start(repo_id: str, version: int | None, revision: str | None, backend: str | None) -> Operation:
+    """The argument checks and the operation that ``info`` and ``verify-signature`` share."""
+    _check_repo_id(repo_id)
+    if version is not None and revision is not None:
+        raise UsageError("give at most one of version and revision")
+    return start_operation(backend, None)
+
+
+def _target(operation: Operation, repo_id: str, version: int | None, revision: str | None) -> Target:
+    """The commit to describe: the given version or revision, else the default one (:func:`_default_revision`)."""
+    version, revision = _default_revision(operation.hub, repo_id, version, revision)
+    return _resolve_target(operation.hub, repo_id, version, revision)
+
+
 def _signed_paths(hub: Hub, target: Target) -> set[str]:
     """The ``build/<variant>/metadata.json.sigstore`` paths at the target's commit (offline: in the cache)."""
     if hub.offline:
@@ -320,14 +334,10 @@ def describe_kernel(
     ``metadata.json.sigstore`` and verifies the signature of ``metadata.json`` (the other files are not
     downloaded, so not checked: ``verify-signature`` does that). Nothing is imported.
     """
-    _check_repo_id(repo_id)
-    if version is not None and revision is not None:
-        raise UsageError("give at most one of version and revision")
-    operation = start_operation(backend, None)
+    operation = _start(repo_id, version, revision, backend)
     hub = operation.hub
     try:
-        version, revision = _default_revision(hub, repo_id, version, revision)
-        target = _resolve_target(hub, repo_id, version, revision)
+        target = _target(operation, repo_id, version, revision)
         decisions, probe = _decide(hub, target, operation.env, operation.backend, first_only=False)
         signed = _signed_paths(hub, target)
         variants: list[VariantInfo] = []
@@ -442,14 +452,10 @@ def verify_signatures(
     there is no trust gate. Raises :class:`~kernel_builder.errors.HubError` when the Hub cannot be asked,
     :class:`~kernel_builder.loader.NoCompatibleVariantError` when no variant suits this machine.
     """
-    _check_repo_id(repo_id)
-    if version is not None and revision is not None:
-        raise UsageError("give at most one of version and revision")
-    operation = start_operation(backend, None)
+    operation = _start(repo_id, version, revision, backend)
     hub = operation.hub
     try:
-        version, revision = _default_revision(hub, repo_id, version, revision)
-        target = _resolve_target(hub, repo_id, version, revision)
+        target = _target(operation, repo_id, version, revision)
         decisions, probe = _decide(hub, target, operation.env, operation.backend, first_only=not all_variants)
         if all_variants:
             names = sorted(decision.variant.variant_str for decision in decisions)
