@@ -36,7 +36,6 @@ from kernel_builder.formats.metadata import (
     METADATA_FILE,
     METADATA_LIMIT,
     Metadata,
-    parse_metadata,
     verify_digest,
 )
 from kernel_builder.loader.errors import KernelIntegrityError
@@ -376,7 +375,7 @@ def verify_variant(
     except Rejected as rejected:
         return SignatureCheck(rejected.kind, str(rejected))
     try:
-        metadata = parse_metadata(data, directory / METADATA_FILE, default_name=default_name)
+        metadata = Metadata.from_json(data, directory / METADATA_FILE, default_name=default_name)
     except ValueError as error:
         return SignatureCheck("invalid-metadata", str(error))
     if not check_files:
