@@ -17,6 +17,7 @@ from types import ModuleType
 
 import kernel_builder.loader.resolve as resolve
 import kernel_builder.loader.stale as stale
+from kernel_builder.common.env import env_flag
 from kernel_builder.formats import runtime as environment
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
@@ -29,7 +30,6 @@ from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     check_digest,
     check_python_dependencies,
-    env_flag,
     load_variant,
     read_variant_metadata,
 )
@@ -166,7 +166,7 @@ def _locate(root: Path, env: environment.Environment, backend: str, check_arch: 
             backend,
             lookup,
             gpus=probe,
-            check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+            check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
             first_only=True,
         )
         if decisions and isinstance(decisions[0], resolve.VariantAccepted):
