@@ -21,7 +21,6 @@ from kernel_builder.formats.metadata import (
     Provenance,
     ProvenanceEntry,
     digest_files,
-    is_commit_id,
     read_metadata,
     verify_digest,
 )
@@ -282,15 +281,6 @@ def test_legacy_files_round_trip_as_the_record_read() -> None:
     no_id = Metadata.from_json(json.dumps({"python-depends": [], "backend": {"type": "cpu"}}), path, default_name="old-kernel")
     assert "id" not in json.loads(no_id.to_json())
     assert Metadata.from_json(no_id.to_json(), path) == no_id
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("a" * 40, True), ("A" * 40, True), ("0" * 64, True), ("abcdef1", False), ("g" * 40, False), ("", False),
-     ("a" * 41, False), ("HEAD", False)],
-)  # fmt: skip
-def test_is_commit_id(text: str, expected: bool) -> None:
-    assert is_commit_id(text) is expected
 
 
 # --- digest_files -------------------------------------------------------------------------------------------

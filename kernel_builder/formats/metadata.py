@@ -25,7 +25,7 @@ import kernel_builder.backends as backends
 from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import digest_value, file_hashes, is_variant_file, scan_variant
-from kernel_builder.formats.identifiers import is_kernel_name, repo_id_problem, revision_problem
+from kernel_builder.formats.identifiers import is_git_object_id, is_kernel_name, repo_id_problem, revision_problem
 
 __all__ = [
     "DIGEST_ALGORITHMS",
@@ -36,7 +36,6 @@ __all__ = [
     "ProvenanceEntry",
     "digest_files",
     "digest_problems",
-    "is_commit_id",
     "read_metadata",
     "verify_digest",
 ]
@@ -51,14 +50,6 @@ DIGEST_ALGORITHMS = ("sha256", "sha512")
 # Top-level files that are not part of the digest: the metadata itself and its (future) signature.
 _UNDIGESTED_TOP_LEVEL = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
 
-
-def is_commit_id(text: str) -> bool:
-    """Whether ``text`` is a full git object id: 40 (SHA-1) or 64 (SHA-256) hexadecimal digits.
-
-    The only commit spelling ``provenance`` may hold: the ``kernels`` loader refuses a metadata.json whose commit
-    is abbreviated or a ref name, so the builder never writes one and the reader refuses one too.
-    """
-    return len(text) in (40, 64) and all(char in "0123456789abcdefABCDEF" for char in text)
 
 
 @dataclass(frozen=True)
@@ -304,7 +295,7 @@ def _parse_digest(fields: _Fields) -> Digest | None:
 def _parse_provenance_entry(table: _Fields) -> ProvenanceEntry:
     key = "commit" if "commit" in table.data else "sha"  # legacy alias
     commit = table.string(key)
-    if commit is not None and not is_commit_id(commit):
+    if commit is not None and not is_git_object_id(commit):
         raise table.error(
             key, f"expected a full git commit id (40 or 64 hexadecimal digits), got {json.dumps(commit)}"
         )

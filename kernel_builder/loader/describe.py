@@ -20,7 +20,7 @@ from typing import Any, Literal
 import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.env import env_flag
 from kernel_builder.errors import HubError, KernelBuilderError, UsageError
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem
@@ -380,7 +380,7 @@ def describe_local(
     """:func:`describe_kernel` for a local build (a kernel directory or its ``build/``), as upstream's
     ``kernels info PATH``. With ``signers`` a signed variant is verified in full: its files are all here."""
     base = _local_base(Path(path))
-    env = environment.detect_environment()
+    env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     found: dict[str, Metadata | None] = {}
     problems: dict[str, str] = {}

@@ -18,7 +18,7 @@ from types import ModuleType
 import kernel_builder.loader.resolve as resolve
 import kernel_builder.loader.stale as stale
 from kernel_builder.common.env import env_flag
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_repo_id
@@ -133,7 +133,7 @@ def _resolve(
     repo_path: str | os.PathLike[str], backend: str | None, check_arch: bool = True
 ) -> tuple[Path, str]:
     root = Path(os.path.abspath(repo_path))
-    env = environment.detect_environment()
+    env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     return _locate(root, env, selected, check_arch), selected
 
@@ -148,7 +148,7 @@ def _has_variant(names: list[str]) -> bool:
     return False
 
 
-def _locate(root: Path, env: environment.Environment, backend: str, check_arch: bool) -> Path:
+def _locate(root: Path, env: runtime.Environment, backend: str, check_arch: bool) -> Path:
     for base in (root, root / "build"):
         names = variant_directories(base)
         if not _has_variant(names):

@@ -23,7 +23,7 @@ import kernel_builder.loader.resolve as resolve
 from kernel_builder.common import toml
 from kernel_builder.common.env import env_flag
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, repo_id_problem, revision_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
@@ -328,7 +328,7 @@ def _variant_names(hub: Hub, target: Target) -> list[str]:
 def _decide(
     hub: Hub,
     target: Target,
-    env: environment.Environment,
+    env: runtime.Environment,
     backend: str,
     *,
     first_only: bool,
@@ -348,7 +348,7 @@ def _decide(
 
 
 def _choose(
-    hub: Hub, target: Target, env: environment.Environment, backend: str, *, check_arch: bool = True
+    hub: Hub, target: Target, env: runtime.Environment, backend: str, *, check_arch: bool = True
 ) -> str:
     """The preferred variant's directory name, or :class:`NoCompatibleVariantError` with the trace."""
     decisions, probe = _decide(hub, target, env, backend, first_only=True, check_arch=check_arch)
@@ -365,7 +365,7 @@ def _choose(
 
 @dataclass
 class Operation:
-    env: environment.Environment
+    env: runtime.Environment
     backend: str
     hub: Hub
 
@@ -373,7 +373,7 @@ class Operation:
 def start_operation(
     backend: str | None, caller_agent: str | Mapping[str, object] | None, offline: bool | None = None
 ) -> Operation:
-    env = environment.detect_environment()
+    env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     try:
         compute = compute_name(selected, env.backend_version if selected == env.backend else None)
