@@ -68,10 +68,7 @@ class BuildError(KernelBuilderError):
 
 
 class HubError(KernelBuilderError):
-    """An upload, lock or download failed, or the variants to upload were refused.
-
-    ``kernel_builder.publish.errors.PublishError`` is this class under the name upload's callers catch.
-    """
+    """An upload, lock or download failed, or the variants to upload were refused."""
 
 
 class HubConnectionError(HubError, ConnectionError):
