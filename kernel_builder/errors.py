@@ -3,7 +3,7 @@
 Library code raises these; only the CLI's ``main()`` turns them into a message and an exit status:
 
 - :class:`KernelBuilderError` and every subclass not listed below: the operation failed (exit 1) —
-  :class:`BuildError`, :class:`HubError` (``PublishError``), the loader's and ``kernelize``'s errors.
+  :class:`BuildError`, :class:`HubError`, the loader's and ``kernelize``'s errors.
 - :class:`UsageError` and its subclass :class:`ConfigError`: the user asked for something invalid — a bad
   flag, argument or path, or an invalid configuration file (exit 2).
 
