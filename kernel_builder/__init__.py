@@ -32,9 +32,10 @@ def _public_names() -> list[str]:
 
 def _is_submodule(name: str) -> bool:
     """Whether ``kernel_builder.<name>`` is a module or package of this package (found, not imported)."""
+    import os.path
     from importlib.machinery import PathFinder
 
-    return PathFinder.find_spec(name, __path__) is not None
+    return PathFinder.find_spec(name, [os.path.dirname(__file__)]) is not None
 
 
 def __getattr__(name: str) -> Any:

@@ -46,7 +46,7 @@ def our_view(meta: Metadata) -> dict[str, Any]:
 
 def upstream_view(path: Path) -> dict[str, Any]:
     """``path`` (a metadata.json) as the ``kernels`` package's own reader parses it."""
-    from kernels import Metadata as UpstreamMetadata  # the Rust-backed reader of kernels 0.17.2
+    from kernels import Metadata as UpstreamMetadata  # type: ignore[import-untyped]  # kernels 0.17.2's reader
 
     meta = UpstreamMetadata.read_from_file(path)
     provenance = None
@@ -55,7 +55,9 @@ def upstream_view(path: Path) -> dict[str, Any]:
         provenance = {
             "kernel-builder": {
                 "version": builder.version,
-                "git": None if builder.git is None else {"commit": builder.git.commit, "dirty": builder.git.dirty},
+                "git": None
+                if builder.git is None
+                else {"commit": builder.git.commit, "dirty": builder.git.dirty},
             },
             "kernel": None if kernel is None else {"commit": kernel.commit, "dirty": kernel.dirty},
         }

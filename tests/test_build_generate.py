@@ -587,9 +587,7 @@ cuda-capabilities = ["7.5", "10.0+PTX"]
     assert by_name["_torch_binding"].archs == variant.archs == union
     components = gen.components()
     for component in by_name.values():
-        assert components[component_target(component)]["GENCODE"] == gpu_archs.gencode_flags(
-            component.archs
-        )
+        assert components[component_target(component)]["GENCODE"] == gpu_archs.gencode_flags(component.archs)
     assert components["kb_binding"]["SOURCES"] == [
         str(root / "torch-ext/torch_binding.cpp"),
         str(root / "torch-ext/binding_kernels.cu"),

@@ -325,7 +325,9 @@ def test_the_kernels_loader_reads_what_we_write(tmp_path: Path, backend: str) ->
         plan = variant_plan(project, backend.removeprefix("noarch-"))
         out = assemble(project, plan, UID, project.root / "build", None, kernel, None)
     else:
-        _, _, out = build_aot(tmp_path, backend, native=("9.0", "12.0") if backend == "cuda" else None, provenance=kernel)
+        _, _, out = build_aot(
+            tmp_path, backend, native=("9.0", "12.0") if backend == "cuda" else None, provenance=kernel
+        )
     ours = read_metadata(out)
     assert ours.provenance is not None and ours.provenance.kernel == kernel
     assert upstream_view(out / "metadata.json") == our_view(ours)

@@ -840,7 +840,10 @@ def test_offline_variant_of_another_torch_fails_without_an_environment(
         (["--provenance-commit", "abc"], "--provenance-commit 'abc' is not a full git commit id"),
         # abbreviated or upper-case: the kernels loader would refuse the metadata.json it ends up in
         (["--provenance-commit", "abcdef1"], "--provenance-commit 'abcdef1' is not a full git commit id"),
-        (["--provenance-commit", "AB" * 20], f"--provenance-commit '{'AB' * 20}' is not a full git commit id"),
+        (
+            ["--provenance-commit", "AB" * 20],
+            f"--provenance-commit '{'AB' * 20}' is not a full git commit id",
+        ),
     ],
 )
 def test_provenance_flags_are_checked(
@@ -859,6 +862,8 @@ def test_provenance_flags_replace_git(tmp_path: Path, use_matrix: Matrix) -> Non
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     options = BuildOptions(provenance=ProvenanceEntry(commit=commit, dirty=True))
-    assert variant_provenance(loaded(tmp_path), options.provenance) == ProvenanceEntry(commit=commit, dirty=True)
+    assert variant_provenance(loaded(tmp_path), options.provenance) == ProvenanceEntry(
+        commit=commit, dirty=True
+    )
     # Without them, the kernel's git work tree decides (here: none).
     assert variant_provenance(loaded(tmp_path), BuildOptions().provenance) is None

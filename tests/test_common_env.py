@@ -91,7 +91,10 @@ def test_hf_variables_read_as_huggingface_hub_reads_them(monkeypatch: pytest.Mon
     ],
 )
 def test_offline_is_huggingface_hubs_rule(
-    monkeypatch: pytest.MonkeyPatch, hf_hub_offline: str | None, transformers_offline: str | None, expected: bool
+    monkeypatch: pytest.MonkeyPatch,
+    hf_hub_offline: str | None,
+    transformers_offline: str | None,
+    expected: bool,
 ) -> None:
     for name, value in (("HF_HUB_OFFLINE", hf_hub_offline), ("TRANSFORMERS_OFFLINE", transformers_offline)):
         if value is not None:

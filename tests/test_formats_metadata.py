@@ -165,12 +165,12 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
         (  # the kernels loader refuses an abbreviated commit, so a build never writes one
             {**MINIMAL, "provenance": {"kernel": {"commit": "abcdef1", "dirty": False}}},
             "invalid field 'provenance.kernel.commit': expected a full git commit id (40 or 64 hexadecimal "
-            "digits), got \"abcdef1\"",
+            'digits), got "abcdef1"',
         ),
         (
             {**MINIMAL, "provenance": {"sha": "HEAD"}},
             "invalid field 'provenance.sha': expected a full git commit id (40 or 64 hexadecimal digits), "
-            "got \"HEAD\"",
+            'got "HEAD"',
         ),
     ],
 )
@@ -278,7 +278,9 @@ def test_legacy_files_round_trip_as_the_record_read() -> None:
     legacy = Metadata.from_json(json.dumps({**MINIMAL, "provenance": {"sha": "b" * 40}}), path)
     assert json.loads(legacy.to_json())["provenance"] == {"kernel": {"commit": "b" * 40}}
     assert Metadata.from_json(legacy.to_json(), path) == legacy
-    no_id = Metadata.from_json(json.dumps({"python-depends": [], "backend": {"type": "cpu"}}), path, default_name="old-kernel")
+    no_id = Metadata.from_json(
+        json.dumps({"python-depends": [], "backend": {"type": "cpu"}}), path, default_name="old-kernel"
+    )
     assert "id" not in json.loads(no_id.to_json())
     assert Metadata.from_json(no_id.to_json(), path) == no_id
 

@@ -25,7 +25,12 @@ import kernel_builder.backends as backends
 from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import digest_value, file_hashes, is_variant_file, scan_variant
-from kernel_builder.formats.identifiers import is_git_object_id, is_kernel_name, repo_id_problem, revision_problem
+from kernel_builder.formats.identifiers import (
+    is_git_object_id,
+    is_kernel_name,
+    repo_id_problem,
+    revision_problem,
+)
 
 __all__ = [
     "DIGEST_ALGORITHMS",
@@ -49,7 +54,6 @@ DIGEST_ALGORITHMS = ("sha256", "sha512")
 
 # Top-level files that are not part of the digest: the metadata itself and its (future) signature.
 _UNDIGESTED_TOP_LEVEL = frozenset({METADATA_FILE, METADATA_FILE + ".sigstore"})
-
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ without running it (``info``, ``versions``, ``verify-signature``); the errors ar
 :mod:`~kernel_builder.loader.errors`'. The loader never prints: it warns with ``warnings.warn`` and logs to the
 ``kernel_builder`` logger.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -284,7 +284,9 @@ def _choose_or_download(locked: _Locked, verify_digest: bool | None) -> _Chosen:
         )
 
     def download() -> tuple[Path, Metadata]:
-        verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST", default=True) if verify_digest is None else verify_digest
+        verify = (
+            env_flag("KERNEL_BUILDER_VERIFY_DIGEST", default=True) if verify_digest is None else verify_digest
+        )
         tree = variant_tree(hub.tree_files(repo, entry.sha, f"build/{variant}"), variant)
         return fetch_locked_variant(
             hub,
