@@ -30,12 +30,23 @@ def _public_names() -> list[str]:
     return sorted(names)
 
 
+def _is_submodule(name: str) -> bool:
+    """Whether ``kernel_builder.<name>`` is a module or package of this package (found, not imported)."""
+    import os.path
+    from importlib.machinery import PathFinder
+
+    return PathFinder.find_spec(name, [os.path.dirname(__file__)]) is not None
+
+
 def __getattr__(name: str) -> Any:
     if name == "__all__":
         value: Any = _public_names()
     elif name == "load":
         value = importlib.import_module(_LOAD).load
-    elif name.startswith("__"):  # probes for module dunders (__path__, __wrapped__, ...) import nothing
+    elif name.startswith("__") or _is_submodule(name):
+        # Probes for module dunders (__path__, __wrapped__, ...) import nothing; nor does a submodule not yet
+        # imported: `from kernel_builder import errors` asks for the attribute before importing the submodule,
+        # and a miss here lets the import system import it alone.
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     else:
         for source in _SOURCES:

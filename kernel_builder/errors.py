@@ -3,7 +3,7 @@
 Library code raises these; only the CLI's ``main()`` turns them into a message and an exit status:
 
 - :class:`KernelBuilderError` and every subclass not listed below: the operation failed (exit 1) —
-  :class:`BuildError`, :class:`HubError` (``PublishError``), the loader's and ``kernelize``'s errors.
+  :class:`BuildError`, :class:`HubError`, the loader's and ``kernelize``'s errors.
 - :class:`UsageError` and its subclass :class:`ConfigError`: the user asked for something invalid — a bad
   flag, argument or path, or an invalid configuration file (exit 2).
 
@@ -68,10 +68,7 @@ class BuildError(KernelBuilderError):
 
 
 class HubError(KernelBuilderError):
-    """An upload, lock or download failed, or the variants to upload were refused.
-
-    ``kernel_builder.publish.errors.PublishError`` is this class under the name upload's callers catch.
-    """
+    """An upload, lock or download failed, or the variants to upload were refused."""
 
 
 class HubConnectionError(HubError, ConnectionError):

@@ -49,6 +49,7 @@ from huggingface_hub.hf_api import RepoFile, RepoFolder
 from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
 
 from kernel_builder import __version__
+from kernel_builder.common.env import hf_flag
 from kernel_builder.common.safe_fs import UnsafeFileError, describe_mode, read_bounded, write_inside
 from kernel_builder.errors import HubConnectionError, KernelBuilderError, UsageError
 from kernel_builder.formats.files import HUB_IGNORE_PATTERNS
@@ -84,7 +85,6 @@ KERNEL = "kernel"
 MODEL = "model"
 REPO_TYPES = (KERNEL, MODEL)
 LIBRARY_NAME = "kernel_builder"
-_TRUE = frozenset({"1", "true", "yes", "on"})
 _REF_FILE_LIMIT = 4096  # a ref file holds one commit id
 T = TypeVar("T")
 
@@ -251,10 +251,6 @@ def _failure(error: BaseException, policy: NetworkPolicy) -> tuple[str, float | 
 # --- environment, read at every call (docs/loading.md) -----------------------------------------------------------------
 
 
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in _TRUE
-
-
 def endpoint() -> str:
     """``HF_ENDPOINT`` without a trailing ``/``, else the real Hub."""
     return (os.environ.get("HF_ENDPOINT", "").strip() or DEFAULT_ENDPOINT).rstrip("/")
@@ -278,12 +274,13 @@ def cache_location() -> tuple[Path, str]:
 
 
 def is_offline() -> bool:
-    """Offline when ``HF_HUB_OFFLINE`` is truthy now, or ``huggingface_hub`` was imported in offline mode."""
-    return _truthy("HF_HUB_OFFLINE") or bool(constants.HF_HUB_OFFLINE)
+    """Offline when ``HF_HUB_OFFLINE`` (else ``TRANSFORMERS_OFFLINE``) is on now, by ``huggingface_hub``'s rule,
+    or ``huggingface_hub`` was imported in offline mode."""
+    return hf_flag("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") or bool(constants.HF_HUB_OFFLINE)
 
 
 def telemetry_disabled() -> bool:
-    return any(_truthy(name) for name in ("HF_HUB_DISABLE_TELEMETRY", "DISABLE_TELEMETRY", "DO_NOT_TRACK"))
+    return any(hf_flag(name) for name in ("HF_HUB_DISABLE_TELEMETRY", "DISABLE_TELEMETRY", "DO_NOT_TRACK"))
 
 
 def user_agent(

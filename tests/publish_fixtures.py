@@ -16,7 +16,7 @@ from hub_server import HubServer, LoggedRequest
 from loader_fixtures import make_env, reset_loader, write_variant
 
 from kernel_builder import cli
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.loader import resolve, trust
 
 REPO = "org/relu"
@@ -122,7 +122,7 @@ def history(hub: HubServer, revision: str, repo_id: str = REPO) -> list[str]:
 @pytest.fixture
 def cpu_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A CPU-only x86_64 Linux machine with Torch 2.12, a fresh loader, and fresh trust verdicts."""
-    monkeypatch.setattr(environment, "detect_environment", lambda: CPU_ENV)
+    monkeypatch.setattr(runtime, "detect_environment", lambda: CPU_ENV)
     monkeypatch.setattr(resolve, "probe_gpus", lambda backend: [])
     for name in ("KERNEL_BUILDER_VERIFY_DIGEST", "KERNEL_BUILDER_CHECK_GPU_ARCH"):
         monkeypatch.delenv(name, raising=False)

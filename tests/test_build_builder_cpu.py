@@ -510,7 +510,7 @@ def test_noop_rebuild_skips_torch_check_configure_and_import_check(
     from kernel_builder import cli
     from kernel_builder.build import builder
     from kernel_builder.build.check import import_check
-    from kernel_builder.build.compile import ninja_build as compile_stage
+    from kernel_builder.build.compile import ninja_build
     from kernel_builder.build.generate import project as project_stage
 
     def forbidden(what: str):  # type: ignore[no-untyped-def]
@@ -520,7 +520,7 @@ def test_noop_rebuild_skips_torch_check_configure_and_import_check(
         return fail
 
     monkeypatch.setattr(project_stage, "torch_details", forbidden("Torch check"))
-    monkeypatch.setattr(compile_stage, "configure", forbidden("configure"))
+    monkeypatch.setattr(ninja_build, "configure", forbidden("configure"))
     monkeypatch.setattr(import_check, "check_import", forbidden("import check"))
     monkeypatch.setattr(builder, "assemble", forbidden("assembly"))
     before = _state(mutable)

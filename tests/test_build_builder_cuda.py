@@ -48,8 +48,8 @@ from build_fixtures import (
     torch_includes,
     variant_files,
 )
+from cuobjdump_listing import cuobjdump_names, expected_cuobjdump_images
 
-from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.generate.registration import registration_header
 from kernel_builder.build.plan.unique_id import compute_unique_id
 from kernel_builder.config import load_project
@@ -103,8 +103,8 @@ def tiny_b(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
 def cuobjdump_images(cuda_py: Path, binary: Path) -> tuple[set[str], set[str]]:
     """(ELF, PTX) image names of an object file or shared object."""
     tool = cuobjdump(cuda_py)
-    elf = capabilities.cuobjdump_names(tool_output([tool, "--list-elf", binary]))
-    ptx = capabilities.cuobjdump_names(tool_output([tool, "--list-ptx", binary]))
+    elf = cuobjdump_names(tool_output([tool, "--list-elf", binary]))
+    ptx = cuobjdump_names(tool_output([tool, "--list-ptx", binary]))
     return elf, ptx
 
 
@@ -247,7 +247,7 @@ PROBE_IMAGES = {
 @pytest.mark.parametrize("component", sorted(PROBE_IMAGES))
 def test_component_object_has_exactly_its_capabilities(probe: Built, cuda_py: Path, component: str) -> None:
     expected = PROBE_IMAGES[component]
-    assert capabilities.expected_cuobjdump_images(PROBE_EFFECTIVE[component]) == expected
+    assert expected_cuobjdump_images(PROBE_EFFECTIVE[component]) == expected
     (cu_object,) = [
         p for p in object_files(probe.cmake_build, f"kb_kernel_{component}") if p.name.endswith(".cu.o")
     ]
@@ -257,7 +257,7 @@ def test_component_object_has_exactly_its_capabilities(probe: Built, cuda_py: Pa
 def test_binding_cu_has_the_union_of_capabilities(probe: Built, cuda_py: Path) -> None:
     (cu_object,) = [p for p in object_files(probe.cmake_build, "kb_binding") if p.name.endswith(".cu.o")]
     expected = ({"sm_75", "sm_80", "sm_90", "sm_90a", "sm_100"}, {"sm_90"})
-    assert capabilities.expected_cuobjdump_images(PROBE_UNION) == expected
+    assert expected_cuobjdump_images(PROBE_UNION) == expected
     assert cuobjdump_images(cuda_py, cu_object) == expected
 
 
@@ -294,7 +294,7 @@ def test_relu_builds_the_full_default_list(relu: Built, cuda_py: Path) -> None:
         "sm_121",
     }
     assert ptx == {"sm_121"}
-    assert (elf, ptx) == capabilities.expected_cuobjdump_images(DEFAULT_13_0)
+    assert (elf, ptx) == expected_cuobjdump_images(DEFAULT_13_0)
 
 
 def test_relu_cuda_build_is_manylinux_clean(relu: Built) -> None:

@@ -37,8 +37,9 @@ from build_fixtures import (
     tool_output,
     write_tree,
 )
+from cuobjdump_listing import cuobjdump_names, expected_cuobjdump_images
 
-from kernel_builder.backends import gpu_archs as capabilities
+from kernel_builder.backends import gpu_archs
 
 pytestmark = [pytest.mark.slow, pytest.mark.cuda]
 
@@ -153,7 +154,7 @@ def test_metadata_of_both_variants(two_variants: TwoVariants) -> None:
         assert isinstance(data["backend"], dict) and data["backend"]["type"] == backend
     assert cpu["backend"] == {"type": "cpu"}
     assert cuda["backend"] == {"type": "cuda", "archs": DEFAULT_13_0}
-    assert DEFAULT_13_0 == list(capabilities.default_capabilities((13, 0)))
+    assert DEFAULT_13_0 == list(gpu_archs.default_capabilities((13, 0)))
     cpu_id, cuda_id = str(cpu["id"]), str(cuda["id"])
     assert re.fullmatch(r"_relu_cpu_[0-9a-f]{10}", cpu_id) and re.fullmatch(
         r"_relu_cuda_[0-9a-f]{10}", cuda_id
@@ -194,9 +195,9 @@ def test_cpu_variant_runs_with_the_cpu_test_torch(two_variants: TwoVariants) -> 
 def test_cuda_variant_carries_the_default_sass(two_variants: TwoVariants) -> None:
     tool = cuobjdump(cuda_env_python(two_variants.cache))
     so = extension(two_variants.build / CUDA_VARIANT)
-    elf = capabilities.cuobjdump_names(tool_output([tool, "--list-elf", so]))
-    ptx = capabilities.cuobjdump_names(tool_output([tool, "--list-ptx", so]))
-    assert (elf, ptx) == capabilities.expected_cuobjdump_images(DEFAULT_13_0)
+    elf = cuobjdump_names(tool_output([tool, "--list-elf", so]))
+    ptx = cuobjdump_names(tool_output([tool, "--list-ptx", so]))
+    assert (elf, ptx) == expected_cuobjdump_images(DEFAULT_13_0)
     assert ptx == {"sm_121"}
 
 
@@ -301,7 +302,7 @@ def test_cu126_variant_of_relu_carries_cuda_12_6_images(tmp_path: Path, env_cach
         ["build", root, "--variant", CU126_VARIANT], env={"KERNEL_BUILDER_CACHE": str(env_cache)}
     ).check()
     printed("examples/relu cu126 build", run.seconds)
-    archs = capabilities.default_capabilities((12, 6))
+    archs = gpu_archs.default_capabilities((12, 6))
     assert metadata(root / "build" / CU126_VARIANT)["backend"] == {"type": "cuda", "archs": list(archs)}
     binary = extension(root / "build" / CU126_VARIANT)
     python = (
@@ -310,7 +311,7 @@ def test_cu126_variant_of_relu_carries_cuda_12_6_images(tmp_path: Path, env_cach
         / "python"
     )
     tool = cuobjdump(python)
-    elf = capabilities.cuobjdump_names(tool_output([tool, "--list-elf", binary]))
-    ptx = capabilities.cuobjdump_names(tool_output([tool, "--list-ptx", binary]))
-    assert (elf, ptx) == capabilities.expected_cuobjdump_images(archs)
+    elf = cuobjdump_names(tool_output([tool, "--list-elf", binary]))
+    ptx = cuobjdump_names(tool_output([tool, "--list-ptx", binary]))
+    assert (elf, ptx) == expected_cuobjdump_images(archs)
     assert run_cli(["check-abi", root / "build" / CU126_VARIANT]).returncode == 0

@@ -21,7 +21,7 @@ from fake_torch import make_fake_torch
 from stage_fixtures import CU130_213, fake_host, fake_interpreter, load, write_files
 
 import kernel_builder
-from kernel_builder.backends import gpu_archs as capabilities
+from kernel_builder.backends import gpu_archs
 from kernel_builder.build.compile import toolchain
 from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
 from kernel_builder.build.compile.toolchain import CudaToolkit
@@ -36,7 +36,7 @@ from kernel_builder.build.generate.registration import GENERATED_MARKER, is_gene
 from kernel_builder.build.plan.planner import VariantPlan, plan_build
 from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.errors import BuildError
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 
 UID = "0123456789"
 
@@ -171,7 +171,7 @@ def test_noarch_ops_py_is_deterministic_and_python39() -> None:
 
 def test_noarch_ops_py_embeds_the_shared_function_verbatim() -> None:
     text = noarch_ops_py("golden", UID)
-    assert inspect.getsource(environment.detect_backend) in text
+    assert inspect.getsource(runtime.detect_backend) in text
     tree = ast.parse(text)
     assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)] == [
         "detect_backend",
@@ -221,8 +221,8 @@ def test_embedded_detection_agrees(
     monkeypatch: pytest.MonkeyPatch, torch: types.SimpleNamespace, backend: str
 ) -> None:
     embedded = run_noarch_ops(monkeypatch, torch)["detect_backend"]
-    assert embedded is not environment.detect_backend
-    assert embedded(torch) == environment.detect_backend(torch)
+    assert embedded is not runtime.detect_backend
+    assert embedded(torch) == runtime.detect_backend(torch)
     assert embedded(torch)[0] == backend
 
 
@@ -587,9 +587,7 @@ cuda-capabilities = ["7.5", "10.0+PTX"]
     assert by_name["_torch_binding"].archs == variant.archs == union
     components = gen.components()
     for component in by_name.values():
-        assert components[component_target(component)]["GENCODE"] == capabilities.gencode_flags(
-            component.archs
-        )
+        assert components[component_target(component)]["GENCODE"] == gpu_archs.gencode_flags(component.archs)
     assert components["kb_binding"]["SOURCES"] == [
         str(root / "torch-ext/torch_binding.cpp"),
         str(root / "torch-ext/binding_kernels.cu"),
@@ -607,9 +605,9 @@ def test_torch_cu_uses_the_default_list_when_no_component_has_archs(tmp_path: Pa
     )
     variant, gen = generate(tmp_path, root, CU130_213, toolkit=toolkit_for(tmp_path, (13, 0)))
     assert [c.name for c in variant.components] == ["_torch_binding"]  # gen_cuda is dropped by cuda-minver
-    default = capabilities.default_capabilities((13, 0))
+    default = gpu_archs.default_capabilities((13, 0))
     assert variant.archs == default
-    assert gen.components()["kb_binding"]["GENCODE"] == capabilities.gencode_flags(default)
+    assert gen.components()["kb_binding"]["GENCODE"] == gpu_archs.gencode_flags(default)
 
 
 @pytest.mark.parametrize(

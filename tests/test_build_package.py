@@ -16,23 +16,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from metadata_views import our_view, upstream_view
 from stage_fixtures import CPU_213, CU130_213, fake_host, load, write_files
 
 import kernel_builder
 from kernel_builder.build import package
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.build.package import (
-    Provenance,
     assemble,
     check_op_namespaces,
     git_provenance,
-    metadata_dict,
     sync_card,
+    variant_metadata,
 )
 from kernel_builder.build.plan.planner import VariantPlan, plan_build
 from kernel_builder.build.plan.sources import id_input_files
 from kernel_builder.config import KernelProject
 from kernel_builder.errors import BuildError
+from kernel_builder.formats.metadata import ProvenanceEntry, read_metadata
 
 UID = "0123456789"
 SO_BYTES = b"\x7fELF not really a shared object"
@@ -314,6 +315,25 @@ def test_metadata_of_noarch_variants(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("backend", ["cpu", "cuda", "noarch-rocm"])
+def test_the_kernels_loader_reads_what_we_write(tmp_path: Path, backend: str) -> None:
+    """Every variant's metadata.json, read by the ``kernels`` loader's own parser, holds the values ours reads,
+    provenance included."""
+    kernel = ProvenanceEntry(commit="0123456789abcdef" * 2 + "01234567", dirty=True)
+    if backend.startswith("noarch-"):
+        project = noarch_project(tmp_path)
+        plan = variant_plan(project, backend.removeprefix("noarch-"))
+        out = assemble(project, plan, UID, project.root / "build", None, kernel, None)
+    else:
+        _, _, out = build_aot(
+            tmp_path, backend, native=("9.0", "12.0") if backend == "cuda" else None, provenance=kernel
+        )
+    ours = read_metadata(out)
+    assert ours.provenance is not None and ours.provenance.kernel == kernel
+    assert upstream_view(out / "metadata.json") == our_view(ours)
+    assert (out / "metadata.json").read_text(encoding="utf-8") == ours.to_json()  # the model writes the file
+
+
 @pytest.mark.parametrize("backend", ["cpu", "cuda"])
 def test_digest_is_recomputed(tmp_path: Path, backend: str) -> None:
     _, _, out = build_aot(tmp_path, backend)
@@ -324,12 +344,12 @@ def test_digest_is_recomputed(tmp_path: Path, backend: str) -> None:
     assert all(value.endswith("=") for value in digest["files"].values())  # 32 bytes: padded base64
 
 
-def test_metadata_dict_omits_empty_archs(tmp_path: Path) -> None:
+def test_variant_metadata_omits_empty_archs(tmp_path: Path) -> None:
     project = aot_project(tmp_path)
     plan = variant_plan(project, "cuda")
     empty = VariantPlan(plan.variant, "cuda", plan.ops_name, plan.components, ())
-    assert metadata_dict(project, empty, {}, None)["backend"] == {"type": "cuda"}
-    with_commit = metadata_dict(project, plan, {}, Provenance("a" * 40, True))
+    assert variant_metadata(project, empty, {}, None).to_dict()["backend"] == {"type": "cuda"}
+    with_commit = variant_metadata(project, plan, {}, ProvenanceEntry(commit="a" * 40, dirty=True)).to_dict()
     assert with_commit["provenance"] == {
         "kernel-builder": {"version": kernel_builder.__version__},
         "kernel": {"commit": "a" * 40, "dirty": True},
@@ -350,7 +370,7 @@ def git(cwd: Path, *args: str) -> str:
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
-def provenance(project: KernelProject) -> Provenance | None:
+def provenance(project: KernelProject) -> ProvenanceEntry | None:
     return git_provenance(project, id_input_files(project))
 
 
@@ -372,13 +392,13 @@ def repo(tmp_path: Path) -> KernelProject:
 
 @needs_git
 def test_provenance_of_a_clean_tree(repo: KernelProject, tmp_path: Path) -> None:
-    assert provenance(repo) == Provenance(git(tmp_path, "rev-parse", "HEAD"), False)
+    assert provenance(repo) == ProvenanceEntry(commit=git(tmp_path, "rev-parse", "HEAD"), dirty=False)
     # Changes to files that are not id inputs keep it clean.
     write_files(
         repo.root, {"torch-ext/pack/notes.txt": "edited\n", "README.md": "new\n", "pack_cpu/unlisted.h": ""}
     )
     write_files(tmp_path, {"other/readme.md": "edited\n"})
-    assert provenance(repo) == Provenance(git(tmp_path, "rev-parse", "HEAD"), False)
+    assert provenance(repo) == ProvenanceEntry(commit=git(tmp_path, "rev-parse", "HEAD"), dirty=False)
 
 
 @pytest.mark.parametrize(
@@ -415,7 +435,7 @@ def test_provenance_is_dirty_when_an_id_input_changes(
     else:
         (root / "torch-ext/pack/layers/sub/deep.py").unlink()
     project = load(root)
-    assert provenance(project) == Provenance(git(tmp_path, "rev-parse", "HEAD"), True)
+    assert provenance(project) == ProvenanceEntry(commit=git(tmp_path, "rev-parse", "HEAD"), dirty=True)
 
 
 @needs_git

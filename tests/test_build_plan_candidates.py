@@ -836,8 +836,14 @@ def test_offline_variant_of_another_torch_fails_without_an_environment(
     ("args", "message"),
     [
         (["--provenance-dirty"], "--provenance-dirty needs --provenance-commit"),
-        (["--provenance-commit", "HEAD"], "--provenance-commit 'HEAD' is not a git commit id"),
-        (["--provenance-commit", "abc"], "--provenance-commit 'abc' is not a git commit id"),
+        (["--provenance-commit", "HEAD"], "--provenance-commit 'HEAD' is not a full git commit id"),
+        (["--provenance-commit", "abc"], "--provenance-commit 'abc' is not a full git commit id"),
+        # abbreviated or upper-case: the kernels loader would refuse the metadata.json it ends up in
+        (["--provenance-commit", "abcdef1"], "--provenance-commit 'abcdef1' is not a full git commit id"),
+        (
+            ["--provenance-commit", "AB" * 20],
+            f"--provenance-commit '{'AB' * 20}' is not a full git commit id",
+        ),
     ],
 )
 def test_provenance_flags_are_checked(
@@ -851,10 +857,13 @@ def test_provenance_flags_are_checked(
 
 
 def test_provenance_flags_replace_git(tmp_path: Path, use_matrix: Matrix) -> None:
-    from kernel_builder.build.package import Provenance, variant_provenance
+    from kernel_builder.build.package import variant_provenance
+    from kernel_builder.formats.metadata import ProvenanceEntry
 
     commit = "0123456789abcdef0123456789abcdef01234567"
-    options = BuildOptions(provenance=Provenance(commit, dirty=True))
-    assert variant_provenance(loaded(tmp_path), options.provenance) == Provenance(commit, True)
+    options = BuildOptions(provenance=ProvenanceEntry(commit=commit, dirty=True))
+    assert variant_provenance(loaded(tmp_path), options.provenance) == ProvenanceEntry(
+        commit=commit, dirty=True
+    )
     # Without them, the kernel's git work tree decides (here: none).
     assert variant_provenance(loaded(tmp_path), BuildOptions().provenance) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from cuobjdump_listing import cuobjdump_names, expected_cuobjdump_images
 
 from kernel_builder.backends.gpu_archs import (
     CAPABILITY_RE,
@@ -10,11 +11,9 @@ from kernel_builder.backends.gpu_archs import (
     ROCM_SUPPORTED_ARCHS,
     Capability,
     Selection,
-    cuobjdump_names,
     default_capabilities,
     default_targets,
     device_runs,
-    expected_cuobjdump_images,
     explicit_archs,
     gencode_flags,
     parse_capability,

@@ -6,7 +6,7 @@ import pytest
 
 from kernel_builder.formats.identifiers import (
     is_commit_id,
-    is_ref_name,
+    is_git_object_id,
     is_repo_id,
     ref_name_problem,
     repo_id_problem,
@@ -76,7 +76,7 @@ def test_commit_ids() -> None:
     "value", ["main", "v1", "refs/pr/12", "feature/x.y", "release-2.0", "a@b", "x.lock.y"]
 )
 def test_valid_ref_names(value: str) -> None:
-    assert ref_name_problem(value) is None and is_ref_name(value)
+    assert ref_name_problem(value) is None
     assert revision_problem(value) is None
 
 
@@ -113,3 +113,13 @@ def test_invalid_ref_names(value: object, problem: str) -> None:
 
 def test_a_commit_id_is_a_revision() -> None:
     assert revision_problem("f" * 40) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("a" * 40, True), ("A" * 40, True), ("0" * 64, True), ("abcdef1", False), ("g" * 40, False), ("", False),
+     ("a" * 41, False), ("HEAD", False)],
+)  # fmt: skip
+def test_git_object_ids_of_provenance(text: str, expected: bool) -> None:
+    """What metadata.json may record as a commit: either hash, either case (not only the Hub's form)."""
+    assert is_git_object_id(text) is expected

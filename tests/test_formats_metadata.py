@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from loader_fixtures import LAYERS, OPS, recompute_digest, write_variant
+from metadata_views import our_view, upstream_view
 
 from kernel_builder.formats import metadata as metadata_module
 from kernel_builder.formats.metadata import (
@@ -161,6 +162,16 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
             {**MINIMAL, "provenance": {"kernel": {"dirty": "yes"}}},
             "invalid field 'provenance.kernel.dirty': expected true or false, got \"yes\"",
         ),
+        (  # the kernels loader refuses an abbreviated commit, so a build never writes one
+            {**MINIMAL, "provenance": {"kernel": {"commit": "abcdef1", "dirty": False}}},
+            "invalid field 'provenance.kernel.commit': expected a full git commit id (40 or 64 hexadecimal "
+            'digits), got "abcdef1"',
+        ),
+        (
+            {**MINIMAL, "provenance": {"sha": "HEAD"}},
+            "invalid field 'provenance.sha': expected a full git commit id (40 or 64 hexadecimal digits), "
+            'got "HEAD"',
+        ),
     ],
 )
 def test_invalid_fields_name_path_field_and_reason(
@@ -181,6 +192,97 @@ def test_invalid_json_and_top_level(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as caught:
         read_metadata(path)
     assert str(caught.value) == f"{path}: expected a JSON object at the top level, got list"
+
+
+# --- one model, written and read (and read by the kernels loader) -----------------------------------------
+
+FULL = Metadata(
+    name="fused-gelu",
+    id="_fused_gelu_cuda_3f9a0c2b7d",
+    version=2,
+    license="Apache-2.0",
+    upstream="https://github.com/org/gelu.git",
+    source="https://github.com/org/kernels.git",
+    python_depends=("einops", "nvidia-cutlass-dsl"),
+    kernel_depends=(KernelDependency("org/a", version=2), KernelDependency("org/b", revision="main")),
+    backend_type="cuda",
+    backend_archs=("8.0", "9.0a", "10.0+PTX"),
+    arch_selection="native",
+    digest=Digest("sha256", {"__init__.py": "AAAA", "layers/x.py": "BBBB"}),
+    provenance=Provenance(
+        kernel=ProvenanceEntry(commit="a" * 40, dirty=True), kernel_builder=ProvenanceEntry(version="0.1.0")
+    ),
+)
+NOARCH = Metadata(
+    name="relu", id="_relu_cpu_0123456789", version=1, license="MIT", python_depends=(), backend_type="cpu",
+    digest=Digest("sha256", {}), provenance=Provenance(kernel_builder=ProvenanceEntry(version="0.1.0")),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("meta", [FULL, NOARCH], ids=["full", "noarch"])
+def test_what_we_write_both_readers_read_back(tmp_path: Path, meta: Metadata) -> None:
+    path = tmp_path / "metadata.json"
+    path.write_text(meta.to_json(), encoding="utf-8")
+    assert read_metadata(path) == meta
+    assert Metadata.from_json(meta.to_json(), path) == meta  # text and bytes alike
+    assert upstream_view(path) == our_view(meta)
+
+
+def test_written_layout_is_the_documented_one() -> None:
+    """Keys in the documented order, 2-space indentation, a trailing newline; kernel-builder before kernel."""
+    text = FULL.to_json()
+    assert text.endswith("}\n") and text.startswith('{\n  "name": "fused-gelu",\n  "id": ')
+    assert list(json.loads(text)) == [
+        "name", "id", "version", "license", "upstream", "source", "python-depends", "kernel-depends",
+        "backend", "arch-selection", "digest", "provenance",
+    ]  # fmt: skip
+    assert list(json.loads(text)["provenance"]) == ["kernel-builder", "kernel"]
+    minimal = json.loads(NOARCH.to_json())
+    assert (minimal["kernel-depends"], minimal["backend"]) == ([], {"type": "cpu"})  # always written
+    assert "arch-selection" not in minimal and "upstream" not in minimal and "kernels-minver" not in minimal
+
+
+def test_what_the_upstream_builder_writes_we_read_as_upstream_does(tmp_path: Path) -> None:
+    """A metadata.json as Hugging Face's kernel-builder writes it: every key it may write, including the builder's
+    own git state and ``kernels-minver``, and keys this tool does not know (ignored by both readers)."""
+    data = {
+        "name": "flash-attn3",
+        "id": "_flash_attn3_cuda_7a8b9c0d1e",
+        "version": 1,
+        "kernels-minver": "0.12.0",
+        "license": "BSD-3-Clause",
+        "upstream": "https://github.com/Dao-AILab/flash-attention",
+        "python-depends": ["einops"],
+        "kernel-depends": [{"repo-id": "kernels-community/b", "revision": "v1"}],
+        "backend": {"type": "cuda", "archs": ["10.0", "8.0", "9.0a"]},
+        "digest": {"algorithm": "sha512", "files": {"__init__.py": "QUFB", "_ops.py": "QkJC"}},
+        "provenance": {
+            "kernel-builder": {"version": "0.9.1", "commit": "c" * 40, "dirty": False},
+            "kernel": {"commit": "D" * 64, "dirty": True},
+        },
+        "future-key": [1, 2],
+    }
+    path = write_json(tmp_path / "metadata.json", data)
+    ours = read_metadata(path)
+    assert our_view(ours) == upstream_view(path)
+    assert ours.kernels_minver == (0, 12, 0)
+    assert ours.provenance is not None and ours.provenance.dirty_parts == ("kernel",)
+    # Written back, it is still the same record for both readers (the unknown key is not kept).
+    path.write_text(ours.to_json(), encoding="utf-8")
+    assert read_metadata(path) == ours and upstream_view(path) == our_view(ours)
+
+
+def test_legacy_files_round_trip_as_the_record_read() -> None:
+    """A legacy flat provenance or a file without ``id`` is written back in today's form, same values."""
+    path = Path("metadata.json")
+    legacy = Metadata.from_json(json.dumps({**MINIMAL, "provenance": {"sha": "b" * 40}}), path)
+    assert json.loads(legacy.to_json())["provenance"] == {"kernel": {"commit": "b" * 40}}
+    assert Metadata.from_json(legacy.to_json(), path) == legacy
+    no_id = Metadata.from_json(
+        json.dumps({"python-depends": [], "backend": {"type": "cpu"}}), path, default_name="old-kernel"
+    )
+    assert "id" not in json.loads(no_id.to_json())
+    assert Metadata.from_json(no_id.to_json(), path) == no_id
 
 
 # --- digest_files -------------------------------------------------------------------------------------------

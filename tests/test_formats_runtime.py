@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fake_torch import install_fake_torch, make_fake_torch
 
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.runtime import Environment, detect_backend, detect_environment, normalize_cpu
 
 # (description, fake torch, expected detection)
@@ -171,14 +171,14 @@ def test_detect_environment_tvm_ffi(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_without_torch_and_cudart_backend_is_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     install_fake_torch(monkeypatch, None)
-    monkeypatch.setattr(environment, "_cudart_version", lambda: None)
+    monkeypatch.setattr(runtime, "_cudart_version", lambda: None)
     env = detect_environment()
     assert (env.torch_version, env.cxx11_abi, env.backend, env.backend_version) == (None, None, "cpu", None)
 
 
 def test_without_torch_cudart_gives_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     install_fake_torch(monkeypatch, None)
-    monkeypatch.setattr(environment, "_cudart_version", lambda: (12, 8))
+    monkeypatch.setattr(runtime, "_cudart_version", lambda: (12, 8))
     env = detect_environment()
     assert (env.torch_version, env.backend, env.backend_version) == (None, "cuda", (12, 8))
 
@@ -204,13 +204,13 @@ def test_cudart_version_decodes_runtime_version(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(ctypes, "CDLL", fake_cdll)
-    assert environment._cudart_version() == (12, 8)
+    assert runtime._cudart_version() == (12, 8)
     assert loaded == ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
 
 
 def test_cudart_version_failure_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ctypes, "CDLL", lambda name: _FakeCudart(0, status=35))
-    assert environment._cudart_version() is None
+    assert runtime._cudart_version() is None
 
 
 def test_no_torch_import_at_module_import() -> None:

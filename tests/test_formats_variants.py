@@ -11,7 +11,7 @@ import re
 import pytest
 from fake_torch import install_fake_torch, make_fake_torch
 
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.matrix import MatrixEntry
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.formats.variants import (
@@ -327,7 +327,7 @@ def test_variant_for_environment_stable_abi_needs_no_cxx11(monkeypatch: pytest.M
 
 def _environment_error(monkeypatch: pytest.MonkeyPatch, torch: object, **kwargs: object) -> str:
     install_fake_torch(monkeypatch, torch)  # type: ignore[arg-type]
-    monkeypatch.setattr(environment, "_cudart_version", lambda: None)
+    monkeypatch.setattr(runtime, "_cudart_version", lambda: None)
     with pytest.raises(UnsupportedEnvironmentError) as error:
         variant_for_environment(**kwargs)  # type: ignore[arg-type]
     assert isinstance(error.value, ValueError)

@@ -79,9 +79,9 @@ def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-#: Edges that break the layering today and are being removed: ``(importer, imported)``. The loader's GPU check
-#: asks the build's capability module; the backend registry (``kernel_builder/backends/``) takes that module
-#: over in the same restructuring, and this entry goes with it. An entry no longer in the graph is harmless.
+#: Edges that break the layering but are tolerated for a while: ``(importer, imported)``. None today; a change
+#: that cannot remove a forbidden edge at once lists it here, with why, and the change that removes the edge
+#: removes the entry. An entry no longer in the graph is harmless.
 KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
 
 

@@ -49,7 +49,6 @@ TESTED_ELSEWHERE = {
     # exceptions
     "layers.errors": "test_layers_kernelizer.py, test_layers_mapping.py",
     "loader.errors": "test_loader_*.py",
-    "publish.errors": "test_publish_upload.py",
     # formats
     "formats.dependencies": "test_config_forms.py and test_build_compile_cutlass.py",
     "formats.lockfile": "test_loader_lock.py",

@@ -19,7 +19,7 @@ from hub_server import HubServer
 from loader_fixtures import ENV, commit_variants, reset_loader
 
 from kernel_builder.cli import main
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.loader import get_loaded_kernels, signatures, trust
 from kernel_builder.loader import resolve as resolve_module
@@ -44,7 +44,7 @@ DEPENDS = {"kernel-depends": [{"repo-id": "org/activation", "version": 2}]}
 
 @pytest.fixture(autouse=True)
 def machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    monkeypatch.setattr(environment, "detect_environment", lambda: ENV)
+    monkeypatch.setattr(runtime, "detect_environment", lambda: ENV)
     monkeypatch.setattr(resolve_module, "probe_gpus", lambda backend: [])
     monkeypatch.setattr(trust, "_verdicts", {})
     for name in (signatures.REQUIRE_SIGNATURE, signatures.SIGNERS, "KERNEL_BUILDER_VERIFY_DIGEST"):

@@ -21,7 +21,7 @@ import pytest
 from hub_server import HubServer
 from loader_fixtures import ENV, FILES, commit_variants, reset_loader, variant_backend, write_variant
 
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.loader import (
     KernelIntegrityError,
     UntrustedKernelError,
@@ -41,7 +41,7 @@ CPU = "torch212-cxx11-cpu-x86_64-linux"
 
 @pytest.fixture(autouse=True)
 def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(environment, "detect_environment", lambda: ENV)
+    monkeypatch.setattr(runtime, "detect_environment", lambda: ENV)
     monkeypatch.setattr(resolve_module, "probe_gpus", lambda backend: [])
     for name in (
         "KERNEL_BUILDER_VERIFY_DIGEST",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from loader_fixtures import ENV, FILES, make_env, reset_loader, write_variant
 
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.loader import (
     KernelIntegrityError,
@@ -54,7 +54,7 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
         state.probes.append(backend)
         return state.gpus
 
-    monkeypatch.setattr(environment, "detect_environment", lambda: state.env)
+    monkeypatch.setattr(runtime, "detect_environment", lambda: state.env)
     monkeypatch.setattr(resolve_module, "probe_gpus", probe)
     for name in ("KERNEL_BUILDER_VERIFY_DIGEST", "KERNEL_BUILDER_CHECK_GPU_ARCH", "LOCAL_KERNELS"):
         monkeypatch.delenv(name, raising=False)

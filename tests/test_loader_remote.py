@@ -24,7 +24,7 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 from loader_fixtures import ENV, commit_variants, make_env, reset_loader, write_variant
 
 import kernel_builder
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.loader import (
     KernelIntegrityError,
@@ -61,7 +61,7 @@ class Machine:
 @pytest.fixture(autouse=True)
 def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
     state = Machine()
-    monkeypatch.setattr(environment, "detect_environment", lambda: state.env)
+    monkeypatch.setattr(runtime, "detect_environment", lambda: state.env)
     monkeypatch.setattr(resolve_module, "probe_gpus", lambda backend: state.gpus)
     for name in ("KERNEL_BUILDER_VERIFY_DIGEST", "KERNEL_BUILDER_CHECK_GPU_ARCH"):
         monkeypatch.delenv(name, raising=False)

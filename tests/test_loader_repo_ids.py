@@ -16,12 +16,12 @@ import pytest
 from hub_server import HubServer
 
 import kernel_builder
+from kernel_builder.errors import ConfigError
 from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.lockfile import parse_lock
 from kernel_builder.formats.metadata import read_metadata
 from kernel_builder.loader import parse_local_kernels
 from kernel_builder.loader.lock import read_dependencies
-from kernel_builder.publish.errors import ProjectConfigError
 
 HOSTILE = [
     "org/..",
@@ -125,7 +125,7 @@ def test_local_kernels_refuses_hostile_ids(repo_id: str, tmp_path: Path) -> None
 def test_lock_command_refuses_hostile_ids_in_pyproject(repo_id: str, tmp_path: Path) -> None:
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(f"[tool.kernels.dependencies]\n{json.dumps(repo_id)} = 1\n", encoding="utf-8")
-    with pytest.raises(ProjectConfigError, match=r"not a kernel repo id of the form <org>/<name>"):
+    with pytest.raises(ConfigError, match=r"not a kernel repo id of the form <org>/<name>"):
         read_dependencies(tmp_path)
 
 

@@ -19,7 +19,7 @@ import pytest
 from hub_server import HubServer
 from loader_fixtures import ENV, commit_variants, reset_loader
 
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.loader import KernelIntegrityError, get_kernel, get_loaded_kernels, signatures, trust
 from kernel_builder.loader import resolve as resolve_module
 from kernel_builder.loader.signatures import REQUIRE_SIGNATURE, SIGNERS, SignatureConfigError, SignatureError
@@ -37,7 +37,7 @@ BUNDLE = (
 
 @pytest.fixture(autouse=True)
 def machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    monkeypatch.setattr(environment, "detect_environment", lambda: ENV)
+    monkeypatch.setattr(runtime, "detect_environment", lambda: ENV)
     monkeypatch.setattr(resolve_module, "probe_gpus", lambda backend: [])
     monkeypatch.setattr(trust, "_verdicts", {})
     for name in (REQUIRE_SIGNATURE, SIGNERS, "KERNEL_BUILDER_VERIFY_DIGEST"):

@@ -49,3 +49,27 @@ def test_dunder_probes_import_nothing_and_star_import_works() -> None:
         "assert 'torch' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_importing_a_submodule_imports_only_it() -> None:
+    """`from kernel_builder import errors` (and any other submodule) asks the package for the attribute first; that
+    miss must not import the loader, the layer API and their 40-odd modules to look for a public name."""
+    code = (
+        "import sys\n"
+        "from kernel_builder import errors\n"
+        "from kernel_builder import formats\n"
+        "loaded = sorted(name for name in sys.modules if name.startswith('kernel_builder'))\n"
+        "assert loaded == ['kernel_builder', 'kernel_builder.errors', 'kernel_builder.formats'], loaded\n"
+        "assert errors.ConfigError.exit_code == 2\n"
+        "import kernel_builder\n"
+        "assert 'get_kernel' in dir(kernel_builder) and callable(kernel_builder.get_kernel)  # public names still load\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_no_public_name_is_also_a_submodule() -> None:
+    """A name that were both would be shadowed by the submodule for `from kernel_builder import <name>`."""
+    from importlib.machinery import PathFinder
+
+    clashes = [name for name in kernel_builder.__all__ if PathFinder.find_spec(name, kernel_builder.__path__)]
+    assert clashes == []

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from publish_fixtures import CPU, write_kernel
 
+from kernel_builder.errors import HubError
 from kernel_builder.publish.content import collect_content
-from kernel_builder.publish.errors import PublishError
 
 
 def _refusal(kernel: Path) -> str:
-    with pytest.raises(PublishError) as caught:
+    with pytest.raises(HubError) as caught:
         collect_content(kernel)
     return str(caught.value)
 

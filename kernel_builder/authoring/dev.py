@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-import kernel_builder.backends as registry
+import kernel_builder.backends as backends
 from kernel_builder.build.builder import STATE_DIR, Builder, BuildOptions, BuildReport
 from kernel_builder.config import load_project
 from kernel_builder.config.model import KernelProject
@@ -59,7 +59,7 @@ def _built_variant(project: KernelProject, report: BuildReport) -> Path:
         if variant.backend == backend:
             return project.root / "build" / variant.name
     for variant in variants:
-        if registry.get(variant.backend).loads_everywhere:
+        if backends.get(variant.backend).loads_everywhere:
             return project.root / "build" / variant.name
     raise BuildError(f"{project.display_path}: no variant for this environment was built (backend {backend})")
 

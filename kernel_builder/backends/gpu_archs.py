@@ -20,12 +20,10 @@ __all__ = [
     "ROCM_SUPPORTED_ARCHS",
     "Capability",
     "Selection",
-    "cuobjdump_names",
     "default_capabilities",
     "default_targets",
     "device_runs",
     "explicit_archs",
-    "expected_cuobjdump_images",
     "gencode_flags",
     "parse_capability",
     "rocm_device_runs",
@@ -343,41 +341,6 @@ def union_archs(lists: Iterable[Sequence[str]]) -> tuple[str, ...]:
             cap = parse_capability(text)
             ptx[cap.base] = ptx.get(cap.base, False) or cap.ptx
     return tuple(str(replace(b, ptx=p)) for b, p in sorted(ptx.items(), key=lambda item: item[0].sort_key))
-
-
-def expected_cuobjdump_images(archs: Sequence[str]) -> tuple[set[str], set[str]]:
-    """The (ELF, PTX) names ``cuobjdump --list-elf`` / ``--list-ptx`` show for a build of ``archs``.
-
-    Names are those :func:`cuobjdump_names` extracts. cuobjdump names every image ``sm_...``: an
-    ``f`` cubin under its plain name (``10.0f`` -> ``sm_100``), an ``a`` cubin with its suffix
-    (``9.0a`` -> ``sm_90a``); PTX, present only for ``+PTX`` entries, keeps the suffix
-    (``9.0+PTX`` -> ``sm_90``, ``10.0f+PTX`` -> ``sm_100f``). Checked against cuobjdump 13.1.
-    """
-    elf: set[str] = set()
-    ptx: set[str] = set()
-    for text in archs:
-        cap = parse_capability(text)
-        elf.add(f"sm_{cap.plain.code}" if cap.suffix == "f" else f"sm_{cap.code}")
-        if cap.ptx:
-            ptx.add(f"sm_{cap.code}")
-    return elf, ptx
-
-
-_CUOBJDUMP_LINE_RE = re.compile(r"^(?:ELF|PTX) file\s+\d+:\s*\S*?\.(sm_[0-9]+[af]?)\.(?:cubin|ptx)\s*$")
-
-
-def cuobjdump_names(listing: str) -> set[str]:
-    """The image names (``sm_90a``) in ``cuobjdump --list-elf`` or ``--list-ptx`` output.
-
-    Lines such as ``ELF file    1: k.1.sm_90a.cubin`` or ``PTX file    1: k.1.sm_90.ptx``; other
-    lines (``cuobjdump info : ...``) are ignored.
-    """
-    names: set[str] = set()
-    for line in listing.splitlines():
-        match = _CUOBJDUMP_LINE_RE.match(line.strip())
-        if match is not None:
-            names.add(match[1])
-    return names
 
 
 def device_runs(device: tuple[int, int], entry: str) -> bool:

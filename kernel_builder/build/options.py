@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernel_builder.build.package import Provenance
 from kernel_builder.build.plan.candidates import Selection
+from kernel_builder.formats.metadata import ProvenanceEntry
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class BuildOptions:
     parallel: int | None = None  # variants built at once; default from the cores
     werror: bool = False  # ABI symbol-version findings fail the variant
     offline: bool = False  # never create an isolated environment or pip-install anything (Nix, air-gapped)
-    provenance: Provenance | None = (
-        None  # recorded instead of the kernel's git state (e.g. a flake's revision)
+    provenance: ProvenanceEntry | None = (
+        None  # provenance.kernel, recorded instead of the kernel's git state (e.g. a flake's revision)
     )
     debug_build: bool = False  # -g, and -lineinfo for nvcc
     namespace_where_used: bool = False  # kernel_builder.load: see generate.cmake.namespace_sources

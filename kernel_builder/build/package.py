@@ -7,14 +7,11 @@ only when complete, so a failed or interrupted build never leaves a half-written
 from __future__ import annotations
 
 import ast
-import json
 import os
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import kernel_builder.backends as registry
 from kernel_builder import __version__
@@ -25,7 +22,7 @@ from kernel_builder.build.state import exchange, make_staging, staging_for, writ
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
-from kernel_builder.formats.metadata import digest_files
+from kernel_builder.formats.metadata import Digest, Metadata, Provenance, ProvenanceEntry, digest_files
 
 _CARD_LIMIT = 16 << 20  # a model card is text; far larger means a wrong file (or a device)
 _REGISTERING_DECORATORS = (
@@ -33,19 +30,13 @@ _REGISTERING_DECORATORS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Provenance:
-    commit: str | None = None
-    dirty: bool = False
-
-
-def variant_provenance(project: KernelProject, given: Provenance | None) -> Provenance | None:
-    """What the variants record as their origin: ``given`` (``--provenance-commit``, e.g. a flake's revision),
-    else the kernel's git state (:func:`git_provenance`)."""
+def variant_provenance(project: KernelProject, given: ProvenanceEntry | None) -> ProvenanceEntry | None:
+    """What the variants record as the kernel's origin (``provenance.kernel``): ``given``
+    (``--provenance-commit``, e.g. a flake's revision), else the kernel's git state (:func:`git_provenance`)."""
     return given if given is not None else git_provenance(project, id_input_files(project))
 
 
-def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | None:
+def git_provenance(project: KernelProject, inputs: list[str]) -> ProvenanceEntry | None:
     """HEAD of the git work tree holding the kernel, and whether any id input differs from it.
 
     ``inputs`` are the id inputs (docs/layout.md), relative to the kernel root. Dirty: one of them is modified, staged,
@@ -83,43 +74,31 @@ def git_provenance(project: KernelProject, inputs: list[str]) -> Provenance | No
             "D" in code and rel.startswith(package + "/") and is_shipped(rel[len(package) + 1 :], pyext)
         )
         dirty = dirty or rel in wanted or deleted_shipped
-    return Provenance(head.stdout.strip(), dirty)
+    return ProvenanceEntry(commit=head.stdout.strip(), dirty=dirty)
 
 
-def metadata_dict(
-    project: KernelProject, plan: VariantPlan, digest: dict[str, str], provenance: Provenance | None
-) -> dict[str, Any]:
+def variant_metadata(
+    project: KernelProject, plan: VariantPlan, digest: dict[str, str], kernel: ProvenanceEntry | None
+) -> Metadata:
+    """The ``metadata.json`` record of one variant (docs/layout.md): ``digest`` is the files' sha256 digest
+    (:func:`~kernel_builder.formats.metadata.digest_files`), ``kernel`` the sources' provenance, if known."""
     general = project.config.general
-    data: dict[str, Any] = {
-        "name": general.name,
-        "id": plan.ops_name,
-        "version": general.version,
-        "license": general.license,
-    }
-    if general.upstream:
-        data["upstream"] = general.upstream
-    if general.source:
-        data["source"] = general.source
-    data["python-depends"] = list(general.python_depends_for(plan.backend))
-    data["kernel-depends"] = [
-        {
-            "repo-id": d.repo_id,
-            **({"version": d.version} if d.version is not None else {"revision": d.revision}),
-        }
-        for d in general.kernel_depends_for(plan.backend)
-    ]
-    backend: dict[str, Any] = {"type": plan.backend}
-    if registry.get(plan.backend).gpu is not None and plan.archs:
-        backend["archs"] = list(plan.archs)
-    data["backend"] = backend
-    if plan.arch_selection:
-        data["arch-selection"] = plan.arch_selection
-    data["digest"] = {"algorithm": "sha256", "files": digest}
-    prov: dict[str, Any] = {"kernel-builder": {"version": __version__}}
-    if provenance is not None:
-        prov["kernel"] = {"commit": provenance.commit, "dirty": provenance.dirty}
-    data["provenance"] = prov
-    return data
+    has_archs = registry.get(plan.backend).gpu is not None and bool(plan.archs)
+    return Metadata(
+        name=general.name,
+        id=plan.ops_name,
+        version=general.version,
+        license=general.license,
+        upstream=general.upstream or None,
+        source=general.source or None,
+        python_depends=general.python_depends_for(plan.backend),
+        kernel_depends=general.kernel_depends_for(plan.backend),
+        backend_type=plan.backend,
+        backend_archs=tuple(plan.archs) if has_archs else None,
+        arch_selection=plan.arch_selection or None,
+        digest=Digest("sha256", digest),
+        provenance=Provenance(kernel=kernel, kernel_builder=ProvenanceEntry(version=__version__)),
+    )
 
 
 def check_op_namespaces(package: Path, files: list[str]) -> list[str]:
@@ -167,7 +146,7 @@ def assemble(
     unique_id: str,
     build_root: Path,
     extension: Path | None,
-    provenance: Provenance | None,
+    provenance: ProvenanceEntry | None,
     import_check: Callable[[Path], None] | None,
 ) -> Path:
     """Write ``build_root/<variant>/`` atomically and return it.
@@ -213,7 +192,7 @@ def _fill(
     unique_id: str,
     tmp: Path,
     extension: Path | None,
-    provenance: Provenance | None,
+    provenance: ProvenanceEntry | None,
 ) -> None:
     source = package_dir(project)
     files = shipped_python_files(project)
@@ -234,8 +213,8 @@ def _fill(
     if extension is not None:
         shutil.copyfile(extension, tmp / f"{plan.ops_name}.abi3.so")
         os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
-    metadata = metadata_dict(project, plan, digest_files(tmp), provenance)
-    (tmp / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    metadata = variant_metadata(project, plan, digest_files(tmp), provenance)
+    (tmp / "metadata.json").write_text(metadata.to_json(), encoding="utf-8")
     os.chmod(tmp, 0o755)
 
 

@@ -19,8 +19,8 @@ from kernel_builder.commands._shared import (
 from kernel_builder.errors import UsageError
 
 if TYPE_CHECKING:
-    from kernel_builder.build.package import Provenance
     from kernel_builder.commands._shared import Subparsers
+    from kernel_builder.formats.metadata import ProvenanceEntry
 
 
 def register(commands: Subparsers) -> None:
@@ -59,7 +59,7 @@ def register(commands: Subparsers) -> None:
     parser.add_argument(
         "--provenance-commit",
         metavar="REV",
-        help="record this commit in metadata.json instead of asking git (e.g. a flake's revision)",
+        help="record this full commit id in metadata.json instead of asking git (e.g. a flake's revision)",
     )
     parser.add_argument(
         "--provenance-dirty",
@@ -147,11 +147,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
-def provenance_option(commit: str | None, dirty: bool) -> Provenance | None:
-    """``--provenance-commit`` / ``--provenance-dirty``: what metadata.json records instead of git's answer."""
-    import re
-
-    from kernel_builder.build.package import Provenance
+def provenance_option(commit: str | None, dirty: bool) -> ProvenanceEntry | None:
+    """``--provenance-commit`` / ``--provenance-dirty``: the ``provenance.kernel`` that metadata.json records
+    instead of git's answer."""
+    from kernel_builder.formats.identifiers import is_git_object_id
+    from kernel_builder.formats.metadata import ProvenanceEntry
 
     if commit is None:
         if dirty:
@@ -159,9 +159,10 @@ def provenance_option(commit: str | None, dirty: bool) -> Provenance | None:
                 "--provenance-dirty needs --provenance-commit (the commit the sources differ from)"
             )
         return None
-    if not re.fullmatch(r"[0-9a-f]{7,64}", commit):
+    if not (is_git_object_id(commit) and commit == commit.lower()):
         raise UsageError(
-            f"--provenance-commit {commit!r} is not a git commit id: expected 7 to 64 lower-case hex digits "
-            "(a full or abbreviated commit hash)"
+            f"--provenance-commit {commit!r} is not a full git commit id: expected 40 (or, for a SHA-256 "
+            "repository, 64) lower-case hex digits, as `git rev-parse HEAD` prints them; the kernels loader "
+            "refuses metadata with an abbreviated commit"
         )
-    return Provenance(commit, dirty)
+    return ProvenanceEntry(commit=commit, dirty=dirty)

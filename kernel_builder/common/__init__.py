@@ -1,1 +1,1 @@
-"""Helpers every stage uses: diagnostics, processes, progress display, file-system rules."""
+"""Helpers every stage uses: diagnostics, processes, progress display, file-system rules, on/off environment switches."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import kernel_builder.backends as registry
-from kernel_builder.backends import gpu_archs as capabilities
+import kernel_builder.backends as backends
+from kernel_builder.backends import gpu_archs
 from kernel_builder.config.model import BuildConfig, Kernel, Torch
 from kernel_builder.config.values import within_bounds
 from kernel_builder.formats.matrix import Matrix, MatrixEntry
@@ -62,15 +62,15 @@ def arch_problems(config: BuildConfig, matrix: Matrix) -> list[ArchProblem]:
     if not isinstance(config.framework, Torch):
         return []
     problems: list[ArchProblem] = []
-    backends = set(config.general.backends)
+    enabled = set(config.general.backends)
     for kernel in config.kernels:
-        if kernel.backend not in backends:
+        if kernel.backend not in enabled:
             continue
-        gpu_arch = registry.get(kernel.backend).gpu_arch
+        gpu_arch = backends.get(kernel.backend).gpu_arch
         if gpu_arch == "capability":
             problems.extend(_cuda_problems(config, matrix, kernel))
         elif gpu_arch == "gfx":
-            archs = capabilities.select_rocm_archs(kernel.rocm_archs)
+            archs = gpu_archs.select_rocm_archs(kernel.rocm_archs)
             entries = list(applicable_entries(config, matrix, "rocm"))
             if not archs and entries:
                 requested = ", ".join(kernel.rocm_archs or ())
@@ -81,7 +81,7 @@ def arch_problems(config: BuildConfig, matrix: Matrix) -> list[ArchProblem]:
                         None,
                         any(e.required for e in entries),
                         f"[kernel.{kernel.name}]: none of the requested archs ({requested}) are supported by ROCm "
-                        f"(supported: {_span(capabilities.ROCM_SUPPORTED_ARCHS)})",
+                        f"(supported: {_span(gpu_archs.ROCM_SUPPORTED_ARCHS)})",
                     )
                 )
     return problems
@@ -97,11 +97,11 @@ def _cuda_problems(config: BuildConfig, matrix: Matrix, kernel: Kernel) -> list[
         required_by_version[key] = required_by_version.get(key, False) or entry.required
     problems = []
     for version, required in sorted(required_by_version.items()):
-        selection = capabilities.select_capabilities(kernel.cuda_capabilities, version)
+        selection = gpu_archs.select_capabilities(kernel.cuda_capabilities, version)
         if selection.archs:
             continue
-        requested = ", ".join(kernel.cuda_capabilities or capabilities.default_capabilities(version))
-        targets = capabilities.default_targets(version)
+        requested = ", ".join(kernel.cuda_capabilities or gpu_archs.default_capabilities(version))
+        targets = gpu_archs.default_targets(version)
         problems.append(
             ArchProblem(
                 kernel,

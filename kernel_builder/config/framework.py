@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernel_builder.backends import gpu_archs as capabilities
+from kernel_builder.backends import gpu_archs
 from kernel_builder.config.context import Context, describe
 from kernel_builder.config.general import check_bounds, check_keys
 from kernel_builder.config.model import Framework, Torch, TorchNoarch, TvmFfi
@@ -210,9 +210,9 @@ def read_capability_list(
     for i, text in reader.unique(key, items):
         where = (*reader.path, key, i)
         try:
-            cap = capabilities.parse_capability(text)
+            cap = gpu_archs.parse_capability(text)
         except ValueError:
-            fix = capabilities.suggest_capability(text)
+            fix = gpu_archs.suggest_capability(text)
             hint = (
                 f"write `{fix}`"
                 if fix
@@ -239,13 +239,13 @@ def read_rocm_arch_list(
 ) -> tuple[str, ...]:
     out: list[str] = []
     for i, arch in reader.unique(key, items):
-        if capabilities.ROCM_ARCH_RE.match(arch):
+        if gpu_archs.ROCM_ARCH_RE.match(arch):
             out.append(arch)
             continue
         base = arch.split(":")[0].lower()
         hint = (
             f"feature suffixes are not supported: write `{base}`"
-            if ":" in arch and capabilities.ROCM_ARCH_RE.match(base)
+            if ":" in arch and gpu_archs.ROCM_ARCH_RE.match(base)
             else 'a ROCm arch looks like "gfx90a" or "gfx1100"'
         )
         ctx.error(

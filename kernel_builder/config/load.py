@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kernel_builder.backends as registry
+import kernel_builder.backends as backends
 from kernel_builder.backends.noarch import noarch_name
 from kernel_builder.common import toml
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList, Severity
@@ -252,7 +252,7 @@ def _check_layout(ctx: Context, config: BuildConfig, root: Path) -> None:
 
 
 def _report_unbuilt(ctx: Context, config: BuildConfig) -> None:
-    backends = set(config.general.backends)
+    enabled = set(config.general.backends)
     for kernel in config.kernels:
         path = ("kernel", kernel.name)
         if isinstance(config.framework, (TorchNoarch, TvmFfi)):
@@ -261,7 +261,7 @@ def _report_unbuilt(ctx: Context, config: BuildConfig) -> None:
                 path,
                 "remove the section, or use [torch] to compile it",
             )
-        elif kernel.backend not in backends:
+        elif kernel.backend not in enabled:
             ctx.warning(
                 f"[kernel.{kernel.name}] is never built: its backend `{kernel.backend}` is not in `backends`",
                 path,
@@ -278,7 +278,7 @@ def _report_unbuilt(ctx: Context, config: BuildConfig) -> None:
 def _report_arch_problems(ctx: Context, config: BuildConfig, matrix: Matrix) -> None:
     for problem in arch_problems(config, matrix):
         line = problem.kernel.line
-        hint = E20_ROCM_HINT if registry.get(problem.backend).gpu_arch == "gfx" else E20_HINT
+        hint = E20_ROCM_HINT if backends.get(problem.backend).gpu_arch == "gfx" else E20_HINT
         if problem.required:
             ctx.diags.error(problem.message, line, hint)
         else:

@@ -92,10 +92,6 @@ class _Scanner:
         if match is not None:
             self.advance(match.end() - self.pos)
 
-    def skip_to_eol(self) -> None:
-        newline = self.text.find("\n", self.pos)
-        self.pos = len(self.text) if newline < 0 else newline
-
     def read_string(self) -> str:
         quote = self.peek()
         triple = self.text.startswith(quote * 3, self.pos)

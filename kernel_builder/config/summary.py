@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import kernel_builder.backends as registry
+import kernel_builder.backends as backends
 from kernel_builder.backends.noarch import noarch_name
 from kernel_builder.config.model import KernelProject, Torch, TorchNoarch
 
@@ -37,7 +37,7 @@ def describe_project(project: KernelProject) -> str:
         width = max(len(k.name) for k in config.kernels)
         for kernel in config.kernels:
             detail = ""
-            gpu_arch = registry.get(kernel.backend).gpu_arch
+            gpu_arch = backends.get(kernel.backend).gpu_arch
             if gpu_arch == "capability":
                 caps = kernel.cuda_capabilities
                 detail = (

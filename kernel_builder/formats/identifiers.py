@@ -16,8 +16,8 @@ __all__ = [
     "MAX_REF_LENGTH",
     "REPO_ID_PATTERN",
     "is_commit_id",
+    "is_git_object_id",
     "is_kernel_name",
-    "is_ref_name",
     "is_repo_id",
     "ref_name_problem",
     "repo_id_problem",
@@ -30,6 +30,7 @@ MAX_REPO_PART = 96
 MAX_REF_LENGTH = 255
 
 _COMMIT_RE = re.compile(r"[0-9a-f]{40}")
+_GIT_OBJECT_RE = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _REPO_PART_RE = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")
 #: The shape of ``<org>/<name>`` as one anchored regular expression (for JSON Schema); :func:`repo_id_problem`
 #: also limits the length and refuses ``--`` and ``..``.
@@ -44,6 +45,15 @@ _REF_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
 def is_commit_id(value: object) -> bool:
     """A full commit id: exactly 40 lower-case hex digits (what the Hub and the cache use)."""
     return isinstance(value, str) and _COMMIT_RE.fullmatch(value) is not None
+
+
+def is_git_object_id(value: object) -> bool:
+    """A full git object id of either hash: 40 (SHA-1) or 64 (SHA-256) hex digits, either case.
+
+    What ``metadata.json``'s ``provenance`` may record as a commit (the source repository need not be on the Hub,
+    nor use SHA-1); the ``kernels`` loader refuses metadata whose commit is abbreviated or a ref name.
+    """
+    return isinstance(value, str) and _GIT_OBJECT_RE.fullmatch(value) is not None
 
 
 def is_kernel_name(value: object) -> bool:
@@ -103,10 +113,6 @@ def ref_name_problem(value: object) -> str | None:
         if component.startswith(".") or component.endswith(".lock"):
             return "a component starts with '.' or ends with '.lock'"
     return None
-
-
-def is_ref_name(value: object) -> bool:
-    return ref_name_problem(value) is None
 
 
 def revision_problem(value: object) -> str | None:

@@ -1,9 +1,11 @@
-"""``metadata.json`` of a variant directory: the parsed record, and the file digest the builder writes.
+"""``metadata.json`` of a variant directory: one typed record that is both written and read, and its digest.
 
-One module for both sides: the builder writes ``digest`` with :func:`digest_files` (docs/layout.md)
-and the loader checks it with :func:`verify_digest` (docs/loading.md), so the two can never disagree on which
-files count or how a value is spelled. :func:`read_metadata` parses the file per docs/loading.md: kebab-case
-keys, unknown keys ignored, every bad field reported with the file's path and the field's key path.
+One module for both sides, so the two can never disagree on a key, on which files count or on how a value is
+spelled: the builder fills a :class:`Metadata` and writes :meth:`Metadata.to_json` (docs/layout.md), with the
+``digest`` of :func:`digest_files`; the loader reads the file back with :func:`read_metadata` /
+:meth:`Metadata.from_json` and checks the files with :func:`verify_digest` (docs/loading.md). Reading is strict
+about what it knows (kebab-case keys, every bad field reported with the file's path and the field's key path)
+and ignores keys it does not know, as the ``kernels`` loader does.
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ import kernel_builder.backends as backends
 from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import digest_value, file_hashes, is_variant_file, scan_variant
-from kernel_builder.formats.identifiers import is_kernel_name, repo_id_problem, revision_problem
+from kernel_builder.formats.identifiers import (
+    is_git_object_id,
+    is_kernel_name,
+    repo_id_problem,
+    revision_problem,
+)
 
 __all__ = [
     "DIGEST_ALGORITHMS",
@@ -34,7 +41,6 @@ __all__ = [
     "ProvenanceEntry",
     "digest_files",
     "digest_problems",
-    "parse_metadata",
     "read_metadata",
     "verify_digest",
 ]
@@ -57,22 +63,43 @@ class Digest:
     algorithm: str
     files: Mapping[str, str] = field(hash=False)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The ``digest`` object: ``algorithm``, then ``files`` in path order."""
+        return {"algorithm": self.algorithm, "files": {path: self.files[path] for path in sorted(self.files)}}
+
 
 @dataclass(frozen=True)
 class ProvenanceEntry:
-    """What one part of ``provenance`` (``kernel`` or ``kernel-builder``) says about its sources."""
+    """What one part of ``provenance`` (``kernel`` or ``kernel-builder``) says about its sources.
+
+    The build's view of the kernel's sources is one of these too: ``commit`` (a full git object id) and
+    ``dirty``, from git or from ``--provenance-commit`` / ``--provenance-dirty``.
+    """
 
     version: str | None = None
     commit: str | None = None
     dirty: bool | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object: ``version``, ``commit``, ``dirty``, each only when known."""
+        entry = {"version": self.version, "commit": self.commit, "dirty": self.dirty}
+        return {key: value for key, value in entry.items() if value is not None}
+
 
 @dataclass(frozen=True)
 class Provenance:
-    """``provenance``; a legacy flat ``{"sha"|"commit", "dirty"}`` object is read as the ``kernel`` part."""
+    """``provenance``: where a build came from, the kernel's sources and the tool that built it.
+
+    A legacy flat ``{"sha"|"commit", "dirty"}`` object is read as the ``kernel`` part.
+    """
 
     kernel: ProvenanceEntry | None = None
     kernel_builder: ProvenanceEntry | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object: ``kernel-builder`` first, then ``kernel``, each only when known."""
+        parts = {"kernel-builder": self.kernel_builder, "kernel": self.kernel}
+        return {key: entry.to_dict() for key, entry in parts.items() if entry is not None}
 
     @property
     def dirty_parts(self) -> tuple[str, ...]:
@@ -110,6 +137,53 @@ class Metadata:
     def python_name(self) -> str:
         """The kernel name as a Python identifier (``fused-gelu`` → ``fused_gelu``)."""
         return self.name.replace("-", "_")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object, keys in the file's order (docs/layout.md).
+
+        ``python-depends``, ``kernel-depends`` and ``backend`` are always written; every other key only when it
+        has a value, so what :meth:`from_json` reads back is this record again.
+        """
+        data: dict[str, Any] = {"name": self.name}
+        optional = {"id": self.id, "version": self.version, "license": self.license}
+        optional.update(upstream=self.upstream, source=self.source)
+        data.update((key, value) for key, value in optional.items() if value is not None)
+        data["python-depends"] = list(self.python_depends)
+        data["kernel-depends"] = [_kernel_dependency_dict(dep) for dep in self.kernel_depends]
+        backend: dict[str, Any] = {"type": self.backend_type}
+        if self.backend_archs is not None:
+            backend["archs"] = list(self.backend_archs)
+        data["backend"] = backend
+        if self.arch_selection is not None:
+            data["arch-selection"] = self.arch_selection
+        if self.digest is not None:
+            data["digest"] = self.digest.to_dict()
+        if self.provenance is not None:
+            data["provenance"] = self.provenance.to_dict()
+        if self.kernels_minver is not None:
+            data["kernels-minver"] = ".".join(str(part) for part in self.kernels_minver)
+        return data
+
+    def to_json(self) -> str:
+        """The text of ``metadata.json``: UTF-8 JSON, 2-space indentation, a trailing newline."""
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, data: bytes | str, file: Path, *, default_name: str | None = None) -> Metadata:
+        """Parse the text (or bytes) of ``file`` (which names it in errors); :func:`read_metadata` reads the file.
+
+        A signature check parses exactly the bytes it verified with this, never a second read of the file.
+        ``default_name`` stands in for a missing ``name``. Raises ``ValueError`` naming the file, the field and
+        the reason when it is not valid metadata.
+        """
+        return _parse(data.encode("utf-8") if isinstance(data, str) else data, file, default_name)
+
+
+def _kernel_dependency_dict(dep: KernelDependency) -> dict[str, Any]:
+    """One ``kernel-depends`` entry: ``repo-id``, then ``version`` or ``revision``."""
+    if dep.version is not None:
+        return {"repo-id": dep.repo_id, "version": dep.version}
+    return {"repo-id": dep.repo_id, "revision": dep.revision}
 
 
 class _Fields:
@@ -223,9 +297,12 @@ def _parse_digest(fields: _Fields) -> Digest | None:
 
 
 def _parse_provenance_entry(table: _Fields) -> ProvenanceEntry:
-    commit = table.string("commit")
-    if commit is None:
-        commit = table.string("sha")  # legacy alias
+    key = "commit" if "commit" in table.data else "sha"  # legacy alias
+    commit = table.string(key)
+    if commit is not None and not is_git_object_id(commit):
+        raise table.error(
+            key, f"expected a full git commit id (40 or 64 hexadecimal digits), got {json.dumps(commit)}"
+        )
     dirty: bool | None = table.get("dirty", bool, "true or false")
     return ProvenanceEntry(version=table.string("version"), commit=commit, dirty=dirty)
 
@@ -276,12 +353,11 @@ def read_metadata(path: str | os.PathLike[str], *, default_name: str | None = No
         raise FileNotFoundError(f"{file}: {METADATA_FILE} not found") from None
     except UnsafeFileError as error:
         raise ValueError(f"{file}: cannot be read: {error}") from None
-    return parse_metadata(data, file, default_name=default_name)
+    return Metadata.from_json(data, file, default_name=default_name)
 
 
-def parse_metadata(data: bytes, file: Path, *, default_name: str | None = None) -> Metadata:
-    """:func:`read_metadata` for bytes already read from ``file`` (which names it in errors): a signature check
-    parses exactly the bytes it verified, never a second read of the file."""
+def _parse(data: bytes, file: Path, default_name: str | None) -> Metadata:
+    """:meth:`Metadata.from_json`."""
     if len(data) > METADATA_LIMIT:
         raise ValueError(f"{file}: cannot be read: it is larger than {METADATA_LIMIT} bytes")
     try:

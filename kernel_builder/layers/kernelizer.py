@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
+from kernel_builder.common.env import env_flag
 from kernel_builder.layers.checks import check_layer_class, check_registered_mode, unsupported_in
 from kernel_builder.layers.device import check_device_type
 from kernel_builder.layers.errors import KernelizeError, KernelLoadError
@@ -45,7 +45,6 @@ logger = logging.getLogger("kernel_builder.layers")
 
 #: Set to 1 to make ``kernelize`` keep every layer's own forward (and undo earlier replacements).
 DISABLE_VARIABLE = "DISABLE_KERNEL_MAPPING"
-_TRUE = frozenset({"1", "true", "yes", "on"})
 
 KERNEL = "kernel"
 ORIGINAL = "original"
@@ -304,7 +303,7 @@ def kernelize_report(
         mode=check_kernelize_mode(mode),
         target=_target(model, device),
         allowed=_fallbacks(use_fallback),
-        disabled=os.environ.get(DISABLE_VARIABLE, "").strip().lower() in _TRUE,
+        disabled=env_flag(DISABLE_VARIABLE),
     )
     # Decide everything first: an error leaves the model as it was.
     decided = [(module, _decide(run, module, path)) for path, module in _marked(model)]

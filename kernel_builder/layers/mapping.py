@@ -106,9 +106,6 @@ class KernelMapping:
     def clear(self) -> None:
         self._layers.clear()
 
-    def layer_names(self) -> list[str]:
-        return sorted(self._layers)
-
     def add(self, layer_name: str, device: Device, modes: dict[Mode, RepositoryProtocol]) -> None:
         low, high = device.capability_range or _EVERY_CAPABILITY
         entries = self._layers.setdefault(layer_name, {}).setdefault(device.type, [])

@@ -1,19 +1,26 @@
 """The kernel loader: find the variant that suits this environment, verify it and import it.
 
 Layers, each its own module: :mod:`~kernel_builder.loader.resolve` judges and sorts variant names (pure),
-:mod:`~kernel_builder.loader.importer` verifies and imports one variant directory,
-:mod:`~kernel_builder.loader.local` loads from local directories and ``LOCAL_KERNELS``, and
-:mod:`~kernel_builder.loader.remote` loads from the Hub (through :mod:`kernel_builder.hub`, the only module
-that makes HTTP requests) behind the trust gate of :mod:`~kernel_builder.loader.trust`;
-:mod:`~kernel_builder.loader.locked` loads the commits pinned in a ``kernels.lock``. A kernel's own kernel
-dependencies are resolved, fetched and loaded before it by :mod:`~kernel_builder.loader.dependencies` (the Hub
-half in :mod:`~kernel_builder.loader.hub_dependencies`), and its code gets them from ``get_kernel_dep``
-(:mod:`~kernel_builder.loader.dependency_context`). Locks: the file format
-and the variant hash are :mod:`kernel_builder.formats.lockfile`'s; here :mod:`~kernel_builder.loader.lock`
-writes a project's lock (``kernel-builder lock``), :mod:`~kernel_builder.loader.download` fetches what it pins
-(``kernel-builder download``), :mod:`~kernel_builder.loader.caller` finds the lock of the calling code and
-:mod:`~kernel_builder.loader.lockcheck` checks files against a lock entry. The loader never prints: it warns
-with ``warnings.warn`` and logs to the ``kernel_builder`` logger.
+:mod:`~kernel_builder.loader.importer` verifies and imports one variant directory (refusing a build that needs
+a newer loader, :mod:`~kernel_builder.loader.minver`; sharing each module with the ``kernels`` package,
+:mod:`~kernel_builder.loader.share`; making it importable under its package name,
+:mod:`~kernel_builder.loader.alias`), :mod:`~kernel_builder.loader.local` loads from local directories and
+``LOCAL_KERNELS`` (warning when a local build is older than its sources, :mod:`~kernel_builder.loader.stale`),
+and :mod:`~kernel_builder.loader.remote` loads from the Hub (through :mod:`kernel_builder.hub`, the only module
+that makes HTTP requests; arguments checked by :mod:`~kernel_builder.loader.arguments`) behind the trust gate of
+:mod:`~kernel_builder.loader.trust` and, when required, the Sigstore check of
+:mod:`~kernel_builder.loader.signatures`; :mod:`~kernel_builder.loader.locked` loads the commits pinned in a
+``kernels.lock``. A kernel's own kernel dependencies are resolved, fetched and loaded before it by
+:mod:`~kernel_builder.loader.dependencies` (the Hub half in :mod:`~kernel_builder.loader.hub_dependencies`),
+and its code gets them from ``get_kernel_dep`` (:mod:`~kernel_builder.loader.dependency_context`). Locks: the
+file format and the variant hash are :mod:`kernel_builder.formats.lockfile`'s; here
+:mod:`~kernel_builder.loader.lock` writes a project's lock (``kernel-builder lock``),
+:mod:`~kernel_builder.loader.download` fetches what it pins (``kernel-builder download``),
+:mod:`~kernel_builder.loader.caller` finds the lock of the calling code and :mod:`~kernel_builder.loader.lockcheck`
+checks files against a lock entry. :mod:`~kernel_builder.loader.describe` reports what a Hub repository holds
+without running it (``info``, ``versions``, ``verify-signature``); the errors are
+:mod:`~kernel_builder.loader.errors`'. The loader never prints: it warns with ``warnings.warn`` and logs to the
+``kernel_builder`` logger.
 """
 
 from __future__ import annotations

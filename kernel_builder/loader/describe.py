@@ -18,15 +18,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import kernel_builder.loader.resolve as resolve
+from kernel_builder.common.env import env_flag
 from kernel_builder.errors import HubError, KernelBuilderError, UsageError
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.hub import REQUEST_ERRORS, Hub, RemoteRepo, describe_error
-from kernel_builder.loader.importer import env_flag, read_variant_metadata
+from kernel_builder.loader.importer import read_variant_metadata
 
 # The resolution steps of a load, shared with get_kernel so that these commands answer what a load would do.
 from kernel_builder.loader.remote import (
@@ -379,7 +380,7 @@ def describe_local(
     """:func:`describe_kernel` for a local build (a kernel directory or its ``build/``), as upstream's
     ``kernels info PATH``. With ``signers`` a signed variant is verified in full: its files are all here."""
     base = _local_base(Path(path))
-    env = environment.detect_environment()
+    env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     found: dict[str, Metadata | None] = {}
     problems: dict[str, str] = {}
@@ -395,7 +396,7 @@ def describe_local(
     probe = resolve.GpuProbe(lambda: resolve.probe_gpus(selected))
     decisions = resolve.resolve_variants(
         variant_directories(base), env, selected, lookup, gpus=probe,
-        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"), first_only=False,
+        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True), first_only=False,
     )  # fmt: skip
     variants: list[VariantInfo] = []
     shown: Metadata | None = None

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 
 import kernel_builder.backends as backends
+from kernel_builder.common.env import env_flag
 from kernel_builder.formats.dependencies import (
     PYTHON_DEPENDENCIES,
     PythonDependency,
@@ -44,8 +45,6 @@ __all__ = [
     "RepoInfo",
     "check_digest",
     "check_python_dependencies",
-    "env_enabled",
-    "env_flag",
     "get_loaded_kernels",
     "load_variant",
     "read_variant_metadata",
@@ -56,8 +55,6 @@ logger = logging.getLogger("kernel_builder")
 
 _INIT = "__init__.py"
 _PACKAGE = __name__.partition(".")[0]
-_OFF = frozenset({"0", "false", "no", "off"})
-_ON = frozenset({"1", "true", "yes", "on"})
 _ID_SUFFIX_RE = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -88,16 +85,6 @@ def get_loaded_kernels() -> list[LoadedKernel]:
     """Every kernel imported in this process, in load order, one entry per distinct module (a fresh list)."""
     with _lock:
         return list(_loaded)
-
-
-def env_flag(name: str) -> bool:
-    """A default-on switch: false only when the variable is ``0``, ``false``, ``no`` or ``off`` (any case)."""
-    return os.environ.get(name, "").strip().lower() not in _OFF
-
-
-def env_enabled(name: str) -> bool:
-    """A default-off switch: true only when the variable is ``1``, ``true``, ``yes`` or ``on`` (any case)."""
-    return os.environ.get(name, "").strip().lower() in _ON
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
@@ -171,7 +158,7 @@ def check_digest(
     listing every problem.
     """
     if verify is None:
-        verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST")
+        verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST", default=True)
     if not verify:
         logger.debug("%s: digest verification disabled", variant_dir)
         return

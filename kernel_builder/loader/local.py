@@ -17,7 +17,8 @@ from types import ModuleType
 
 import kernel_builder.loader.resolve as resolve
 import kernel_builder.loader.stale as stale
-from kernel_builder.formats import runtime as environment
+from kernel_builder.common.env import env_flag
+from kernel_builder.formats import runtime
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_repo_id
@@ -29,7 +30,6 @@ from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     check_digest,
     check_python_dependencies,
-    env_flag,
     load_variant,
     read_variant_metadata,
 )
@@ -133,7 +133,7 @@ def _resolve(
     repo_path: str | os.PathLike[str], backend: str | None, check_arch: bool = True
 ) -> tuple[Path, str]:
     root = Path(os.path.abspath(repo_path))
-    env = environment.detect_environment()
+    env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     return _locate(root, env, selected, check_arch), selected
 
@@ -148,7 +148,7 @@ def _has_variant(names: list[str]) -> bool:
     return False
 
 
-def _locate(root: Path, env: environment.Environment, backend: str, check_arch: bool) -> Path:
+def _locate(root: Path, env: runtime.Environment, backend: str, check_arch: bool) -> Path:
     for base in (root, root / "build"):
         names = variant_directories(base)
         if not _has_variant(names):
@@ -166,7 +166,7 @@ def _locate(root: Path, env: environment.Environment, backend: str, check_arch: 
             backend,
             lookup,
             gpus=probe,
-            check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+            check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
             first_only=True,
         )
         if decisions and isinstance(decisions[0], resolve.VariantAccepted):

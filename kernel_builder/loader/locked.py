@@ -27,6 +27,7 @@ from pathlib import Path
 from types import ModuleType
 
 import kernel_builder.loader.resolve as resolve
+from kernel_builder.common.env import env_flag
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.lockfile import LockEntry, find_dependency, group_variant_files
@@ -40,7 +41,6 @@ from kernel_builder.loader.importer import (
     RepoInfo,
     check_digest,
     check_python_dependencies,
-    env_flag,
     load_variant,
     read_variant_metadata,
 )
@@ -98,7 +98,7 @@ def choose_variant(
         operation.backend,
         lookup,
         gpus=probe,
-        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
         first_only=True,
     )
     if decisions and isinstance(decisions[0], resolve.VariantAccepted):
@@ -202,7 +202,7 @@ def _verify_cached(
     variant_dir = hub.snapshot(repo, locked.entry.sha) / "build" / variant
     fix = cache_fix(hub, repo, locked.match.project_dir)
     require_covered(locked.entry, variant, lock=locked.match.source)
-    if env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify is None else verify:
+    if env_flag("KERNEL_BUILDER_VERIFY_DIGEST", default=True) if verify is None else verify:
         remedy = f"To fix it, {fix}. {_LOAD_ANYWAY}"
         check_cache_hash(locked.entry, variant, variant_dir, lock=locked.match.source, remedy=remedy)
     metadata = read_variant_metadata(variant_dir)
@@ -284,7 +284,9 @@ def _choose_or_download(locked: _Locked, verify_digest: bool | None) -> _Chosen:
         )
 
     def download() -> tuple[Path, Metadata]:
-        verify = env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify_digest is None else verify_digest
+        verify = (
+            env_flag("KERNEL_BUILDER_VERIFY_DIGEST", default=True) if verify_digest is None else verify_digest
+        )
         tree = variant_tree(hub.tree_files(repo, entry.sha, f"build/{variant}"), variant)
         return fetch_locked_variant(
             hub,

@@ -21,8 +21,9 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 
 import kernel_builder.loader.resolve as resolve
 from kernel_builder.common import toml
+from kernel_builder.common.env import env_flag
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, repo_id_problem, revision_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
@@ -37,8 +38,6 @@ from kernel_builder.loader.importer import (
     RepoInfo,
     check_digest,
     check_python_dependencies,
-    env_enabled,
-    env_flag,
     load_variant,
     read_variant_metadata,
     warn,
@@ -329,7 +328,7 @@ def _variant_names(hub: Hub, target: Target) -> list[str]:
 def _decide(
     hub: Hub,
     target: Target,
-    env: environment.Environment,
+    env: runtime.Environment,
     backend: str,
     *,
     first_only: bool,
@@ -342,14 +341,14 @@ def _decide(
         backend,
         lambda variant: variant_metadata(hub, target, variant),
         gpus=probe,
-        check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH"),
+        check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
         first_only=first_only,
     )
     return decisions, probe
 
 
 def _choose(
-    hub: Hub, target: Target, env: environment.Environment, backend: str, *, check_arch: bool = True
+    hub: Hub, target: Target, env: runtime.Environment, backend: str, *, check_arch: bool = True
 ) -> str:
     """The preferred variant's directory name, or :class:`NoCompatibleVariantError` with the trace."""
     decisions, probe = _decide(hub, target, env, backend, first_only=True, check_arch=check_arch)
@@ -366,7 +365,7 @@ def _choose(
 
 @dataclass
 class Operation:
-    env: environment.Environment
+    env: runtime.Environment
     backend: str
     hub: Hub
 
@@ -374,7 +373,7 @@ class Operation:
 def start_operation(
     backend: str | None, caller_agent: str | Mapping[str, object] | None, offline: bool | None = None
 ) -> Operation:
-    env = environment.detect_environment()
+    env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     try:
         compute = compute_name(selected, env.backend_version if selected == env.backend else None)
@@ -408,10 +407,10 @@ def _verify(
     operation: Operation, target: Target, variant_dir: Path, metadata: Metadata, verify: bool | None
 ) -> None:
     """The digest check of a Hub download; a missing digest is refused unless the user allows it."""
-    enabled = env_flag("KERNEL_BUILDER_VERIFY_DIGEST") if verify is None else verify
+    enabled = env_flag("KERNEL_BUILDER_VERIFY_DIGEST", default=True) if verify is None else verify
     if enabled and metadata.digest is None:
         where = f"{target.label}, build/{variant_dir.name}"
-        if not env_enabled(ALLOW_NO_DIGEST):
+        if not env_flag(ALLOW_NO_DIGEST):
             raise KernelIntegrityError(
                 f"{where}: {METADATA_FILE} has no digest, so its files cannot be verified; refusing to load it. "
                 f"If you trust this repository (older builds of upstream kernel-builder have no digest), set "

@@ -29,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernel_builder.common.env import env_flag
+
 __all__ = ["share_with_kernels"]
 
 logger = logging.getLogger("kernel_builder")
@@ -37,7 +39,6 @@ TARGET = "kernels.importer"
 _REGISTRY = "_loaded_kernels"
 #: ``0``, ``false``, ``no`` or ``off``: the ``kernels`` package imports every variant itself (read at each lookup).
 ENV = "KERNEL_BUILDER_SHARE_WITH_KERNELS"
-_OFF = frozenset({"0", "false", "no", "off"})
 
 #: The loader's lookup: the module it imported for the build in a variant directory, else ``None``.
 Lookup = Callable[[Path], "ModuleType | None"]
@@ -66,7 +67,7 @@ class SharedRegistry(dict[Any, Any]):
     def _entry(key: Any) -> Any:
         if _lookup is None or not isinstance(key, (str, os.PathLike)):
             return None
-        if os.environ.get(ENV, "").strip().lower() in _OFF:
+        if not env_flag(ENV, default=True):
             return None
         variant = Path(key)
         try:

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from kernel_builder.common.env import env_flag, hf_flag
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.errors import KernelBuilderError, UsageError
 from kernel_builder.formats.metadata import (
     METADATA_FILE,
     METADATA_LIMIT,
     Metadata,
-    parse_metadata,
     verify_digest,
 )
 from kernel_builder.loader.errors import KernelIntegrityError
@@ -92,7 +92,6 @@ _WORKFLOW_RE = re.compile(
     r"/\.github/workflows/[A-Za-z0-9._-]+\.ya?ml@[^\s@]+"
 )
 _IN_TOTO = "application/vnd.in-toto+json"
-_ON = frozenset({"1", "true", "yes", "on"})
 _INSTALL = "pip install 'kernel-builder[signatures]'"
 
 
@@ -207,7 +206,7 @@ def make_verifier(*, offline: bool | None = None) -> Verifier:
     _import_sigstore()
     path = os.environ.get(TRUSTED_ROOT, "").strip() or None
     if offline is None:
-        offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _ON
+        offline = hf_flag("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
     return _cached_verifier(path, offline)
 
 
@@ -376,7 +375,7 @@ def verify_variant(
     except Rejected as rejected:
         return SignatureCheck(rejected.kind, str(rejected))
     try:
-        metadata = parse_metadata(data, directory / METADATA_FILE, default_name=default_name)
+        metadata = Metadata.from_json(data, directory / METADATA_FILE, default_name=default_name)
     except ValueError as error:
         return SignatureCheck("invalid-metadata", str(error))
     if not check_files:
@@ -397,7 +396,7 @@ _passed_lock = threading.Lock()
 
 def required() -> bool:
     """Whether :data:`REQUIRE_SIGNATURE` is on (``1``, ``true``, ``yes``, ``on``)."""
-    return os.environ.get(REQUIRE_SIGNATURE, "").strip().lower() in _ON
+    return env_flag(REQUIRE_SIGNATURE)
 
 
 def _fingerprint(path: Path, limit: int) -> str:

@@ -12,8 +12,8 @@ import dataclasses
 from pathlib import Path
 
 from kernel_builder.build.check.abi import Violation, check_directories
+from kernel_builder.errors import HubError
 from kernel_builder.publish.content import README, Content, LocalFile
-from kernel_builder.publish.errors import PublishError
 
 __all__ = ["CARD_HEADING", "abi_gate", "card_section"]
 
@@ -40,7 +40,7 @@ def card_section(findings: dict[str, list[str]]) -> str:
 
 
 def abi_gate(content: Content, allow: bool, scratch: Path) -> Content:
-    """``content`` when every variant passes check-abi; otherwise a :class:`PublishError` naming each finding,
+    """``content`` when every variant passes check-abi; otherwise a :class:`HubError` naming each finding,
     or — with ``allow`` — ``content`` with warnings and a card (written under ``scratch``) that records them."""
     directories = {variant.name: variant.directory for variant in content.variants}
     report = check_directories(directories.values())
@@ -52,7 +52,7 @@ def abi_gate(content: Content, allow: bool, scratch: Path) -> Content:
         return content
     listed = [f"  {name}: {item}" for name, items in findings.items() for item in items]
     if not allow:
-        raise PublishError(
+        raise HubError(
             "\n".join(
                 [
                     f"refusing to upload: check-abi rejects {len(findings)} variant(s):",

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernel_builder.common.safe_fs import scan_tree
+from kernel_builder.errors import HubError
 from kernel_builder.formats.files import GIT_BLOB, file_hashes, is_bytecode, is_hidden
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, digest_problems
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.importer import read_variant_metadata
-from kernel_builder.publish.errors import PublishError
 
 __all__ = ["Content", "LocalFile", "VariantDir", "collect_content", "is_benchmark"]
 
@@ -90,7 +90,7 @@ def _find_variants(kernel_dir: Path) -> tuple[Path, list[Path]]:
         if found:
             return candidate, found
     looked = ", ".join(str(c) for c in candidates)
-    raise PublishError(
+    raise HubError(
         f"no variants to upload: none of {looked} has subdirectories with {METADATA_FILE}. "
         f"Build the kernel first (kernel-builder build {kernel_dir})."
     )
@@ -218,7 +218,7 @@ def collect_content(kernel_dir: str | os.PathLike[str], *, allow_explicit_archs:
     """Find and check the variants of ``kernel_dir`` and list every file an upload sends; a variant built for an
     explicit ``--arch`` list is refused unless ``allow_explicit_archs`` (one built with ``--arch native`` always).
 
-    Raises :class:`PublishError` listing every refused variant and every link that leaves the allowed roots.
+    Raises :class:`HubError` listing every refused variant and every link that leaves the allowed roots.
     Hidden paths and dirty builds come back as warnings.
     """
     root = Path(os.path.abspath(kernel_dir))
@@ -268,7 +268,7 @@ def collect_content(kernel_dir: str | os.PathLike[str], *, allow_explicit_archs:
                 files.append(LocalFile.read(label, path))
 
     if walker.problems:
-        raise PublishError(
+        raise HubError(
             "\n".join(
                 [
                     f"refusing to upload from {variants_dir}:",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_builder import __version__
-from kernel_builder.errors import UsageError
+from kernel_builder.errors import HubError, UsageError
 from kernel_builder.formats.identifiers import repo_id_problem
 from kernel_builder.hub import (
     KERNEL,
@@ -34,7 +34,6 @@ from kernel_builder.hub import (
 )
 from kernel_builder.publish.abi_gate import abi_gate
 from kernel_builder.publish.content import Content, LocalFile, collect_content, is_benchmark
-from kernel_builder.publish.errors import PublishError
 
 __all__ = [
     "MAX_OPERATIONS_PER_COMMIT",
@@ -175,7 +174,7 @@ def _branch(branch: str | None, content: Content) -> str:
     versions = content.versions
     if len(versions) > 1:
         listed = ", ".join(f"{v.name}: {v.metadata.version}" for v in content.variants)
-        raise PublishError(
+        raise HubError(
             f"the variants in {content.variants_dir} are builds of different versions ({listed}); rebuild "
             f"them from one version of the kernel before uploading"
         )
@@ -228,7 +227,7 @@ def plan_upload(
     }
     if branches is None:
         if options.create_pr:
-            raise PublishError(
+            raise HubError(
                 f"--create-pr needs an existing repository, and {options.repo_type} repo {repo.repo_id} does "
                 f"not exist on {hub.endpoint}; upload without --create-pr to create it"
             )
@@ -248,12 +247,12 @@ def plan_upload(
     exists = branch in branches
     if not exists:
         if options.create_pr:
-            raise PublishError(
+            raise HubError(
                 f"--create-pr needs an existing branch, and {repo.repo_id} has no branch {branch}; upload "
                 f"without --create-pr to create it"
             )
         if main_head is None:
-            raise PublishError(f"{repo.repo_id} has no branch {MAIN} to create branch {branch} from")
+            raise HubError(f"{repo.repo_id} has no branch {MAIN} to create branch {branch} from")
     base = branches[branch] if exists else main_head
     assert base is not None
     tree = hub.tree_files(repo, base)
@@ -358,7 +357,7 @@ def _commit_branch(
         )
         if opens_pr:
             if result.pr_url is None or result.pr_revision is None:  # pragma: no cover - the Hub sends both
-                raise PublishError(f"the Hub opened no pull request for {repo.repo_id} {changes.branch}")
+                raise HubError(f"the Hub opened no pull request for {repo.repo_id} {changes.branch}")
             progress.pull_requests.append(PullRequest(changes.branch, result.pr_url))
             revision = result.pr_revision
             log(f"opened pull request {result.pr_url} against {changes.branch}")
@@ -377,7 +376,7 @@ def _create_repo(hub: Hub, repo: RemoteRepo, private: bool, log: Log) -> str:
         response = getattr(error, "response", None)
         if response is not None and response.status_code == 403:
             org = repo.repo_id.split("/")[0]
-            raise PublishError(
+            raise HubError(
                 f"not allowed to create {repo.repo_type} repo {repo.repo_id} on {hub.endpoint} (403). Use a "
                 f"token with write access to '{org}' (HF_TOKEN or `hf auth login`); creating kernel repos may "
                 f"need the organization's permission: ask an admin of '{org}' to create {repo.repo_id} "
@@ -387,7 +386,7 @@ def _create_repo(hub: Hub, repo: RemoteRepo, private: bool, log: Log) -> str:
     log(f"created {repo.repo_type} repo {repo.repo_id}")
     heads = hub.branches(repo)
     if MAIN not in heads:  # pragma: no cover - a new repo starts with a commit on main
-        raise PublishError(f"the new repo {repo.repo_id} has no branch {MAIN}")
+        raise HubError(f"the new repo {repo.repo_id} has no branch {MAIN}")
     return heads[MAIN]
 
 
@@ -458,7 +457,7 @@ def upload(
     ``log`` receives progress lines; ``warn`` each warning about the content (hidden paths left out, dirty
     builds) as soon as it is collected, before any request (they are also kept in the plan).
 
-    Raises ``UsageError`` (exit 2) for a missing or invalid repo id, :class:`PublishError` (exit 1) for
+    Raises ``UsageError`` (exit 2) for a missing or invalid repo id, :class:`HubError` (exit 1) for
     refused variants, a missing repo or branch with ``create_pr``, and failed Hub requests.
     """
     repo_id, branch_setting = _repo_id(options)
@@ -476,7 +475,7 @@ def _upload(
     branch = _branch(branch_setting, content)
     hub = Hub(agent=f"kernel-builder-cli/{__version__}")
     if hub.offline:
-        raise PublishError("upload needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it")
+        raise HubError("upload needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it")
     repo = RemoteRepo(repo_id, options.repo_type)
     try:
         plan = plan_upload(hub, repo, content, branch, options)
@@ -484,4 +483,4 @@ def _upload(
             return UploadResult("dry_run", plan)
         return _execute(hub, repo, plan, log)
     except REQUEST_ERRORS as error:
-        raise PublishError(f"upload to {repo_id} failed: {describe_error(error)}") from error
+        raise HubError(f"upload to {repo_id} failed: {describe_error(error)}") from error
