@@ -31,16 +31,16 @@ CU130_RUNTIME = 'cuda-toolkit[cudart,cufft]==13.0.2; platform_system == "Linux"'
 CU126_RUNTIME = 'nvidia-cuda-runtime-cu12==12.6.77; platform_system == "Linux"'
 
 
-def write_wheel(directory: Path, version: str, requires: list[str]) -> Path:
+def write_wheel(directory: Path, version: str, requires: list[str], tag: str = "py3-none-any") -> Path:
     """A minimal, valid ``torch`` wheel: metadata only."""
-    name = f"torch-{version}-py3-none-any.whl"
+    name = f"torch-{version}-{tag}.whl"
     info = f"torch-{version.split('+')[0]}.dist-info"
     files = {
         f"{info}/METADATA": "Metadata-Version: 2.1\nName: torch\nVersion: "
         + version
         + "\n"
         + "".join(f"Requires-Dist: {r}\n" for r in requires),
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n",
         "torch/__init__.py": "",
     }
     record = []

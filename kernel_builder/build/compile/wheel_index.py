@@ -474,16 +474,22 @@ def _cache_file(wheel: WheelFile) -> Path:
     return cache_root() / "wheel-metadata" / f"{key}.json"
 
 
+def _requires(metadata: str) -> list[str]:
+    return [str(value) for value in HeaderParser().parsestr(metadata).get_all("Requires-Dist") or []]
+
+
 def requires_dist(wheel: WheelFile, cert: str | None = None) -> list[str]:
-    """The wheel's ``Requires-Dist`` lines. Kept on disk by the wheel's sha256 (a file of a given hash never
-    changes), else by its URL; :class:`ListingUnsupported` when it cannot be read without downloading it."""
+    """The wheel's ``Requires-Dist`` lines. A remote wheel's are kept on disk by its sha256 (a file of a given
+    hash never changes; by its URL where the index gives no hash); :class:`ListingUnsupported` when they cannot
+    be read without downloading the whole wheel."""
+    if not wheel.url.startswith(("http://", "https://")):  # a local file may change in place: read it again
+        return _requires(_read_metadata(wheel, cert))
     cache = _cache_file(wheel)
     try:
         return list(json.loads(cache.read_text(encoding="utf-8"))["requires_dist"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    headers = HeaderParser().parsestr(_read_metadata(wheel, cert))
-    found = [str(value) for value in headers.get_all("Requires-Dist") or []]
+    found = _requires(_read_metadata(wheel, cert))
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_name(f".{cache.name}.{os.getpid()}.{threading.get_ident()}")
