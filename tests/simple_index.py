@@ -41,7 +41,9 @@ class SimpleIndex:
     def files_of(self, project: str) -> list[Path]:
         name = canonicalize_name(project)
         return sorted(
-            p for p in self.directory.glob("*.whl") if canonicalize_name(parse_wheel_filename(p.name)[0]) == name
+            p
+            for p in self.directory.glob("*.whl")
+            if canonicalize_name(parse_wheel_filename(p.name)[0]) == name
         )
 
 
@@ -99,7 +101,10 @@ def _handler(index: SimpleIndex) -> type[BaseHTTPRequestHandler]:
                 start, end = int(match[1]), min(int(match[2] or len(data) - 1), len(data) - 1)
             else:
                 start, end = max(0, len(data) - int(match[2])), len(data) - 1
-            headers = {"Content-Type": "application/octet-stream", "Content-Range": f"bytes {start}-{end}/{len(data)}"}
+            headers = {
+                "Content-Type": "application/octet-stream",
+                "Content-Range": f"bytes {start}-{end}/{len(data)}",
+            }
             self._send(206, data[start : end + 1], headers)
 
         def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:

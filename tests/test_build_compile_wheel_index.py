@@ -104,7 +104,9 @@ def test_requires_python_excludes_a_file(index: SimpleIndex) -> None:
 
 def test_requires_dist_in_three_range_requests_then_from_the_cache(index: SimpleIndex) -> None:
     (untagged,) = [
-        w for w in installable("torch", SpecifierSet("==2.13.0"), [listing(index.url, "torch")]) if not w.version.local
+        w
+        for w in installable("torch", SpecifierSet("==2.13.0"), [listing(index.url, "torch")])
+        if not w.version.local
     ]
     assert requires_dist(untagged) == [CU130_RUNTIME, "filelock"]
     reads = [(path, byte_range) for path, byte_range in index.requests if path.startswith("/files/")]
@@ -117,7 +119,9 @@ def test_requires_dist_in_three_range_requests_then_from_the_cache(index: Simple
 def test_a_server_without_byte_ranges_is_not_read_whole(index: SimpleIndex) -> None:
     index.ranges = False
     (untagged,) = [
-        w for w in installable("torch", SpecifierSet("==2.13.0"), [listing(index.url, "torch")]) if not w.version.local
+        w
+        for w in installable("torch", SpecifierSet("==2.13.0"), [listing(index.url, "torch")])
+        if not w.version.local
     ]
     with pytest.raises(ListingUnsupported, match="not served in byte ranges"):
         requires_dist(untagged)

@@ -117,7 +117,8 @@ def test_list_variants_shows_progress_and_finishes_in_seconds(local_pip: dict[st
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
     assert any(
-        "s] torch213-cxx11-cu130-x86_64-linux: finding torch 2.13.0 (cu130) in the index listings" in line for line in lines
+        "s] torch213-cxx11-cu130-x86_64-linux: finding torch 2.13.0 (cu130) in the index listings" in line
+        for line in lines
     )
     assert any("s] torch213-cxx11-cu130-x86_64-linux: buildable here" in line for line in lines), (
         result.stderr

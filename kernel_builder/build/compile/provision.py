@@ -34,7 +34,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
 from kernel_builder.build.compile import wheel_index
-from kernel_builder.build.compile.wheel_index import ListingUnsupported, Listing
+from kernel_builder.build.compile.wheel_index import Listing, ListingUnsupported
 from kernel_builder.errors import BuildError
 
 PIP_TIMEOUT = 20  # seconds per request, no retries: an unreachable index fails the probe at once
@@ -214,7 +214,9 @@ def _nothing_found(requirement: str, listings: list[Listing]) -> str:
     """Why no file matched: none for this interpreter, and which sources could not be read."""
     problems = [f"{listing.source}: {listing.problem}" for listing in listings if listing.problem]
     python = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-    return "; ".join([f"no {requirement} wheel for this interpreter ({python}) in the sources read", *problems])
+    return "; ".join(
+        [f"no {requirement} wheel for this interpreter ({python}) in the sources read", *problems]
+    )
 
 
 def _resolve_with_pip(pin: str, compute: str, index_url: str | None) -> TorchWheel:

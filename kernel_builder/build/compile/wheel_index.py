@@ -91,7 +91,9 @@ def sources_from_config(items: list[tuple[str, str, str]]) -> PipSources:
             if item_section == section and value:
                 settings[key] = value
     no_index = settings.get("no-index", "").lower() in ("1", "true", "yes", "on")
-    indexes = () if no_index else (settings.get("index-url", PYPI), *settings.get("extra-index-url", "").split())
+    indexes = (
+        () if no_index else (settings.get("index-url", PYPI), *settings.get("extra-index-url", "").split())
+    )
     return PipSources(
         indexes=tuple(dict.fromkeys(url.rstrip("/") for url in indexes)),
         find_links=tuple(settings.get("find-links", "").split()),
@@ -341,9 +343,7 @@ def _tag_priority() -> dict[Tag, int]:
     return {tag: rank for rank, tag in enumerate(sys_tags())}
 
 
-def installable(
-    project: str, specifier: SpecifierSet, found: list[Listing]
-) -> list[WheelFile]:
+def installable(project: str, specifier: SpecifierSet, found: list[Listing]) -> list[WheelFile]:
     """The wheels of ``project`` in ``found`` that pip would consider for ``project<specifier>`` here: the
     version allowed (pre-releases too, as for an exact pin), a tag of this interpreter, ``Requires-Python``
     met; one per version — the best-tagged, not yanked where another is not — newest version first."""
@@ -457,11 +457,12 @@ def _read_metadata(wheel: WheelFile, cert: str | None) -> str:
         try:
             request = _request(wheel.metadata_url, {})
             with urllib.request.urlopen(request, timeout=TIMEOUT, context=_ssl_context(cert)) as response:
-                return response.read().decode("utf-8", "replace")
+                text: str = response.read().decode("utf-8", "replace")
+                return text
         except (urllib.error.URLError, OSError):
             pass  # advertised but not served: read the wheel itself
     try:
-        with zipfile.ZipFile(_RangeReader(wheel.url, cert)) as archive:  # type: ignore[arg-type]
+        with zipfile.ZipFile(_RangeReader(wheel.url, cert)) as archive:
             return _metadata_from_zip(archive, wheel)
     except (urllib.error.URLError, OSError, zipfile.BadZipFile) as error:
         raise ListingUnsupported(f"cannot read the metadata of {wheel.url}: {error}") from error

@@ -154,7 +154,9 @@ def with_availability(
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         wanted = [c.entry.index_url for c in candidates if c.entry is not None and needs_torch(c)]
-        fetching = pool.submit(_fetch_torch_listings, tuple(u for u in wanted if u), report) if wanted else None
+        fetching = (
+            pool.submit(_fetch_torch_listings, tuple(u for u in wanted if u), report) if wanted else None
+        )
         reasons = list(pool.map(problem, candidates))
         if fetching is not None:
             fetching.result()
