@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
@@ -57,10 +58,21 @@ def _handler(index: SimpleIndex) -> type[BaseHTTPRequestHandler]:
             page = re.fullmatch(r"/simple/([^/]+)/", self.path)
             if page:
                 self._project(page[1])
-            elif self.path.startswith("/files/") and (index.directory / self.path[7:]).is_file():
-                self._file(index.directory / self.path[7:])
+            elif self.path.startswith("/files/") and (index.directory / unquote(self.path[7:])).is_file():
+                self._file(index.directory / unquote(self.path[7:]))
             else:
                 self.send_error(404)
+
+        def do_HEAD(self) -> None:
+            index.requests.append((f"HEAD {self.path}", None))
+            path = index.directory / unquote(self.path[7:]) if self.path.startswith("/files/") else None
+            if path is None or not path.is_file():
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(path.stat().st_size))
+            self.send_header("Accept-Ranges", "bytes" if index.ranges else "none")
+            self.end_headers()
 
         def _project(self, project: str) -> None:
             files = index.files_of(project)

@@ -59,7 +59,6 @@ def test_pip_settings_in_pips_order() -> None:
         cert=None,
     )
     assert sources_from_config([]).indexes == (PYPI,)
-    assert sources_from_config([]).describe() == "the configured indexes (PyPI)"
     assert sources_from_config([(":env:", "no-index", "1"), (":env:", "find-links", "/w")]).indexes == ()
 
 

@@ -61,12 +61,6 @@ class PipSources:
     constraints: tuple[str, ...]  # constraint files
     cert: str | None
 
-    def describe(self) -> str:
-        """The configured sources, for messages: ``the configured indexes (PyPI)`` in the usual case."""
-        if self.indexes == (PYPI,) and not self.find_links:
-            return "the configured indexes (PyPI)"
-        return f"the configured indexes ({', '.join((*self.indexes, *self.find_links)) or 'none'})"
-
 
 def _pip_config_items() -> list[tuple[str, str, str]]:
     """``(section, key, value)`` of every setting pip sees, from ``pip config list`` (files, then ``PIP_*``)."""
