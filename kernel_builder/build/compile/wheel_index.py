@@ -64,10 +64,13 @@ class PipSources:
 
 def _pip_config_items() -> list[tuple[str, str, str]]:
     """``(section, key, value)`` of every setting pip sees, from ``pip config list`` (files, then ``PIP_*``)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False,
-        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-    )  # fmt: skip
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False,
+            env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}, timeout=60,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []  # pip's defaults: PyPI alone
     items = []
     for line in result.stdout.splitlines():
         match = re.match(r"^([^.=]*)\.([^=]+)='(.*)'$", line)
