@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import shutil
 import time
 import zipfile
@@ -14,8 +15,9 @@ from pathlib import Path
 import matrix_data as md
 import pytest
 from build_fixtures import copy_example, run_cli
+from simple_index import SimpleIndex, serve
 
-from kernel_builder.build.compile import provision
+from kernel_builder.build.compile import provision, wheel_index
 from kernel_builder.build.compile.provision import (
     Unavailable,
     no_cuda_12_message,
@@ -31,16 +33,16 @@ CU130_RUNTIME = 'cuda-toolkit[cudart,cufft]==13.0.2; platform_system == "Linux"'
 CU126_RUNTIME = 'nvidia-cuda-runtime-cu12==12.6.77; platform_system == "Linux"'
 
 
-def write_wheel(directory: Path, version: str, requires: list[str]) -> Path:
+def write_wheel(directory: Path, version: str, requires: list[str], tag: str = "py3-none-any") -> Path:
     """A minimal, valid ``torch`` wheel: metadata only."""
-    name = f"torch-{version}-py3-none-any.whl"
+    name = f"torch-{version}-{tag}.whl"
     info = f"torch-{version.split('+')[0]}.dist-info"
     files = {
         f"{info}/METADATA": "Metadata-Version: 2.1\nName: torch\nVersion: "
         + version
         + "\n"
         + "".join(f"Requires-Dist: {r}\n" for r in requires),
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n",
         "torch/__init__.py": "",
     }
     record = []
@@ -69,8 +71,10 @@ def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(directory))
     resolve_torch.cache_clear()
+    wheel_index.clear_listings()
     yield directory
     resolve_torch.cache_clear()
+    wheel_index.clear_listings()
 
 
 def test_wheel_flavour() -> None:
@@ -112,6 +116,31 @@ def test_a_flavour_nowhere_to_be_found_is_unavailable(wheels: Path, tmp_path: Pa
         Unavailable, match=r"^torch 2\.99\.0 for cpu cannot be installed here: pip finds none \("
     ):
         resolve_torch("2.99.0", "cpu", None)
+
+
+def test_an_index_without_byte_ranges_is_left_to_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where an untagged wheel's metadata cannot be read with range requests, pip's dry run answers (and
+    the wheel is not downloaded by kernel-builder itself)."""
+    directory = tmp_path / "files"
+    write_wheel(directory, "2.13.0", [CU130_RUNTIME])  # one wheel: one pip run
+    for name in [n for n in os.environ if n.startswith("PIP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
+    with serve(SimpleIndex(directory, ranges=False)) as index:
+        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        resolve_torch.cache_clear()
+        wheel_index.clear_listings()
+        try:
+            wheel = resolve_torch("2.13.0", "cu130", None)
+        finally:
+            resolve_torch.cache_clear()
+            wheel_index.clear_listings()
+    assert (wheel.version, wheel.flavour) == ("2.13.0", "cu130")
+    assert wheel.requirement == f"http://127.0.0.1:{index.port}/files/torch-2.13.0-py3-none-any.whl"
+    ranged = [r for _, r in index.requests if r is not None]
+    assert ranged and all(r.startswith("bytes=-") for r in ranged)  # kernel-builder asked once, then left it
+    assert index.count("/simple/torch/") >= 2  # its own listing, then pip's
 
 
 def test_cuda_12_compilers_are_not_on_pypi() -> None:

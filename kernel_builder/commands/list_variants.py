@@ -19,8 +19,8 @@ def register(commands: Subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print the candidates as a JSON list")
     parser.add_argument(
         "--no-probe", action="store_true",
-        help="only what this kernel-builder can build on this platform: do not ask pip whether each variant's "
-        "Torch build can be installed here, nor look for its CUDA compiler",
+        help="only what this kernel-builder can build on this platform: do not read pip's indexes for whether each "
+        "variant's Torch build can be installed here, nor look for its CUDA compiler",
     )  # fmt: skip
     add_common(parser)
     parser.set_defaults(handler=run)
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from kernel_builder.config.summary import variants_json, variants_table
 
     project = load(args.path)
-    # Probing asks pip about each variant's torch and looks for its CUDA compiler: say what runs, and how long.
+    # Probing reads torch's listing from each index and looks for CUDA compilers: say what runs, and how long.
     start = time.monotonic()
     with progress_display(log) as progress:
         candidates = list_variants(project, probe=not args.no_probe, progress=progress)

@@ -1,11 +1,14 @@
 """What a variant's build environment is made of, and whether this host can obtain it — found in seconds.
 
-pip decides what can be installed here (its indexes, find-links, proxies), so pip is asked, in dry-run mode
-with no retries: which ``torch`` wheel ``torch==<pin>`` resolves to, from the matrix entry's index (as an extra
-index) and the configured ones. The wheel must be of the entry's compute flavour: a local version tag
-(``2.13.0+cpu``) names it; an untagged wheel (PyPI's) is judged by the CUDA runtime it requires. A wheel of
-another flavour is excluded and pip asked again, so an unreachable flavour index cannot silently give a CPU
-environment a CUDA Torch. The environment then installs exactly the wheel that was judged.
+pip decides what can be installed here (its indexes, find-links, constraints), so its sources are read as pip
+would read them: each source's listing of ``torch`` once per run (``wheel_index``), filtered to the wheels
+this interpreter installs, newest first — the file pip's dry run of ``torch==<pin>`` would choose, from the
+matrix entry's index (as an extra index) and the configured ones. The wheel must be of the entry's compute
+flavour: a local version tag (``2.13.0+cpu``) names it; an untagged wheel (PyPI's) is judged by the CUDA
+runtime it requires. A wheel of another flavour is passed over for the next one, so an unreachable flavour
+index cannot silently give a CPU environment a CUDA Torch. The environment then installs exactly the wheel
+that was judged. Where a source cannot be read that way (a wheel not served in byte ranges), pip itself is
+asked, in dry-run mode with no retries, as before.
 
 CUDA toolkits: the system's nvcc when its version matches, else NVIDIA's PyPI packages of that release — which
 exist for CUDA 13 and newer only: the CUDA 12 wheels (``nvidia-cuda-nvcc-cu12``, every 12.x release) carry
@@ -28,7 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 
+from kernel_builder.build.compile import wheel_index
+from kernel_builder.build.compile.wheel_index import Listing, ListingUnsupported
 from kernel_builder.errors import BuildError
 
 PIP_TIMEOUT = 20  # seconds per request, no retries: an unreachable index fails the probe at once
@@ -145,13 +151,80 @@ def index_problem(index_url: str) -> str | None:
         return f"it is not reachable from here ({reason})"
 
 
+def torch_listings(index_urls: tuple[str, ...] = ()) -> list[Listing]:
+    """Every source's listing of ``torch`` (pip's configured ones and ``index_urls``), fetched side by side and
+    once per run: what every later question about a torch build is answered from."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sources = wheel_index.pip_sources()
+    indexes = tuple(dict.fromkeys((*sources.indexes, *(u.rstrip("/") for u in index_urls))))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        found = [pool.submit(wheel_index.listing, i, "torch", cert=sources.cert) for i in indexes]
+        found += [
+            pool.submit(wheel_index.listing, f, "torch", find_links=True, cert=sources.cert)
+            for f in sources.find_links
+        ]
+        return [future.result() for future in found]
+
+
 @functools.cache
 def resolve_torch(pin: str, compute: str, index_url: str | None) -> TorchWheel:
     """The torch wheel of flavour ``compute`` that pip installs here for ``torch==pin``; :class:`Unavailable`
     (naming the package and the indexes tried) when there is none."""
+    try:
+        return _resolve_from_listings(pin, compute, index_url)
+    except ListingUnsupported:
+        return _resolve_with_pip(pin, compute, index_url)
+
+
+def _unavailable(
+    pin: str, compute: str, index_url: str | None, found: list[str], error: str, problem: str | None
+) -> Unavailable:
+    """The one message for a torch build that cannot be had: what pip finds, where it looked, and why the
+    entry's own index gave nothing (``problem``)."""
     where = f"{index_url} and the configured indexes" if index_url else "the configured indexes (PyPI)"
+    message = f"torch {pin} for {compute} cannot be installed here: pip finds "
+    message += f"only {', '.join(found)}" if found else f"none ({error})" if error else "none"
+    message += f" (tried {where})"
+    if index_url:
+        message += f"; the {compute} index {index_url}: {problem}" if problem else ""
+    return Unavailable(message)
+
+
+def _resolve_from_listings(pin: str, compute: str, index_url: str | None) -> TorchWheel:
+    """pip's choice for ``torch==pin`` read off the sources' listings: newest matching version first (a
+    local version such as ``2.13.0+cpu`` sorts above ``2.13.0``), the best-tagged file of each."""
+    sources = wheel_index.pip_sources()
+    listings = torch_listings((index_url,) if index_url else ())
+    allowed = SpecifierSet(f"=={pin}") & wheel_index.constraint("torch", sources)
+    found: list[str] = []
+    for wheel in wheel_index.installable("torch", allowed, listings):
+        version = str(wheel.version)
+        requires = [] if "+" in version else wheel_index.requires_dist(wheel, sources.cert)
+        flavour = wheel_flavour(version, requires)
+        if flavour == compute:
+            return TorchWheel(wheel.url, version, flavour, wheel.url)
+        found.append(f"{version} ({flavour} build)")
+    own = wheel_index.listing(index_url.rstrip("/"), "torch", cert=sources.cert) if index_url else None
+    error = _nothing_found(f"torch=={pin}", listings)
+    raise _unavailable(pin, compute, index_url, found, error, own.problem if own is not None else None)
+
+
+def _nothing_found(requirement: str, listings: list[Listing]) -> str:
+    """Why no file matched: none for this interpreter, and which sources could not be read."""
+    problems = [f"{listing.source}: {listing.problem}" for listing in listings if listing.problem]
+    python = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    return "; ".join(
+        [f"no {requirement} wheel for this interpreter ({python}) in the sources read", *problems]
+    )
+
+
+def _resolve_with_pip(pin: str, compute: str, index_url: str | None) -> TorchWheel:
+    """The same answer from ``pip install --dry-run``, one question at a time (excluding each wrong-flavour
+    local version and asking again): for sources whose wheels cannot be read through their listing."""
     excluded: list[str] = []
     found: list[str] = []
+    error = ""
     for _ in range(4):
         requirement = f"torch=={pin}" + "".join(f",!={v}" for v in excluded)
         choice, error = _pip_resolve(requirement, _usable_index(index_url) if index_url else None)
@@ -169,13 +242,7 @@ def resolve_torch(pin: str, compute: str, index_url: str | None) -> TorchWheel:
         if "+" not in version:
             break  # an untagged wheel cannot be excluded without excluding every build of the pin
         excluded.append(version)
-    message = f"torch {pin} for {compute} cannot be installed here: pip finds "
-    message += f"only {', '.join(found)}" if found else f"none ({error})" if error else "none"
-    message += f" (tried {where})"
-    if index_url:
-        problem = index_problem(index_url)
-        message += f"; the {compute} index {index_url}: {problem}" if problem else ""
-    raise Unavailable(message)
+    raise _unavailable(pin, compute, index_url, found, error, index_problem(index_url) if index_url else None)
 
 
 def toolkit_requirements(cuda: tuple[int, int]) -> list[str]:
@@ -216,8 +283,12 @@ def toolkit_problem(cuda: tuple[int, int]) -> str | None:
     if cuda[0] < 13:
         return no_cuda_12_message(cuda, system)
     package = toolkit_requirements(cuda)[0]
-    choice, error = _pip_resolve(package, None)
-    if choice is None:
+    sources = wheel_index.pip_sources()
+    requirement = Requirement(package)
+    listings = wheel_index.listings(requirement.name, sources)
+    allowed = requirement.specifier & wheel_index.constraint(requirement.name, sources)
+    if not wheel_index.installable(requirement.name, allowed, listings):
+        error = _nothing_found(package, listings)
         return (
             f"the CUDA {cuda[0]}.{cuda[1]} toolkit cannot be installed here: pip finds no {package} (tried the "
             f"configured indexes (PyPI): {error})"

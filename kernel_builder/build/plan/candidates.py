@@ -104,43 +104,73 @@ def with_availability(
 ) -> list[Candidate]:
     """``candidates`` with the reason each buildable one cannot be built *on this host*: its Torch build is on
     no index pip can reach, or no compiler of its CUDA version can be had (see ``provision``). Variants that
-    ``served`` names (the running interpreter's) or whose build environment exists need no check. The
-    checks run side by side; each takes seconds. ``progress`` hears, per probed variant, what is being asked
-    and the verdict (``list-variants`` shows it: these checks can take a while)."""
+    ``served`` names (the running interpreter's) or whose build environment exists need no check.
+
+    Every torch question is answered from one listing per source (pip's configured indexes and find-links,
+    and each entry's flavour index), fetched side by side before the questions are asked; the CUDA compiler
+    checks run meanwhile. ``progress`` hears each listing fetched and, per probed variant, what is being
+    asked and the verdict (``list-variants`` shows it)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from kernel_builder.build.compile.isolated_envs import EnvSpec, env_ready
     from kernel_builder.build.compile.provision import Unavailable, resolve_torch, toolkit_problem
 
-    def report(candidate: Candidate, stage: str) -> None:
+    def report(name: str, stage: str) -> None:
         if progress is not None:
-            progress.stage(candidate.name, stage)
+            progress.stage(name, stage)
+
+    def needs_torch(candidate: Candidate) -> bool:
+        entry = candidate.entry
+        return (
+            candidate.reason is None
+            and entry is not None
+            and candidate.name not in served
+            and entry.torch_pin is not None
+            and not env_ready(EnvSpec.for_entry(entry))
+        )
 
     def problem(candidate: Candidate) -> str | None:
         entry = candidate.entry
         if candidate.reason is not None or entry is None or candidate.name in served:
             return candidate.reason
         if registry.get(entry.backend).needs_nvcc and entry.version is not None:
-            report(candidate, f"looking for a CUDA {entry.version[0]}.{entry.version[1]} compiler")
+            report(candidate.name, f"looking for a CUDA {entry.version[0]}.{entry.version[1]} compiler")
             toolkit = toolkit_problem((entry.version[0], entry.version[1]))
             if toolkit is not None:
-                report(candidate, "not buildable here (no CUDA compiler)")
+                report(candidate.name, "not buildable here (no CUDA compiler)")
                 return toolkit
-        if entry.torch_pin is None or env_ready(EnvSpec.for_entry(entry)):
-            report(candidate, "buildable here")
+        if not needs_torch(candidate):
+            report(candidate.name, "buildable here")
             return None
-        report(candidate, f"asking pip for torch {entry.torch_pin} ({entry.compute})")
+        assert entry.torch_pin is not None
+        report(candidate.name, f"finding torch {entry.torch_pin} ({entry.compute}) in the index listings")
         try:
             resolve_torch(entry.torch_pin, entry.compute, entry.index_url)
         except Unavailable as error:
-            report(candidate, "not buildable here (no such torch)")
+            report(candidate.name, "not buildable here (no such torch)")
             return str(error)
-        report(candidate, "buildable here")
+        report(candidate.name, "buildable here")
         return None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
+        wanted = [c.entry.index_url for c in candidates if c.entry is not None and needs_torch(c)]
+        fetching = (
+            pool.submit(_fetch_torch_listings, tuple(u for u in wanted if u), report) if wanted else None
+        )
         reasons = list(pool.map(problem, candidates))
+        if fetching is not None:
+            fetching.result()
     return [dataclasses.replace(c, reason=r) for c, r in zip(candidates, reasons)]
+
+
+def _fetch_torch_listings(index_urls: tuple[str, ...], report: Callable[[str, str], None]) -> None:
+    """Read every source's torch listing at once (pip's settings first), saying what each source gave."""
+    from kernel_builder.build.compile.provision import torch_listings
+
+    report("indexes", "reading pip's configuration and fetching torch's file listings")
+    for listing in torch_listings(tuple(dict.fromkeys(index_urls))):
+        verdict = listing.problem or f"{len(listing.files)} torch wheel files"
+        report("indexes", f"{listing.source}: {verdict}")
 
 
 def noarch_candidates(project: KernelProject) -> list[Candidate]:

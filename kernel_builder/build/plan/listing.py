@@ -14,17 +14,22 @@ def list_variants(
 ) -> list[Candidate]:
     """The project's candidates; with ``probe``, each marked with whether it can be built here.
 
-    Probing asks pip whether each variant's Torch build installs on this platform and looks for its CUDA
-    compiler; the running interpreter's own variant counts as served. Without ``probe`` the list says only what
+    Probing finds whether each variant's Torch build installs on this platform, from one listing of torch per
+    source pip is configured with, and looks for its CUDA compiler; the running interpreter's own variant counts as served. Without ``probe`` the list says only what
     this kernel-builder can build on this platform (no subprocess, no network).
     """
     candidates = all_candidates(project)
     if not probe:
         return candidates
-    from kernel_builder.build.compile.interpreter import quick_probe
+    from concurrent.futures import ThreadPoolExecutor
 
-    try:
-        served = {quick_probe().variant().name}
-    except (BuildError, ValueError):  # no torch here, or one no variant name describes
-        served = set()
-    return with_availability(candidates, served, progress)
+    from kernel_builder.build.compile.interpreter import quick_probe
+    from kernel_builder.build.compile.wheel_index import pip_sources
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(pip_sources)  # pip's settings (a pip subprocess) are read while the interpreter is probed
+        try:
+            served = {quick_probe().variant().name}
+        except (BuildError, ValueError):  # no torch here, or one no variant name describes
+            served = set()
+        return with_availability(candidates, served, progress)
