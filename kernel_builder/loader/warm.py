@@ -290,12 +290,15 @@ def _read_ref(folder: Path, name: str, repo_id: str) -> str | None:
         text = read_bounded(path, 4096).decode("ascii", errors="replace").strip()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
-    except (OSError, UnsafeFileError) as error:
-        raise _hostile(path, f"cannot be read ({error})", folder, repo_id) from None
+    except (OSError, UnsafeFileError) as error:  # the messages of the Hub path's reader (kernel_builder.hub)
+        raise KernelIntegrityError(f"{repo_id}: cannot read the cached ref {name} ({path}): {error}") from None
     if not text:
         return None
     if not is_commit_id(text):
-        raise _hostile(path, "does not hold a 40-hex commit id", folder, repo_id)
+        raise KernelIntegrityError(
+            f"{repo_id}: the cached ref {name} ({path}) does not hold a 40-hex commit id; delete it and load the "
+            f"kernel online again"
+        )
     return text
 
 
