@@ -65,7 +65,8 @@ PROBE = textwrap.dedent(
     else:
         module = None
     t2 = time.perf_counter()
-    network = sorted(name for name in ("huggingface_hub", "httpx") if name in sys.modules)
+    # the Hub client and the HTTP libraries it may sit on (huggingface_hub 2 uses httpx2)
+    network = sorted(n for n in ("huggingface_hub", "httpx", "httpx2", "httpcore", "requests") if n in sys.modules)
     if module is not None:
         assert hasattr(module, "relu"), dir(module)
         x = torch.tensor([-1.0, 0.5])
