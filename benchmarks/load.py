@@ -182,7 +182,7 @@ def _targets(samples: dict[str, list[float]], imported: dict[str, set[str]]) -> 
                    "imports and the digest check, slowed by this machine's load")
         rows.append([f"{label} ≤ {TARGET_ABOVE_TORCH_MS:.0f} ms above import torch", value,
                      verdict(value, TARGET_ABOVE_TORCH_MS, at_most=True), why])
-        rows.append([f"{label} imports neither huggingface_hub nor httpx", stack or "none",
+        rows.append([f"{label} imports no huggingface_hub / HTTP library", stack or "none",
                      "met" if not stack else "NOT met", "the cache answers alone" if not stack else
                      "the load went to the Hub path"])
     for label, mine, theirs in (("warm get_kernel", "ours-hub", "upstream-hub"),
