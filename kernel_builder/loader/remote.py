@@ -1,4 +1,4 @@
-"""Kernels from the Hub: ``get_kernel``, ``has_kernel``, ``get_kernel_variants``, ``install_kernel`` (docs/loading.md).
+"""Kernels from the Hub: ``get_kernel``'s Hub path (:func:`load_from_hub`), ``has_kernel``, ``get_kernel_variants``, ``install_kernel`` (docs/loading.md).
 
 Each call works on one :class:`~kernel_builder.hub.Hub` (endpoint, cache and offline mode read once) and one
 :class:`Target`: the repository actually used (after the ``kernel``→``model`` fallback and redirects) and the
@@ -34,6 +34,14 @@ from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments, check_trust_argument, trusted_by_caller
 from kernel_builder.loader.dependencies import resolve_dependencies
 from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.hubcache import (
+    ALLOW_NO_DIGEST,
+    Resolution,
+    check_agreement,
+    remember,
+    request_key,
+    verify_download,
+)
 from kernel_builder.loader.importer import (
     RepoInfo,
     check_python_dependencies,
@@ -49,15 +57,6 @@ from kernel_builder.loader.local import (
 )
 from kernel_builder.loader.minver import check_kernels_minver
 from kernel_builder.loader.trust import require_trusted
-from kernel_builder.loader.warm import (
-    ALLOW_NO_DIGEST,
-    Resolution,
-    check_agreement,
-    get_kernel,
-    remember,
-    request_key,
-    verify_download,
-)
 
 __all__ = [
     "ALLOW_NO_DIGEST",
@@ -66,7 +65,6 @@ __all__ = [
     "Target",
     "check_revision_arguments",
     "follow_redirects_from_main",
-    "get_kernel",
     "get_kernel_variants",
     "has_kernel",
     "install_kernel",
