@@ -8,8 +8,9 @@ interleaved rounds, each case runs in a fresh interpreter that imports torch and
 
 - ``import torch`` alone (the floor);
 - ``get_local_kernel(build/)``, ours and upstream's, on the same directory;
-- ``get_kernel(repo, version=1)`` with a warm cache, ours and upstream's, online (the double answers the
-  version lookup over loopback: the real Hub adds its round trips) and with ``HF_HUB_OFFLINE=1``.
+- ``get_kernel(repo, version=1)`` with a warm cache, ours and upstream's, online and with ``HF_HUB_OFFLINE=1``.
+  Online, upstream's asks the double for the version (over loopback: the real Hub adds its round trips); ours
+  loads the commit an earlier load recorded, within ``KERNEL_BUILDER_CACHE_TTL`` (docs/loading.md).
 
 Reported: the median time of the load itself, measured inside the interpreter after ``import torch``, and
 for our Hub cases whether the load imported ``huggingface_hub`` or ``httpx`` (a warm load should import
