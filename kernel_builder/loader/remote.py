@@ -28,7 +28,7 @@ from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, repo_id_problem, revision_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
 from kernel_builder.formats.variants import compute_name
-from kernel_builder.hub import Hub, RemoteRepo, environment_details
+from kernel_builder.hub import KERNEL, Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments, check_trust_argument, trusted_by_caller
@@ -487,9 +487,14 @@ def _remember(
 ) -> None:
     """Record what the Hub answered, for loads within ``KERNEL_BUILDER_CACHE_TTL`` (docs/loading.md): the
     request and, as it never moves, the commit itself. Not after a redirect (the cache path does not follow
-    redirects), nor offline, nor without the variant listing of the commit."""
-    if hub.offline or target.repo.repo_id != repo_id or target.variants is None:
-        return
+    redirects), nor offline, nor without the variant listing of the commit, nor for a model-type repository."""
+    if (
+        hub.offline
+        or target.repo.repo_id != repo_id
+        or target.variants is None
+        or target.repo.repo_type != KERNEL
+    ):
+        return  # a legacy model-type repository keeps its warning at every load: the Hub path gives it
     checked = time.time()
     requests = {request_key(version, revision), request_key(None, target.sha)}
     for request in sorted(requests):
@@ -497,7 +502,7 @@ def _remember(
             hub.endpoint,
             repo_id,
             request,
-            target.repo.repo_type or "kernel",
+            KERNEL,
             target.sha,
             checked,
             publisher_trusted,
