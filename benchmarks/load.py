@@ -8,11 +8,16 @@ interleaved rounds, each case runs in a fresh interpreter that imports torch and
 
 - ``import torch`` alone (the floor);
 - ``get_local_kernel(build/)``, ours and upstream's, on the same directory;
-- ``get_kernel(repo, version=1)`` with a warm cache, ours and upstream's, online (the double answers the
-  version lookup over loopback: the real Hub adds its round trips) and with ``HF_HUB_OFFLINE=1``.
+- ``get_kernel(repo, version=1)`` with a warm cache, ours and upstream's, online and with ``HF_HUB_OFFLINE=1``.
+  Online, upstream's asks the double for the version (over loopback: the real Hub adds its round trips); ours
+  loads the commit an earlier load recorded, within ``KERNEL_BUILDER_CACHE_TTL`` (docs/loading.md).
 
-Reported: the median time of the load itself, measured inside the interpreter after ``import torch``.
-Without the ``kernels`` package its cases are left out.
+Reported: the median time of the load itself, measured inside the interpreter after ``import torch``, and
+for our Hub cases whether the load imported ``huggingface_hub`` or ``httpx`` (a warm load should import
+neither: docs/loading.md, "When the cache is trusted"). Each target row says met or not, and why.
+Without the ``kernels`` package its cases are left out. The interpreters may write bytecode (an installed
+package has its ``.pyc`` files; ``PYTHONDONTWRITEBYTECODE`` would make ours, run from the checkout, compile
+every module at every load while upstream's come compiled from pip).
 """
 
 from __future__ import annotations
@@ -26,10 +31,14 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from common import REPO, RESULTS, machine, median, spread, table, use_repository, verdict, write_json
 
 REPO_ID = "kernel-builder-examples/relu"
+# The warm cases are loads within the time a resolution is trusted (default 10 minutes); a run on a busy
+# machine can last longer, so the run sets a day: every timed round is a load within it.
+CACHE_TTL = "KERNEL_BUILDER_CACHE_TTL"
 TARGET_ABOVE_TORCH_MS = 50.0
 
 #: Run in a fresh interpreter: times ``import torch`` and then one load; prints both in milliseconds.
@@ -59,9 +68,13 @@ PROBE = textwrap.dedent(
     else:
         module = None
     t2 = time.perf_counter()
+    # the Hub client and the HTTP libraries it may sit on (huggingface_hub 2 uses httpx2)
+    network = sorted(n for n in ("huggingface_hub", "httpx", "httpx2", "httpcore", "requests") if n in sys.modules)
     if module is not None:
         assert hasattr(module, "relu"), dir(module)
-    print(json.dumps({"torch_ms": (t1 - t0) * 1e3, "load_ms": (t2 - t1) * 1e3}))
+        x = torch.tensor([-1.0, 0.5])
+        assert module.relu(x).tolist() == [0.0, 0.5], module.relu(x)
+    print(json.dumps({"torch_ms": (t1 - t0) * 1e3, "load_ms": (t2 - t1) * 1e3, "network": network}))
     """
 )
 
@@ -123,54 +136,77 @@ def main(argv: list[str] | None = None) -> int:
                     cases.remove(case)
                     print(f"{case}: left out, upstream's loader failed: {exc.reason}", file=sys.stderr)
             samples: dict[str, list[float]] = {case: [] for case in cases}
+            imported: dict[str, set[str]] = {case: set() for case in cases}
             torch_samples: list[float] = []
             for _ in range(args.rounds):
                 for case in cases:
                     result = _probe(case, build, env)
                     samples[case].append(result["load_ms"])
                     torch_samples.append(result["torch_ms"])
+                    imported[case].update(result["network"])
         finally:
             server.stop()
 
     rows = []
     for case in cases:
         values = samples[case]
-        rows.append([case, median(values), spread(values)])
-    print(table(["case (fresh interpreter, after import torch)", "median ms", "min–max"], rows))
+        rows.append([case, median(values), spread(values), ", ".join(sorted(imported[case])) or "none"])
+    print(table(["case (fresh interpreter, after import torch)", "median ms", "min–max", "network stack"], rows))
     for case, reason in failed.items():
         print(f"{case}: failed ({reason})")
     print(f"\nimport torch itself: median {median(torch_samples):.0f} ms")
-    ours = median(samples["ours-hub"])
-    targets: list[list[object]] = [
-        [f"warm get_kernel ≤ {TARGET_ABOVE_TORCH_MS:.0f} ms above import torch", ours,
-         verdict(ours, TARGET_ABOVE_TORCH_MS, at_most=True)],
-    ]  # fmt: skip
-    for label, mine, theirs in (("warm get_kernel", "ours-hub", "upstream-hub"),
-                                ("warm get_kernel offline", "ours-hub-offline", "upstream-hub-offline"),
-                                ("get_local_kernel", "ours-local", "upstream-local")):  # fmt: skip
-        if theirs in samples:
-            ratio = median(samples[mine]) / median(samples[theirs])
-            targets.append([f"{label} ≤ upstream kernels (ratio)", ratio, verdict(ratio, 1.0, at_most=True)])
+    targets = _targets(samples, imported)
     print()
-    print(table(["target", "measured", "verdict"], targets))
+    print(table(["target", "measured", "verdict", "why"], targets))
     write_json(args.json, {
         "machine": machine(),
         "kernel": str(args.kernel),
         "variants": [v.name for v in variants],
         "upstream": _upstream_version() if upstream else None,
         "import_torch_ms": median(torch_samples),
-        "cases": {case: {"median_ms": median(v), "samples_ms": v} for case, v in samples.items()},
+        "cases": {case: {"median_ms": median(v), "samples_ms": v, "network_stack": sorted(imported[case])}
+                  for case, v in samples.items()},
         "failed": failed,
-        "targets": [{"target": t, "measured": m, "verdict": v} for t, m, v in targets],
+        "targets": [{"target": t, "measured": m, "verdict": v, "why": w} for t, m, v, w in targets],
     })  # fmt: skip
     return 0
 
 
+def _targets(samples: dict[str, list[float]], imported: dict[str, set[str]]) -> list[list[object]]:
+    """Every target row: what is measured, met or not, and why (the main cost, or what was left out)."""
+    rows: list[list[object]] = []
+    for label, case in (("warm get_kernel", "ours-hub"), ("warm get_kernel offline", "ours-hub-offline")):
+        value = median(samples[case])
+        stack = ", ".join(sorted(imported[case]))
+        if value <= TARGET_ABOVE_TORCH_MS:
+            why = "cache answered; no network stack imported" if not stack else f"imports {stack} yet fast"
+        else:
+            why = (f"imports {stack}" if stack else "no network stack imported: the rest is kernel_builder's "
+                   "imports and the digest check, slowed by this machine's load")
+        rows.append([f"{label} ≤ {TARGET_ABOVE_TORCH_MS:.0f} ms above import torch", value,
+                     verdict(value, TARGET_ABOVE_TORCH_MS, at_most=True), why])
+        rows.append([f"{label} imports no huggingface_hub / HTTP library", stack or "none",
+                     "met" if not stack else "NOT met", "the cache answers alone" if not stack else
+                     "the load went to the Hub path"])
+    for label, mine, theirs in (("warm get_kernel", "ours-hub", "upstream-hub"),
+                                ("warm get_kernel offline", "ours-hub-offline", "upstream-hub-offline"),
+                                ("get_local_kernel", "ours-local", "upstream-local")):
+        if theirs not in samples:
+            rows.append([f"{label} ≤ upstream kernels (ratio)", None, "not measured",
+                         "upstream's case failed or kernels is not installed"])
+            continue
+        ratio = median(samples[mine]) / median(samples[theirs])
+        why = f"{median(samples[mine]):.0f} ms vs {median(samples[theirs]):.0f} ms"
+        rows.append([f"{label} ≤ upstream kernels (ratio)", ratio, verdict(ratio, 1.0, at_most=True), why])
+    return rows  # fmt: skip
+
+
 def _environment(endpoint: str, cache: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "LOCAL_KERNELS")}
+    skipped = ("HF_HUB_OFFLINE", "LOCAL_KERNELS", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in skipped}
     env.update({
         "HF_ENDPOINT": endpoint, "HF_HUB_CACHE": str(cache), "KERNELS_CACHE": str(cache),
-        "HF_TOKEN": "hf_dummy_benchmark_token", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_XET": "1",
+        "HF_TOKEN": "hf_dummy_benchmark_token", CACHE_TTL: "86400", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_XET": "1",
         # Upstream passes an empty user agent, which leaves a header ending in "; " that httpx rejects.
         "HF_HUB_USER_AGENT_ORIGIN": "kernel-builder-benchmark",
         "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
@@ -184,7 +220,7 @@ class CaseFailed(Exception):
         self.reason = stderr.splitlines()[-1] if stderr else "no output"
 
 
-def _probe(case: str, path: Path, env: dict[str, str]) -> dict[str, float]:
+def _probe(case: str, path: Path, env: dict[str, str]) -> dict[str, Any]:
     case_env = {**env, "HF_HUB_OFFLINE": "1"} if case.endswith("offline") else env
     result = subprocess.run(
         [sys.executable, "-c", PROBE, case, str(path), REPO_ID], capture_output=True, text=True, env=case_env,
@@ -192,7 +228,7 @@ def _probe(case: str, path: Path, env: dict[str, str]) -> dict[str, float]:
     )  # fmt: skip
     if result.returncode != 0:
         raise CaseFailed(case, result.stderr.strip())
-    data: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
+    data: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return data
 
 

@@ -50,6 +50,7 @@ from huggingface_hub.utils.tqdm import tqdm as hf_tqdm
 
 from kernel_builder import __version__
 from kernel_builder.common.env import hf_flag
+from kernel_builder.common.hub_env import DEFAULT_ENDPOINT, cache_location, endpoint, repo_folder_name
 from kernel_builder.common.safe_fs import UnsafeFileError, describe_mode, read_bounded, write_inside
 from kernel_builder.errors import HubConnectionError, KernelBuilderError, UsageError
 from kernel_builder.formats.files import HUB_IGNORE_PATTERNS
@@ -80,7 +81,6 @@ __all__ = [
 
 logger = logging.getLogger("kernel_builder")
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
 KERNEL = "kernel"
 MODEL = "model"
 REPO_TYPES = (KERNEL, MODEL)
@@ -251,26 +251,9 @@ def _failure(error: BaseException, policy: NetworkPolicy) -> tuple[str, float | 
 # --- environment, read at every call (docs/loading.md) -----------------------------------------------------------------
 
 
-def endpoint() -> str:
-    """``HF_ENDPOINT`` without a trailing ``/``, else the real Hub."""
-    return (os.environ.get("HF_ENDPOINT", "").strip() or DEFAULT_ENDPOINT).rstrip("/")
-
-
 def cache_dir() -> Path:
     """``KERNELS_CACHE``, else ``HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``."""
     return cache_location()[0]
-
-
-def cache_location() -> tuple[Path, str]:
-    """The cache directory and what chose it (a variable's name, or ``the default``), for messages."""
-    for name in ("KERNELS_CACHE", "HF_HUB_CACHE"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            return Path(os.path.expanduser(value)), name
-    home = os.environ.get("HF_HOME", "").strip()
-    if home:
-        return Path(os.path.expanduser(home)) / "hub", "HF_HOME"
-    return Path.home() / ".cache" / "huggingface" / "hub", "the default"
 
 
 def is_offline() -> bool:
@@ -315,11 +298,6 @@ def environment_details(
         ("file_type", "kernel"),
         ("torch", torch),
     ]
-
-
-def repo_folder_name(repo_id: str, repo_type: str) -> str:
-    """The cache folder of a repo, as ``huggingface_hub`` names it: ``kernels--org--name``."""
-    return "--".join([f"{repo_type}s", *repo_id.split("/")])
 
 
 class CacheError(KernelBuilderError, OSError):

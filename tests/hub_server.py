@@ -974,6 +974,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatc
         "HF_TOKEN": "hf_dummy_test_token",
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "HF_HUB_DISABLE_XET": "1",
+        # Every online load asks the double, as the tests of the Hub path expect; the tests of loads from the
+        # cache alone (test_loader_warm.py) set their own time.
+        "KERNEL_BUILDER_CACHE_TTL": "0",
     }.items():
         monkeypatch.setenv(name, value)
     for name in ("HF_HUB_OFFLINE", "LOCAL_KERNELS", "HF_HUB_DISABLE_IMPLICIT_TOKEN"):

@@ -169,7 +169,7 @@ class _Hub(_Repository):
         self._user_agent = dict(user_agent) if isinstance(user_agent, dict) else user_agent
 
     def _kernel(self) -> ModuleType:
-        from kernel_builder.loader.remote import get_kernel
+        from kernel_builder.loader.warm import get_kernel
 
         return get_kernel(
             self.repo_id,

@@ -44,7 +44,8 @@ from kernel_builder.loader.resolve import VariantAccepted, VariantRejected
 
 if TYPE_CHECKING:
     from kernel_builder.loader.locked import get_locked_kernel, load_kernel
-    from kernel_builder.loader.remote import get_kernel, get_kernel_variants, has_kernel, install_kernel
+    from kernel_builder.loader.remote import get_kernel_variants, has_kernel, install_kernel
+    from kernel_builder.loader.warm import get_kernel
 
 __all__ = [
     "KernelDependencyError",
@@ -73,7 +74,7 @@ __all__ = [
 # The Hub half imports huggingface_hub (a few hundred milliseconds): load it on first use, so that local loads
 # and the CLI do not pay for it. Name → module that defines it.
 _LAZY = {
-    "get_kernel": "kernel_builder.loader.remote",
+    "get_kernel": "kernel_builder.loader.warm",  # the cache first, the Hub client only when needed
     "get_kernel_variants": "kernel_builder.loader.remote",
     "has_kernel": "kernel_builder.loader.remote",
     "install_kernel": "kernel_builder.loader.remote",

@@ -1,4 +1,4 @@
-"""Kernels from the Hub: ``get_kernel``, ``has_kernel``, ``get_kernel_variants``, ``install_kernel`` (docs/loading.md).
+"""Kernels from the Hub: ``get_kernel``'s Hub path (:func:`load_from_hub`), ``has_kernel``, ``get_kernel_variants``, ``install_kernel`` (docs/loading.md).
 
 Each call works on one :class:`~kernel_builder.hub.Hub` (endpoint, cache and offline mode read once) and one
 :class:`Target`: the repository actually used (after the ``kernel``→``model`` fallback and redirects) and the
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,15 +29,22 @@ from kernel_builder.formats.files import variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, repo_id_problem, revision_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
 from kernel_builder.formats.variants import compute_name
-from kernel_builder.hub import Hub, RemoteRepo, environment_details
+from kernel_builder.hub import KERNEL, Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments, check_trust_argument, trusted_by_caller
 from kernel_builder.loader.dependencies import resolve_dependencies
-from kernel_builder.loader.errors import KernelIntegrityError, NoCompatibleVariantError
+from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.hubcache import (
+    ALLOW_NO_DIGEST,
+    Resolution,
+    check_agreement,
+    remember,
+    request_key,
+    verify_download,
+)
 from kernel_builder.loader.importer import (
     RepoInfo,
-    check_digest,
     check_python_dependencies,
     load_variant,
     read_variant_metadata,
@@ -44,7 +52,6 @@ from kernel_builder.loader.importer import (
 )
 from kernel_builder.loader.local import (
     dependency_sources,
-    load_local_override,
     local_kernel_path,
     local_variant_dir,
 )
@@ -58,10 +65,10 @@ __all__ = [
     "Target",
     "check_revision_arguments",
     "follow_redirects_from_main",
-    "get_kernel",
     "get_kernel_variants",
     "has_kernel",
     "install_kernel",
+    "load_from_hub",
     "resolve_version",
     "start_operation",
     "variant_metadata",
@@ -70,8 +77,6 @@ __all__ = [
 logger = logging.getLogger("kernel_builder")
 
 MAX_REDIRECTS = 5
-#: Set to 1 to load Hub variants whose metadata.json has no digest (older upstream builds), with a warning.
-ALLOW_NO_DIGEST = "KERNEL_BUILDER_ALLOW_NO_DIGEST"
 STATUS_FILE = "kernel-status.toml"
 _STATUS_LIMIT = 64 << 10  # a status file holds three short keys
 _VERSION_BRANCH_RE = re.compile(r"v(0|[1-9][0-9]*)")
@@ -90,6 +95,8 @@ class Target:
     ref: str | None  # v<N>, a branch or a tag; None when the caller gave a SHA
     version: int | None = None
     metadata: dict[str, Metadata | None] = field(default_factory=dict)  # per variant, fetched once
+    variants: tuple[str, ...] | None = None  # the variant folders at the commit, once listed online
+    newest: int | None = None  # the newest version branch, when a version was resolved online
 
     @property
     def label(self) -> str:
@@ -138,7 +145,9 @@ def _resolve_online(
                 versions[-1],
                 versions[-1],
             )
-        return Target(repo, _commit_id(repo, f"branch 'v{version}'", found), f"v{version}", version)
+        target = Target(repo, _commit_id(repo, f"branch 'v{version}'", found), f"v{version}", version)
+        target.newest = versions[-1]
+        return target
     assert revision is not None
     if is_commit_id(revision):
         return Target(repo, revision, None)
@@ -322,7 +331,9 @@ def variant_metadata(hub: Hub, target: Target, variant: str) -> Metadata | None:
 def _variant_names(hub: Hub, target: Target) -> list[str]:
     if hub.offline:
         return variant_directories(hub.snapshot(target.repo, target.sha) / "build")
-    return hub.folders(target.repo, target.sha, "build")
+    names = hub.folders(target.repo, target.sha, "build")
+    target.variants = tuple(names)
+    return names
 
 
 def _decide(
@@ -385,11 +396,7 @@ def start_operation(
 
 def _check_agreement(target: Target, variant: str, metadata: Metadata | None) -> None:
     """Refuse a variant whose ``metadata.json`` contradicts its directory name (before and after download)."""
-    problem = None if metadata is None else resolve.metadata_disagreement(variant, metadata)
-    if problem is not None:
-        raise ValueError(
-            f"{target.label}, build/{variant}: {problem}; refusing a variant whose metadata disagrees with its name"
-        )
+    check_agreement(target.label, variant, metadata)
 
 
 def _download(operation: Operation, target: Target, variant: str) -> tuple[Path, Metadata]:
@@ -407,22 +414,8 @@ def _verify(
     operation: Operation, target: Target, variant_dir: Path, metadata: Metadata, verify: bool | None
 ) -> None:
     """The digest check of a Hub download; a missing digest is refused unless the user allows it."""
-    enabled = env_flag("KERNEL_BUILDER_VERIFY_DIGEST", default=True) if verify is None else verify
-    if enabled and metadata.digest is None:
-        where = f"{target.label}, build/{variant_dir.name}"
-        if not env_flag(ALLOW_NO_DIGEST):
-            raise KernelIntegrityError(
-                f"{where}: {METADATA_FILE} has no digest, so its files cannot be verified; refusing to load it. "
-                f"If you trust this repository (older builds of upstream kernel-builder have no digest), set "
-                f"{ALLOW_NO_DIGEST}=1."
-            )
-        warn(
-            f"{where}: {METADATA_FILE} has no digest; loading it unverified because {ALLOW_NO_DIGEST} is set"
-        )
-        return
     folder = operation.hub.repo_folder(target.repo)
-    remedy = f"delete {folder} (the cached download of {target.repo.repo_id}) and download it again"
-    check_digest(variant_dir, metadata, verify, remedy=remedy)
+    verify_download(target.label, variant_dir, metadata, verify, folder=folder, repo_id=target.repo.repo_id)
 
 
 def _trust_gate(hub: Hub, trust: bool | frozenset[str]) -> Callable[[str], None]:
@@ -436,43 +429,21 @@ def _trust_gate(hub: Hub, trust: bool | frozenset[str]) -> Callable[[str], None]
     return gate
 
 
-def get_kernel(
+def load_from_hub(
     repo_id: str,
     *,
-    revision: str | None = None,
-    version: int | None = None,
-    backend: str | None = None,
-    user_agent: str | dict[str, object] | None = None,
-    trust_remote_code: bool | list[str] = False,
-    check_arch: bool = True,
-    verify_digest: bool | None = None,
+    version: int | None,
+    revision: str | None,
+    backend: str | None,
+    user_agent: str | dict[str, object] | None,
+    trust: bool | frozenset[str],
+    trust_remote_code: bool | list[str],
+    check_arch: bool,
+    verify_digest: bool | None,
 ) -> ModuleType:
-    """Import the kernel of a Hub repository at a major ``version`` (branch ``v<N>``) or a ``revision``.
-
-    Steps (docs/loading.md): exactly one of ``version``/``revision`` (checked first, so that code relying on a
-    ``LOCAL_KERNELS`` override fails as it would without it); a ``LOCAL_KERNELS`` override wins; the trust gate
-    (``trust_remote_code=True`` skips it, a list of repo ids skips it for those repositories); the revision
-    resolved to a commit and redirects followed; the preferred compatible variant chosen (``check_arch=False``
-    skips the GPU-architecture check); its ``kernels-minver`` and Python dependencies checked; only that
-    variant downloaded; its digest verified; imported under its unique id and registered with the repo and
-    commit.
-    """
-    check_revision_arguments(version, revision)
-    trust = check_trust_argument(trust_remote_code)
-    module = load_local_override(
-        repo_id,
-        backend,
-        verify_digest=verify_digest,
-        trust_remote_code=trust_remote_code,
-        user_agent=user_agent,
-        check_arch=check_arch,
-    )
-    if module is not None:
-        logger.debug(
-            "%s: LOCAL_KERNELS override; version=%r revision=%r not resolved", repo_id, version, revision
-        )
-        return module
-    _check_repo_id(repo_id)
+    """:func:`~kernel_builder.loader.warm.get_kernel` once its arguments are checked and the cache could not
+    answer alone: the Hub resolves, the variant is chosen from its listing, downloaded if needed, verified and
+    imported; then the resolution is recorded for the next load (docs/loading.md)."""
     operation = start_operation(backend, user_agent)
     hub = operation.hub
     gate = _trust_gate(hub, trust)
@@ -496,7 +467,49 @@ def get_kernel(
     variant_dir, metadata = _download(operation, target, variant)
     _verify(operation, target, variant_dir, metadata, verify_digest)
     repo_info = RepoInfo(target.repo.repo_id, target.sha)
-    return load_variant(variant_dir, metadata=metadata, repo_info=repo_info, dependencies=dependencies.load())
+    module = load_variant(
+        variant_dir, metadata=metadata, repo_info=repo_info, dependencies=dependencies.load()
+    )
+    _remember(
+        hub, repo_id, version, revision, target, publisher_trusted=not trusted_by_caller(trust, repo_id)
+    )
+    return module
+
+
+def _remember(
+    hub: Hub,
+    repo_id: str,
+    version: int | None,
+    revision: str | None,
+    target: Target,
+    *,
+    publisher_trusted: bool,
+) -> None:
+    """Record what the Hub answered, for loads within ``KERNEL_BUILDER_CACHE_TTL`` (docs/loading.md): the
+    request and, as it never moves, the commit itself. Not after a redirect (the cache path does not follow
+    redirects), nor offline, nor without the variant listing of the commit, nor for a model-type repository."""
+    if (
+        hub.offline
+        or target.repo.repo_id != repo_id
+        or target.variants is None
+        or target.repo.repo_type != KERNEL
+    ):
+        return  # a legacy model-type repository keeps its warning at every load: the Hub path gives it
+    checked = time.time()
+    requests = {request_key(version, revision), request_key(None, target.sha)}
+    for request in sorted(requests):
+        resolution = Resolution(
+            hub.endpoint,
+            repo_id,
+            request,
+            KERNEL,
+            target.sha,
+            checked,
+            publisher_trusted,
+            target.variants,
+            target.newest if request.startswith("version:") else None,
+        )
+        remember(hub.cache_dir, resolution)
 
 
 def has_kernel(

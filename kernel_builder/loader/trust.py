@@ -20,12 +20,16 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded, write_inside
-from kernel_builder.hub import Hub
 from kernel_builder.loader.errors import UntrustedKernelError
 
-__all__ = ["RECORD", "require_trusted"]
+if TYPE_CHECKING:  # the Hub client is imported only where a request is made
+    from kernel_builder.hub import Hub
+
+__all__ = ["RECORD", "CacheSide", "recorded_verdict", "require_recorded", "require_trusted"]
 
 logger = logging.getLogger("kernel_builder")
 
@@ -37,7 +41,17 @@ _lock = threading.Lock()
 _verdicts: dict[tuple[str, str], bool] = {}
 
 
-def _recorded(hub: Hub) -> dict[str, dict[str, bool]]:
+class CacheSide(Protocol):
+    """What reading the record needs: the cache and the endpoint whose verdicts count (a ``Hub`` has both)."""
+
+    @property
+    def cache_dir(self) -> Path: ...
+
+    @property
+    def endpoint(self) -> str: ...
+
+
+def _recorded(hub: CacheSide) -> dict[str, dict[str, bool]]:
     """The record, or an empty one when it is missing or damaged (which only makes offline loads stricter)."""
     try:
         data = json.loads(read_bounded(hub.cache_dir / RECORD, _RECORD_LIMIT))
@@ -75,6 +89,31 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
 
+def recorded_verdict(cache: CacheSide, organization: str) -> bool | None:
+    """The verdict an online load recorded for ``organization`` on this endpoint, or ``None`` (none recorded)."""
+    return _recorded(cache).get(cache.endpoint, {}).get(organization)
+
+
+def require_recorded(cache: CacheSide, repo_id: str) -> None:
+    """The offline gate: :class:`UntrustedKernelError` unless an online load recorded the organization of
+    ``repo_id`` as a trusted publisher (the Hub cannot be asked)."""
+    organization = repo_id.split("/", 1)[0]
+    remedy = f"If you trust {organization}, pass trust_remote_code=True."
+    recorded = recorded_verdict(cache, organization)
+    if recorded is True:
+        logger.debug("offline: %s recorded as a trusted kernel publisher on %s", organization, cache.endpoint)
+        return
+    if recorded is False:
+        raise UntrustedKernelError(
+            f"cannot load {repo_id} offline: organization '{organization}' was recorded as not a trusted "
+            f"kernel publisher on {cache.endpoint}, and kernels run arbitrary code. {remedy}"
+        )
+    raise UntrustedKernelError(
+        f"cannot load {repo_id} offline: no online load recorded that organization '{organization}' is a "
+        f"trusted kernel publisher on {cache.endpoint}, and kernels run arbitrary code. {remedy}"
+    )
+
+
 def require_trusted(hub: Hub, repo_id: str) -> None:
     """Raise :class:`UntrustedKernelError` unless the organization of ``repo_id`` is a trusted publisher.
 
@@ -82,23 +121,9 @@ def require_trusted(hub: Hub, repo_id: str) -> None:
     with no recorded verdict is refused.
     """
     organization = repo_id.split("/", 1)[0]
-    remedy = f"If you trust {organization}, pass trust_remote_code=True."
     if hub.offline:
-        recorded = _recorded(hub).get(hub.endpoint, {}).get(organization)
-        if recorded is True:
-            logger.debug(
-                "offline: %s recorded as a trusted kernel publisher on %s", organization, hub.endpoint
-            )
-            return
-        if recorded is False:
-            raise UntrustedKernelError(
-                f"cannot load {repo_id} offline: organization '{organization}' was recorded as not a trusted "
-                f"kernel publisher on {hub.endpoint}, and kernels run arbitrary code. {remedy}"
-            )
-        raise UntrustedKernelError(
-            f"cannot load {repo_id} offline: no online load recorded that organization '{organization}' is a "
-            f"trusted kernel publisher on {hub.endpoint}, and kernels run arbitrary code. {remedy}"
-        )
+        require_recorded(hub, repo_id)
+        return
     key = (hub.endpoint, organization)
     with _lock:
         verdict = _verdicts.get(key)
