@@ -34,14 +34,16 @@ def fake_kernel() -> types.ModuleType:
 
 def test_public_functions_against_their_torch_namesakes() -> None:
     results = {r.name: r for r in run_cases(_public_cases(fake_kernel(), "cpu"), "cpu", warmup=1, runs=3)}
-    assert set(results) == {"relu", "sigmoid", "needs_two"}
-    relu = results["relu"]
+    # One case per size (1 MiB and 16 MiB of float32 on the CPU); a function that cannot be called once.
+    assert set(results) == {"relu 1 MiB", "relu 16 MiB", "sigmoid 1 MiB", "sigmoid 16 MiB", "needs_two"}
+    relu = results["relu 16 MiB"]
     assert relu.matches is True and relu.reference is not None and relu.kernel is not None
-    assert relu.bytes == 2 * 4 * 4 * 1024 * 1024  # float32 in and out, 4 Mi elements
-    assert results["sigmoid"].matches is False
+    assert relu.bytes == 2 * 16 * 1024 * 1024  # float32 in and out
+    assert results["relu 1 MiB"].bytes == 2 * 1024 * 1024
+    assert results["sigmoid 1 MiB"].matches is False
     assert "TypeError" in results["needs_two"].error
     table = render_table(list(results.values()), "cpu")
-    assert "relu" in table and "NO" in table and "error: TypeError" in table
+    assert "relu 1 MiB" in table and "NO" in table and "error: TypeError" in table
 
 
 def test_project_benchmarks_are_collected(tmp_path: Path) -> None:
@@ -87,19 +89,21 @@ def test_benchmarks_without_bench_functions_fall_back_to_public_ops(
                        "--json", str(report)])  # fmt: skip
     assert code == 1  # sigmoid does not match, needs_two cannot be called with one tensor
     assert "mode: public ops vs torch" in capsys.readouterr().out
-    assert [r["name"] for r in json.loads(report.read_text())["results"]] == ["relu", "sigmoid", "needs_two"]
+    data = json.loads(report.read_text())
+    assert [r["name"] for r in data["results"]] == ["relu 1 MiB", "relu 16 MiB", "sigmoid 1 MiB", "sigmoid 16 MiB",
+                                                    "needs_two"]  # fmt: skip
+    assert data["copy"]["gbps"] > 0 and data["copy"]["bytes"] == 2 * 4 * 1024 * 1024
 
 
 def test_public_ops_say_what_each_side_does() -> None:
-    (relu,) = [
-        r for r in run_cases(_public_cases(fake_kernel(), "cpu"), "cpu", warmup=1, runs=3) if r.name == "relu"
+    relus = [
+        r for r in run_cases(_public_cases(fake_kernel(), "cpu"), "cpu", warmup=1, runs=3) if "relu" in r.name
     ]
-    assert (
-        relu.extra["compares"]
-        == "kernel.relu(x) vs torch.relu(x): the same input, each call allocating its result"
-    )
-    assert relu.to_json()["extra"]["compares"] == relu.extra["compares"]
-    assert f"relu: {relu.extra['compares']}" in render_table([relu], "cpu").splitlines()
+    compares = "kernel.relu(x) vs torch.relu(x): the same input, each call allocating its result"
+    assert [r.extra["compares"] for r in relus] == [compares, compares]
+    assert relus[0].to_json()["extra"]["compares"] == compares
+    # Cases that share a note share its line.
+    assert f"relu 1 MiB, relu 16 MiB: {compares}" in render_table(relus, "cpu").splitlines()
 
 
 def test_the_init_benchmark_compares_like_with_like(tmp_path: Path) -> None:
@@ -117,7 +121,10 @@ def test_the_init_benchmark_compares_like_with_like(tmp_path: Path) -> None:
     kernel = types.ModuleType("my_relu")
     kernel.relu = relu  # type: ignore[attr-defined]
     (case,) = _project_cases(tmp_path / "k" / "benchmarks", kernel, "cpu")
-    case.run(), case.run()
+    assert case.inputs is not None  # so that `bench` can rotate buffer sets
+    args = case.inputs()
+    case.run(*args), case.run(*args)
     assert outs == [None, None]  # no preallocated output
-    assert case.reference is not None and case.reference() is not case.reference()
+    assert case.reference is not None and case.reference(*args) is not case.reference(*args)
     assert case.compares == "kernel.relu(x) vs torch.relu(x), each allocating its result"
+    assert case.bytes == 2 * args[0].nbytes

@@ -3,7 +3,7 @@
 The functions ``bench_*`` (:mod:`kernel_builder.authoring.bench`) and the ``Benchmark`` classes
 (:mod:`kernel_builder.authoring.bench_classes`) are timed the same way, so their numbers compare:
 
-- warm-up calls first, on every buffer set;
+- warm-up calls first;
 - **L2 rotation**: a case that can make its inputs again gets enough distinct buffer sets that together they
   exceed twice the device's cache (a CUDA GPU's L2, the CPU's last-level cache), and the calls cycle through
   them, so a small input is not timed from a cache the previous call warmed;
@@ -291,22 +291,22 @@ def measure(
 ) -> Timing:
     """Time ``fn``, or the calls of ``fn`` in turn when it is a sequence (one per buffer set).
 
-    ``warmup`` untimed calls first (at least one per set), then ``runs`` samples (see the module docstring);
+    ``warmup`` untimed calls first (cycling through the sets), then ``runs`` samples (see the module docstring);
     ``graphs=False`` never captures a CUDA graph.
     """
     fns = [fn] if callable(fn) else list(fn)
-    _cycle(fns, max(warmup, len(fns) if warmup else 0))
+    _cycle(fns, warmup)
     if device.startswith("cuda"):
         return _measure_cuda(fns, runs=runs, graphs=graphs)
     return _summary(_wall_samples(fns, device, runs), sets=len(fns), method=timer_name(device))
 
 
 def copy_ceiling(device: str, *, warmup: int, runs: int) -> tuple[Timing, int, Callable[[], Any]]:
-    """``out.copy_(x)`` of a float32 buffer (256 MiB on a GPU, 16 MiB elsewhere), rotated like any case:
+    """``out.copy_(x)`` of a float32 buffer (256 MiB on a GPU, 4 MiB elsewhere), rotated like any case:
     its timing, the bytes one copy moves (read plus write) and one copy, to profile."""
     import torch
 
-    numel = (64 if device.startswith("cuda") else 4) * 1024 * 1024
+    numel = (64 if device.startswith("cuda") else 1) * 1024 * 1024
     x = torch.empty(numel, device=device).uniform_()
     moved = 2 * x.nbytes
     sets = rotation_sets(moved, cache_bytes(device))
