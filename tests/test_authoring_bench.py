@@ -1,13 +1,16 @@
-"""kernel_builder.authoring.bench: cases from benchmarks/ and from public functions, the table (fast, CPU)."""
+"""kernel_builder.authoring.bench: cases from benchmarks/ and from public functions, the table (fast, CPU); then
+``kernel-builder bench`` on examples/relu built for the CPU, with ``--profile`` and ``--compare compile`` (slow)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
+from build_fixtures import CliRun, built_example, run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -128,3 +131,72 @@ def test_the_init_benchmark_compares_like_with_like(tmp_path: Path) -> None:
     assert case.reference is not None and case.reference(*args) is not case.reference(*args)
     assert case.compares == "kernel.relu(x) vs torch.relu(x), each allocating its result"
     assert case.bytes == 2 * args[0].nbytes
+
+
+# --- the command on examples/relu, built for the CPU (slow) ------------------------------------------------
+
+
+def _bench_relu(
+    factory: pytest.TempPathFactory, tmp_path: Path, *extra: str | Path
+) -> tuple[CliRun, dict[str, Any]]:
+    """``kernel-builder bench`` on the session's one CPU build of examples/relu (which it must not change)."""
+    root = built_example("relu", factory).root
+    report = tmp_path / "bench.json"
+    run = run_cli(["bench", root, "--runs", "5", "--warmup", "2", "--json", report, *extra],
+                  env={"PYTHONDONTWRITEBYTECODE": "1"}).check()  # fmt: skip
+    return run, json.loads(report.read_text())
+
+
+@pytest.mark.slow
+def test_bench_relu_profile_compare_compile(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """``kernel-builder bench examples/relu --profile T --compare compile``: rates, rotation, the copy ceiling, the
+    trace and the compiled reference (without a C++ compiler, inductor cannot compile on the CPU: that part is
+    skipped, with the reason, after the rest is checked)."""
+    trace = tmp_path / "trace.json"
+    compiler = shutil.which("c++") or shutil.which("g++")
+    run, data = _bench_relu(
+        tmp_path_factory, tmp_path, "--profile", trace, *(["--compare", "compile"] if compiler else [])
+    )
+    lines = run.stdout.splitlines()
+    assert any(line.startswith("timer: CPU timer (time.perf_counter; no GPU)") for line in lines), run.stdout
+    header = next(line for line in lines if line.startswith("case "))
+    for column in ("side", "median", "min", "max", "GB/s", "% copy", "TFLOP/s", "timed as", "vs reference"):
+        assert f" {column} " in f" {header} ", header
+    rows = [line.split() for line in lines if line.startswith(("relu ", "copy "))]
+    assert {tuple(row[:4]) for row in rows} >= {("relu", "1", "MiB", "kernel"), ("relu", "16", "MiB", "reference"),
+                                                ("copy", "out.copy_(x),", "4", "MiB")}  # fmt: skip
+    # Each size: the kernel and torch.relu, agreeing; GB/s from the bytes moved (1 MiB read, 1 MiB written).
+    small = {r["name"]: r for r in data["results"]}["relu 1 MiB"]
+    assert small["matches"] is True and small["bytes"] == 2 << 20
+    assert small["kernel_gbps"] == pytest.approx((2 << 20) / small["kernel"]["median_us"] / 1e3)
+    assert small["kernel"]["min_us"] <= small["kernel"]["median_us"] <= small["kernel"]["max_us"]
+    # 1 MiB fits the CPU's cache: the inputs rotate over as many sets as exceed twice the cache, and it says so.
+    assert small["kernel"]["sets"] > 1 and small["kernel"]["method"] == "CPU timer"
+    assert f"relu 1 MiB: {small['kernel']['sets']} buffer sets of 2 MiB rotated" in run.stdout
+    assert data["copy"]["gbps"] > 0 and data["copy"]["bytes"] == 2 * (4 << 20)
+    # --profile: a Chrome trace with a span per timed side, and the top ops (CPU ops here, said so).
+    spans = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]
+             if str(e.get("name", "")).startswith("bench: ")}  # fmt: skip
+    assert {
+        "bench: relu 1 MiB: kernel",
+        "bench: relu 16 MiB: reference",
+        "bench: copy ceiling: out.copy_(x)",
+    } <= spans
+    assert f"profile: {trace} (Chrome trace JSON" in run.stdout
+    title = "top CPU ops by self CPU time (no GPU: these are CPU ops, not device kernels)"
+    assert title in run.stdout
+    top = lines[next(i for i, line in enumerate(lines) if line.startswith(title)) + 1 :]
+    assert top and any("relu" in line for line in top), run.stdout
+    if not compiler:
+        pytest.skip("torch.compile (inductor) needs a C++ compiler on the CPU; none on PATH")
+    # --compare compile: a torch.compile(reference) row per size, timed like the others, and the comparison.
+    compiled = [row for row in rows if row[3] == "torch.compile(reference)"]
+    assert len(compiled) == 2 and all("µs" in row for row in compiled), run.stdout
+    for result in data["results"]:
+        assert (
+            result["compile_error"] == ""
+            and result["compiled"]["median_us"] > 0
+            and result["compiled_gbps"] > 0
+        )
+    assert "bench: relu 1 MiB: torch.compile(reference)" in spans
+    assert "relu 1 MiB: kernel " in run.stdout and "the speed of torch.compile(reference)" in run.stdout
