@@ -255,6 +255,19 @@ def _capture(fns: Sequence[Callable[[], Any]], calls: int) -> Callable[[], Any]:
     return graph.replay
 
 
+def _recover() -> None:
+    """After a failed capture: wait for the device, and clear the error the capture left behind (it is not
+    sticky, but the next check would report it)."""
+    import torch
+
+    for _ in range(2):
+        try:
+            torch.cuda.synchronize()
+            return
+        except RuntimeError:
+            continue
+
+
 def _measure_cuda(fns: Sequence[Callable[[], Any]], *, runs: int, graphs: bool) -> Timing:
     import torch
 
@@ -274,7 +287,7 @@ def _measure_cuda(fns: Sequence[Callable[[], Any]], *, runs: int, graphs: bool) 
         return _summary(_cuda_samples(replay, runs, calls), calls=calls, sets=sets,
                         method=f"CUDA graph of {calls} calls")  # fmt: skip
     except Exception as exc:  # noqa: BLE001  (a capture the op does not support: time it eagerly, and say why)
-        torch.cuda.synchronize()
+        _recover()
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
         samples = _cuda_samples(lambda: _cycle(fns, calls), runs, calls)
         return _summary(samples, calls=calls, sets=sets, method=f"eager batches of {calls} calls",
