@@ -583,7 +583,11 @@ def test_declared_bytes_and_flops_give_rates_and_small_inputs_rotate_past_the_ca
     assert entry["compiled"] is None and entry["rotation"] == result.rotation
     table = render_table([result], "cpu")
     header = table.splitlines()[1].split()
-    assert header[:5] == ["workload", "side", "median", "min", "max"] and "GB/s" in header and "TFLOP/s" in header
+    assert (
+        header[:5] == ["workload", "side", "median", "min", "max"]
+        and "GB/s" in header
+        and "TFLOP/s" in header
+    )
     kernel_row, reference_row = table.splitlines()[2:4]
     assert kernel_row.startswith("Declared.double") and " kernel " in kernel_row
     assert reference_row.split()[1] == "verify_<workload>"

@@ -24,7 +24,9 @@ def test_a_chrome_trace_with_a_span_per_side_and_the_top_cpu_ops(tmp_path: Path)
     assert spans == {"bench: mm: kernel", "bench: mm: reference", "bench: add"}
     # Without a GPU the ranking is of CPU ops by self time; our spans are not ops.
     assert kind == "CPU ops" and len(rows) == 4
-    assert [r.total_us for r in rows] == sorted((r.total_us for r in rows), reverse=True) and rows[-1].total_us > 0
+    assert [r.total_us for r in rows] == sorted((r.total_us for r in rows), reverse=True) and rows[
+        -1
+    ].total_us > 0
     assert not any(r.name.startswith("bench: ") for r in rows)
     mm = next(r for r in rows if r.name == "aten::mm")
     assert mm.calls == 2 * PROFILE_CALLS  # both mm sides, each called PROFILE_CALLS times

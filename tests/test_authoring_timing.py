@@ -62,7 +62,7 @@ def test_the_device_is_cuda_with_a_gpu_else_the_cpu() -> None:
 
 def test_a_sequence_of_calls_is_cycled_through_one_per_sample() -> None:
     calls: list[int] = []
-    fns = [lambda i=i: calls.append(i) for i in range(3)]  # type: ignore[misc]
+    fns = [lambda i=i: calls.append(i) for i in range(3)]
     timing = measure(fns, "cpu", warmup=2, runs=5)
     assert calls == [0, 1, 0, 1, 2, 0, 1]  # 2 warm-up calls, then 5 timed ones, each the next set
     assert (timing.sets, timing.calls, timing.runs) == (3, 1, 5) and timing.method == "CPU timer"
