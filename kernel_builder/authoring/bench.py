@@ -3,10 +3,12 @@
 Three modes, the first that applies: the ``Benchmark`` classes of ``benchmarks/benchmark*.py`` (upstream's
 form, run by :mod:`kernel_builder.authoring.bench_classes`); the functions ``bench_*(kernel, device)`` of
 ``benchmarks/*.py``, each returning a :class:`Case`; else one case per public function (``__all__``) that has
-a namesake in ``torch`` or ``torch.nn.functional``, called on one large float tensor. Each case is warmed up,
-then run many times (:mod:`kernel_builder.authoring.timing`: CUDA events on a GPU, the wall clock on the CPU).
-The table shows the median and the interquartile spread, and GB/s where the case knows how many bytes one call
-moves. See ``docs/cli.md``.
+a namesake in ``torch`` or ``torch.nn.functional``, per input size. Every side (kernel, reference, and with
+``--compare compile`` ``torch.compile`` of the reference) is timed by :mod:`kernel_builder.authoring.timing`:
+CUDA events with CUDA graphs for launch-bound calls and inputs rotated past the L2 on a GPU, the CPU timer
+elsewhere. The table shows the median, spread, minimum and maximum, GB/s and TFLOP/s where the case declares
+its bytes and FLOPs, and the device's measured copy bandwidth as the ceiling; ``--profile`` adds a
+``torch.profiler`` trace (:mod:`kernel_builder.authoring.profiling`). See ``docs/cli.md``.
 
 Benchmarks run in a fresh process (``python -m kernel_builder.authoring.bench``), like ``kernel-builder test``.
 """

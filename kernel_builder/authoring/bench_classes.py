@@ -6,8 +6,9 @@ workloads, one per ``benchmark_<w>`` method, classes and methods in name order. 
 instance with ``kernel`` and ``device`` set, the torch and :mod:`random` seeds when ``seed`` is set, then
 ``setup_<w>`` (or ``setup``). ``benchmark_<w>`` runs once and ``self.out`` is compared with what
 ``verify_<w>`` returns, within upstream's tolerance (``torch.allclose`` with ``atol`` 1e-2, ``rtol`` 1e-5);
-then ``benchmark_<w>`` is timed, and ``verify_<w>`` too: it is the reference of the speed-up, as upstream's
-``Ref`` column. Unlike upstream, a failed workload does not stop the others; each is reported, and the exit
+then more instances are set up for the L2 rotation, and ``benchmark_<w>`` is timed across them, and
+``verify_<w>`` too: it is the reference of the speed-up, as upstream's ``Ref`` column. The setup may declare
+``self.bytes`` and ``self.flops`` for GB/s and TFLOP/s. Unlike upstream, a failed workload does not stop the others; each is reported, and the exit
 status says whether any failed. See ``docs/cli.md``.
 
 Files written for upstream import ``kernels.benchmark``; where the ``kernels`` package is not installed,
