@@ -200,3 +200,27 @@ def test_bench_relu_profile_compare_compile(tmp_path_factory: pytest.TempPathFac
         )
     assert "bench: relu 1 MiB: torch.compile(reference)" in spans
     assert "relu 1 MiB: kernel " in run.stdout and "the speed of torch.compile(reference)" in run.stdout
+
+
+@pytest.mark.slow
+def test_a_reference_that_cannot_be_compiled_is_reported_and_the_rest_still_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inductor without a working C++ compiler (as on a machine without one): the compiled row says it failed, a
+    note gives the first line of inductor's error, and the kernel and reference are timed and compared."""
+    import torch._dynamo
+    import torch._inductor.config
+
+    monkeypatch.setattr(torch._inductor.config.cpp, "cxx", ("/nonexistent/c++",))
+    x = torch.randn(1000)
+    case = Case(run=lambda: torch.relu(x), reference=lambda: torch.clamp(x, min=0), name="relu")
+    try:
+        (result,) = run_cases(iter([case]), "cpu", warmup=1, runs=3, compile=True)
+    finally:
+        torch._dynamo.reset()
+    assert result.compiled is None and "No working C++ compiler" in result.compile_error
+    assert result.kernel is not None and result.reference is not None and result.matches is True
+    assert not result.error  # the compiled baseline is optional: the case did not fail
+    table = render_table([result], "cpu").splitlines()
+    assert table[4].split()[:3] == ["relu", "torch.compile(reference)", "failed"]
+    assert f"relu: torch.compile(reference) failed: {result.compile_error}" in table
