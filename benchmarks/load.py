@@ -151,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         values = samples[case]
         rows.append([case, median(values), spread(values), ", ".join(sorted(imported[case])) or "none"])
-    print(table(["case (fresh interpreter, after import torch)", "median ms", "min–max", "network stack"], rows))
+    print(
+        table(["case (fresh interpreter, after import torch)", "median ms", "min–max", "network stack"], rows)
+    )
     for case, reason in failed.items():
         print(f"{case}: failed ({reason})")
     print(f"\nimport torch itself: median {median(torch_samples):.0f} ms")
@@ -181,19 +183,42 @@ def _targets(samples: dict[str, list[float]], imported: dict[str, set[str]]) -> 
         if value <= TARGET_ABOVE_TORCH_MS:
             why = "cache answered; no network stack imported" if not stack else f"imports {stack} yet fast"
         else:
-            why = (f"imports {stack}" if stack else "no network stack imported: the rest is kernel_builder's "
-                   "imports and the digest check, slowed by this machine's load")
-        rows.append([f"{label} ≤ {TARGET_ABOVE_TORCH_MS:.0f} ms above import torch", value,
-                     verdict(value, TARGET_ABOVE_TORCH_MS, at_most=True), why])
-        rows.append([f"{label} imports no huggingface_hub / HTTP library", stack or "none",
-                     "met" if not stack else "NOT met", "the cache answers alone" if not stack else
-                     "the load went to the Hub path"])
-    for label, mine, theirs in (("warm get_kernel", "ours-hub", "upstream-hub"),
-                                ("warm get_kernel offline", "ours-hub-offline", "upstream-hub-offline"),
-                                ("get_local_kernel", "ours-local", "upstream-local")):
+            why = (
+                f"imports {stack}"
+                if stack
+                else "no network stack imported: the rest is kernel_builder's "
+                "imports and the digest check, slowed by this machine's load"
+            )
+        rows.append(
+            [
+                f"{label} ≤ {TARGET_ABOVE_TORCH_MS:.0f} ms above import torch",
+                value,
+                verdict(value, TARGET_ABOVE_TORCH_MS, at_most=True),
+                why,
+            ]
+        )
+        rows.append(
+            [
+                f"{label} imports no huggingface_hub / HTTP library",
+                stack or "none",
+                "met" if not stack else "NOT met",
+                "the cache answers alone" if not stack else "the load went to the Hub path",
+            ]
+        )
+    for label, mine, theirs in (
+        ("warm get_kernel", "ours-hub", "upstream-hub"),
+        ("warm get_kernel offline", "ours-hub-offline", "upstream-hub-offline"),
+        ("get_local_kernel", "ours-local", "upstream-local"),
+    ):
         if theirs not in samples:
-            rows.append([f"{label} ≤ upstream kernels (ratio)", None, "not measured",
-                         "upstream's case failed or kernels is not installed"])
+            rows.append(
+                [
+                    f"{label} ≤ upstream kernels (ratio)",
+                    None,
+                    "not measured",
+                    "upstream's case failed or kernels is not installed",
+                ]
+            )
             continue
         ratio = median(samples[mine]) / median(samples[theirs])
         why = f"{median(samples[mine]):.0f} ms vs {median(samples[theirs]):.0f} ms"

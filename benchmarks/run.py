@@ -12,22 +12,23 @@ Loads examples/relu and examples/activation from their ``build/`` directories (b
 and ``out.copy_(x)`` of the same input, the ceiling for an op that reads and writes every byte once.
 Bandwidth counts the bytes an op must move (input read plus output written), whatever it really moves.
 
-Each timing captures a batch of calls in a CUDA graph (so launch overhead does not hide the kernels at
-small sizes; ``--eager`` times plain back-to-back calls), replays it ``--repeats`` times between CUDA
-events, and keeps the median. Outputs are checked against the reference before timing.
+Each timing is ``kernel_builder.authoring.timing.measure``, the timer of ``kernel-builder bench``: CUDA events;
+a call under 100 µs is launch-bound, so a batch of calls is captured in a CUDA graph (``--eager`` never
+captures), replayed ``--repeats`` times, and the median per call is kept; longer calls are timed one by one.
+Unlike ``kernel-builder bench``, the inputs are not rotated: at 1 MiB they sit in the L2 cache. Outputs are
+checked against the reference before timing.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from common import REPO, RESULTS, machine, median, table, use_repository, verdict, write_json
+from common import REPO, RESULTS, machine, table, use_repository, verdict, write_json
 
 SIZES = {"1MiB": 1 << 20, "64MiB": 64 << 20, "1GiB": 1 << 30}
 ROW = 2 * 4096  # silu_and_mul's input row: a typical MLP width
@@ -65,8 +66,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--sizes", default="1MiB,64MiB,1GiB", help="input sizes, of " + ", ".join(SIZES))
     parser.add_argument("--dtypes", default="fp32,bf16", help="of fp32, fp16, bf16")
-    parser.add_argument("--repeats", type=int, default=15, help="timed replays per case; the median counts")
-    parser.add_argument("--eager", action="store_true", help="time plain calls instead of CUDA graph replays")
+    parser.add_argument("--repeats", type=int, default=15, help="timed samples per case; the median counts")
+    parser.add_argument("--eager", action="store_true", help="never capture CUDA graphs: time plain calls")
     parser.add_argument("--json", type=Path, default=RESULTS / "run.json", help="where to write the results")
     return parser.parse_args(argv)
 
@@ -130,50 +131,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class Timer:
-    """Milliseconds per call of a function, the median of ``repeats`` timed batches."""
+    """Milliseconds per call of a function: ``kernel_builder.authoring.timing.measure`` (what
+    ``kernel-builder bench`` times with), the median of ``repeats`` samples."""
 
     def __init__(self, torch: object, *, repeats: int, graphs: bool) -> None:
-        self.torch = torch
         self.repeats = repeats
         self.graphs = graphs
 
     def __call__(self, fn: Callable[[], object], estimate_ms: float) -> float:
-        torch = self.torch
-        # Enough calls per batch that a batch lasts ~10 ms, so event resolution does not matter.
-        calls = max(3, min(2000, math.ceil(10.0 / max(estimate_ms, 1e-4))))
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        replay = self._batch(fn, calls)
-        replay()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        samples = []
-        for _ in range(self.repeats):
-            start.record()
-            replay()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / calls)
-        return median(samples)
+        from kernel_builder.authoring.timing import measure
 
-    def _batch(self, fn: Callable[[], object], calls: int) -> Callable[[], object]:
-        torch = self.torch
-
-        def eager() -> None:
-            for _ in range(calls):
-                fn()
-
-        if not self.graphs:
-            return eager
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            fn()  # allocations of the first call happen outside the capture
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            eager()
-        return graph.replay
+        # estimate_ms is unused: measure estimates the call itself, and graphs the launch-bound ones.
+        return measure(fn, "cuda", warmup=3, runs=self.repeats, graphs=self.graphs).median_us / 1e3
 
 
 def measure_case(torch, timer, kernels, size_name, nbytes, dtype_name, dtype) -> list[Result]:  # type: ignore[no-untyped-def]

@@ -186,9 +186,10 @@ def test_setup_seed_and_a_fresh_instance_per_workload_in_upstreams_order() -> No
     random.seed(5)
     torch.manual_seed(5)
     seeded = (random.random(), float(torch.rand(1)))
-    one, two = run_classes([(Path("benchmark.py"), Recorder)], fake_kernel(), "cpu", warmup=1, runs=2)
+    one, two = run_classes([(Path("benchmark.py"), Recorder)], fake_kernel(), "cpu", warmup=1, runs=2,
+                           rotate=False)  # fmt: skip
 
-    # one: setup (kernel, device and seeds set first); one run and the check; 1 + 2 kernel runs; 1 + 2 reference
+    # Without rotation (below), one instance per workload. one: setup (kernel, device and seeds set first); one run and the check; 1 + 2 kernel runs; 1 + 2 reference
     # runs. two: its own setup, no verify_two.
     assert EVENTS == [
         ("init",), ("setup", "fake_kernel", "cpu", *seeded), ("benchmark_one",), ("verify_one",),
@@ -396,9 +397,11 @@ def bench(
 
 
 def rows(output: str) -> dict[str, list[str]]:
-    """The table's rows, by workload, as lists of cells."""
+    """The table's kernel rows (the one per workload that says whether it was verified), as lists of cells."""
     return {
-        cells[0]: cells for cells in map(str.split, output.splitlines()) if cells and cells[0] in WORKLOADS
+        cells[0]: cells
+        for cells in map(str.split, output.splitlines())
+        if len(cells) > 1 and cells[0] in WORKLOADS and cells[1] == "kernel"
     }
 
 
@@ -544,3 +547,84 @@ def test_a_broken_benchmark_file_is_one_error_line(
     benchmarks(tmp_path, {"benchmark.py": "import torch\n\nraise RuntimeError('no GPU here')\n"})
     assert run_main(tmp_path, monkeypatch) == 1
     assert capsys.readouterr().err == "error: benchmarks/benchmark.py:3: RuntimeError: no GPU here\n"
+
+
+class Declared(Benchmark):
+    """Declares the bytes and FLOPs of one call in its setup, and counts its instances."""
+
+    made = 0
+
+    def setup(self) -> None:
+        type(self).made += 1
+        self.x = torch.ones(1024)
+        self.bytes = 2 * self.x.nbytes
+        self.flops = self.x.numel()
+
+    def benchmark_double(self) -> None:
+        self.out = self.x * 2
+
+    def verify_double(self) -> Any:
+        return self.x + self.x
+
+
+def test_declared_bytes_and_flops_give_rates_and_small_inputs_rotate_past_the_cache() -> None:
+    from kernel_builder.authoring.timing import cache_bytes, rotation_sets
+
+    Declared.made = 0
+    (result,) = run_classes([(Path("benchmark.py"), Declared)], fake_kernel(), "cpu", warmup=1, runs=5)
+    assert (result.bytes, result.flops, result.verified) == (8192, 1024, True)
+    # The instances: the checked one, then as many more as the rotation needs (8 KiB each: the declared bytes).
+    sets = rotation_sets(8192, cache_bytes("cpu"))
+    assert Declared.made == sets and result.kernel is not None and result.kernel.sets == sets
+    assert result.reference is not None and result.reference.sets == sets
+    entry = result.to_json()
+    assert entry["kernel_gbps"] == pytest.approx(8192 / result.kernel.median_us / 1e3)
+    assert entry["kernel_tflops"] == pytest.approx(1024 / result.kernel.median_us / 1e6)
+    assert entry["compiled"] is None and entry["rotation"] == result.rotation
+    table = render_table([result], "cpu")
+    header = table.splitlines()[1].split()
+    assert (
+        header[:5] == ["workload", "side", "median", "min", "max"]
+        and "GB/s" in header
+        and "TFLOP/s" in header
+    )
+    kernel_row, reference_row = table.splitlines()[2:4]
+    assert kernel_row.startswith("Declared.double") and " kernel " in kernel_row
+    assert reference_row.split()[1] == "verify_<workload>"
+    if cache_bytes("cpu"):
+        assert f"Declared.double: {sets} buffer sets of 8 KiB rotated" in table
+
+
+class Undeclared(Benchmark):
+    def setup(self) -> None:
+        self.x = torch.ones(4)
+
+    def benchmark_same(self) -> None:
+        self.out = self.x
+
+
+def test_without_declarations_there_are_no_rates() -> None:
+    (result,) = run_classes([(Path("benchmark.py"), Undeclared)], fake_kernel(), "cpu", warmup=0, runs=2,
+                            rotate=False)  # fmt: skip
+    assert (result.bytes, result.flops, result.rotation) == (None, None, "not rotated")
+    row = render_table([result], "cpu").splitlines()[2]
+    assert row.split()[:2] == ["Undeclared.same", "kernel"] and " - " in row  # GB/s and TFLOP/s: "-"
+
+
+@pytest.mark.slow
+def test_compare_compile_times_the_compiled_reference_once_compiled() -> None:
+    """``torch.compile`` of ``verify_<w>``, called with each rotated instance: one compile, a third timing."""
+    import shutil
+
+    if not (shutil.which("c++") or shutil.which("g++")):
+        pytest.skip("torch.compile (inductor) needs a C++ compiler on the CPU; none on PATH")
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    (result,) = run_classes([(Path("benchmark.py"), Declared)], fake_kernel(), "cpu", warmup=1, runs=3,
+                            compile=True)  # fmt: skip
+    assert result.compile_error == "" and result.compiled is not None
+    assert result.compiled.sets == result.kernel.sets if result.kernel else False
+    assert counters["stats"]["unique_graphs"] == 1  # the instances are arguments: no recompiles
+    table = render_table([result], "cpu")
+    assert "torch.compile(verify_<workload>)" in table and "the speed of torch.compile" in table

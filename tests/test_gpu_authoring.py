@@ -1,5 +1,6 @@
 """The authoring commands on a GPU (run on the GPU machine; skipped elsewhere with the reason):
-``init --template cuda`` → ``kernel-builder test``, ``kernel-builder bench examples/relu``, and
+``init --template cuda`` → ``kernel-builder test``, ``kernel-builder bench examples/relu --profile --compare
+compile`` (and the graph-capture fallback of its timer), and
 ``kernel_builder.load`` with ``arch="native"`` around an edit of the CUDA source.
 """
 
@@ -31,17 +32,59 @@ def test_init_cuda_template_then_test_passes(tmp_path: Path) -> None:
     assert len(variants) == 1 and "-cu" in variants[0], variants
 
 
-def test_bench_examples_relu_reports_gbps_next_to_torch_relu(tmp_path: Path) -> None:
+def test_bench_examples_relu_profile_compare_compile(tmp_path: Path) -> None:
+    """``kernel-builder bench examples/relu --profile --compare compile`` on the GPU: per size, the kernel next to
+    torch.relu and torch.compile(torch.relu) in GB/s, against the measured copy bandwidth; small inputs rotated
+    past the L2 cache and replayed in a CUDA graph; a Chrome trace and the top device kernels."""
     root = copy_example("relu", tmp_path / "relu")
     report = tmp_path / "bench.json"
-    run = run_cli(["bench", root, "--json", report]).check()
+    trace = tmp_path / "trace.json"
+    run = run_cli(["bench", root, "--profile", trace, "--compare", "compile", "--json", report]).check()
     print(run.stdout)  # the table, for the record (pytest -s)
     data = json.loads(report.read_text())
     assert data["device"] == "cuda" and data["source"] == "public ops vs torch"
-    (relu,) = data["results"]
-    assert relu["name"] == "relu" and relu["matches"] is True
-    assert relu["kernel_gbps"] > 100 and relu["reference_gbps"] > 100
-    assert "GB/s" in run.stdout and "relu" in run.stdout
+    results = {r["name"]: r for r in data["results"]}
+    assert sorted(results) == ["relu 1 GiB", "relu 1 MiB", "relu 64 MiB"]
+    for r in results.values():
+        assert r["matches"] is True and r["compile_error"] == "", r
+        assert r["kernel_gbps"] > 0 and r["reference_gbps"] > 0 and r["compiled_gbps"] > 0
+    assert data["copy"]["gbps"] > 500  # an H100 copies ~3 TB/s (read + write)
+    large = results["relu 1 GiB"]
+    assert large["kernel_gbps"] > 0.5 * data["copy"]["gbps"], large  # bandwidth-bound at 1 GiB
+    assert large["kernel"]["method"] == "CUDA events, one call each"
+    # 1 MiB: launch-bound, so a CUDA graph of a batch of calls; rotated over enough sets to exceed 2x the L2.
+    small = results["relu 1 MiB"]
+    assert small["kernel"]["method"].startswith("CUDA graph of "), small["kernel"]
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    assert small["kernel"]["sets"] * (2 << 20) >= 2 * l2
+    assert f"relu 1 MiB: {small['kernel']['sets']} buffer sets of 2 MiB rotated" in run.stdout
+    assert "timer: CUDA events" in run.stdout and "replay a CUDA graph" in run.stdout
+    assert sum(" torch.compile(reference) " in line for line in run.stdout.splitlines()) == 3
+    assert "the speed of torch.compile(reference)" in run.stdout
+    # --profile: the trace, and the device kernels (the kernel's own among them).
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(str(e.get("name", "")).startswith("bench: relu 1 MiB: kernel") for e in events)
+    lines = run.stdout.splitlines()
+    start = next(
+        i for i, line in enumerate(lines) if line.startswith("top device kernels by total device time")
+    )
+    top = lines[start + 1 : start + 11]
+    assert top and any("relu" in line.lower() for line in top), run.stdout
+
+
+def test_a_call_that_cannot_be_captured_is_timed_eagerly_with_the_reason() -> None:
+    from kernel_builder.authoring.timing import measure
+
+    x = torch.ones(1024, device="cuda")
+
+    def syncs() -> None:
+        (x * 2).sum().item()  # a device-to-host read: not allowed while capturing a graph
+
+    timing = measure(syncs, "cuda", warmup=2, runs=5)
+    assert timing.method.startswith("eager batches of ") and "CUDA graph capture failed" in timing.note
+    assert timing.median_us > 0 and timing.runs == 5
+    # The device is usable afterwards: a capturable call gets its graph.
+    assert measure(lambda: x.mul_(1.0), "cuda", warmup=2, runs=5).method.startswith("CUDA graph of ")
 
 
 LOOP = """

@@ -3,10 +3,12 @@
 Three modes, the first that applies: the ``Benchmark`` classes of ``benchmarks/benchmark*.py`` (upstream's
 form, run by :mod:`kernel_builder.authoring.bench_classes`); the functions ``bench_*(kernel, device)`` of
 ``benchmarks/*.py``, each returning a :class:`Case`; else one case per public function (``__all__``) that has
-a namesake in ``torch`` or ``torch.nn.functional``, called on one large float tensor. Each case is warmed up,
-then run many times (:mod:`kernel_builder.authoring.timing`: CUDA events on a GPU, the wall clock on the CPU).
-The table shows the median and the interquartile spread, and GB/s where the case knows how many bytes one call
-moves. See ``docs/cli.md``.
+a namesake in ``torch`` or ``torch.nn.functional``, per input size. Every side (kernel, reference, and with
+``--compare compile`` ``torch.compile`` of the reference) is timed by :mod:`kernel_builder.authoring.timing`:
+CUDA events with CUDA graphs for launch-bound calls and inputs rotated past the L2 on a GPU, the CPU timer
+elsewhere. The table shows the median, spread, minimum and maximum, GB/s and TFLOP/s where the case declares
+its bytes and FLOPs, and the device's measured copy bandwidth as the ceiling; ``--profile`` adds a
+``torch.profiler`` trace (:mod:`kernel_builder.authoring.profiling`). See ``docs/cli.md``.
 
 Benchmarks run in a fresh process (``python -m kernel_builder.authoring.bench``), like ``kernel-builder test``.
 """
@@ -14,9 +16,10 @@ Benchmarks run in a fresh process (``python -m kernel_builder.authoring.bench``)
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -30,7 +33,24 @@ from kernel_builder.authoring.bench_classes import (
     load_files,
     run_classes,
 )
-from kernel_builder.authoring.timing import Timing, format_time, measure, pick_device, render_rows
+from kernel_builder.authoring.timing import (
+    LAUNCH_BOUND_US,
+    TIMING_HEADERS,
+    Ceiling,
+    Timing,
+    cache_bytes,
+    compile_reference,
+    format_bytes,
+    grouped_notes,
+    measure,
+    pick_device,
+    render_rows,
+    rotation_note,
+    rotation_sets,
+    tensor_bytes,
+    timer_name,
+    timing_cells,
+)
 
 if TYPE_CHECKING:
     from kernel_builder.config.model import KernelProject
@@ -40,20 +60,28 @@ __all__ = ["Case", "Result", "measure", "render_table", "run_benchmarks"]
 
 @dataclass
 class Case:
-    """One benchmark: ``run`` (the kernel) and optionally ``reference``, each called with no arguments.
+    """One benchmark: ``run`` (the kernel) and optionally ``reference``.
 
-    ``bytes`` is what one call reads and writes (for GB/s). ``check`` compares the two results (the default
-    when both return tensors: ``torch.testing.assert_close``). ``compares`` says what each side does (printed
-    under the table and kept in the JSON): a kernel writing into a preallocated ``out`` against a reference
-    that allocates its result is not a like-for-like comparison, and the reader should see which it is.
+    ``inputs``, when given, makes one set of arguments (a tuple: the input tensors, and any preallocated
+    output); ``run`` and ``reference`` are then called with them (``run(*inputs())``), and the runner makes
+    enough sets that together they exceed twice the device's cache, cycling through them so that a small case
+    is not timed from the cache. Without ``inputs``, both are called with no arguments, on one set.
+
+    ``bytes`` is what one call must read and write (for GB/s), ``flops`` its floating-point operations (for
+    TFLOP/s). ``check`` compares the two results (the default when both return tensors:
+    ``torch.testing.assert_close``). ``compares`` says what each side does (printed under the table and kept in
+    the JSON): a kernel writing into a preallocated ``out`` against a reference that allocates its result is not
+    a like-for-like comparison, and the reader should see which it is.
     """
 
-    run: Callable[[], Any]
-    reference: Callable[[], Any] | None = None
+    run: Callable[..., Any]
+    reference: Callable[..., Any] | None = None
     bytes: int | None = None
     check: bool = True
     name: str = ""
     compares: str = ""
+    flops: int | None = None
+    inputs: Callable[[], Sequence[Any]] | None = None
 
 
 @dataclass
@@ -65,37 +93,55 @@ class Result:
     matches: bool | None = None
     error: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    flops: int | None = None
+    compiled: Timing | None = None  # torch.compile(reference), with --compare compile
+    compile_error: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["kernel_gbps"] = self.kernel.gbps(self.bytes) if self.kernel else None
-        data["reference_gbps"] = self.reference.gbps(self.bytes) if self.reference else None
+        for side in ("kernel", "reference", "compiled"):
+            timing: Timing | None = getattr(self, side)
+            data[f"{side}_gbps"] = timing.gbps(self.bytes) if timing else None
+            data[f"{side}_tflops"] = timing.tflops(self.flops) if timing else None
         return data
 
 
+#: The float32 input sizes of the public-ops mode: launch-bound and cache-sized first, bandwidth-bound last.
+PUBLIC_SIZES = {"cuda": (1 << 20, 64 << 20, 1 << 30), "other": (1 << 20, 16 << 20)}
+
+
 def _public_cases(kernel: ModuleType, device: str) -> Iterator[Case]:
-    """Each public function with a torch namesake, on a 16 Mi (GPU) or 4 Mi (CPU) element float32 tensor."""
+    """Each public function with a torch namesake, on float32 tensors of each of :data:`PUBLIC_SIZES` (1 MiB,
+    64 MiB and 1 GiB on a GPU; 1 MiB and 16 MiB elsewhere): one case per function and size."""
     import torch
 
-    x = torch.randn((16 if device.startswith("cuda") else 4) * 1024 * 1024, device=device)
+    def inputs_of(numel: int) -> Callable[[], tuple[Any, ...]]:
+        return lambda: (torch.randn(numel, device=device),)
+
+    sizes = PUBLIC_SIZES["cuda" if device.startswith("cuda") else "other"]
     for name in getattr(kernel, "__all__", ()):
         fn = getattr(kernel, name, None)
         if not callable(fn) or isinstance(fn, type):
             continue
         reference = getattr(torch, name, None) or getattr(torch.nn.functional, name, None)
-        try:
-            out = fn(x)
-        except Exception as exc:  # noqa: BLE001  (a function that wants other arguments: report it, time nothing)
-            yield Case(run=_raise(exc), name=name)
-            continue
-        elementwise = isinstance(out, torch.Tensor) and out.shape == x.shape
-        yield Case(
-            run=_call(fn, x),
-            reference=_call(reference, x) if callable(reference) else None,
-            bytes=x.nbytes + out.nbytes if elementwise else None,
-            name=name,
-            compares=_public_compares(name, reference),
-        )
+        for size in sizes:
+            inputs = inputs_of(size // 4)
+            (x,) = inputs()
+            try:
+                out = fn(x)
+            except Exception as exc:  # noqa: BLE001  (a function that wants other arguments: report it, time nothing)
+                yield Case(run=_raise(exc), name=name)
+                break
+            elementwise = isinstance(out, torch.Tensor) and out.shape == x.shape
+            del out, x
+            yield Case(
+                run=fn,
+                reference=reference if callable(reference) else None,
+                bytes=2 * size if elementwise else None,
+                name=f"{name} {format_bytes(size)}",
+                compares=_public_compares(name, reference),
+                inputs=inputs,
+            )
 
 
 def _public_compares(name: str, reference: Any) -> str:
@@ -108,10 +154,6 @@ def _public_compares(name: str, reference: Any) -> str:
         else reference.__module__
     )
     return f"kernel.{name}(x) vs {where}.{name}(x): the same input, each call allocating its result"
-
-
-def _call(fn: Callable[[Any], Any], x: Any) -> Callable[[], Any]:
-    return lambda: fn(x)
 
 
 def _raise(exc: Exception) -> Callable[[], Any]:
@@ -148,45 +190,136 @@ def _matches(a: Any, b: Any) -> bool | None:
     return True
 
 
-def run_cases(cases: Iterator[Case], device: str, *, warmup: int, runs: int) -> list[Result]:
+def _bind(fn: Callable[..., Any], sets: Sequence[Sequence[Any]] | None) -> list[Callable[[], Any]]:
+    """``fn`` called with each buffer set in turn (or alone, without sets)."""
+    if sets is None:
+        return [fn]
+    return [functools.partial(fn, *args) for args in sets]
+
+
+def _buffer_sets(case: Case, cache: int | None) -> tuple[list[tuple[Any, ...]] | None, str]:
+    """The case's buffer sets for L2 rotation, and the note saying how many and why."""
+    if case.inputs is None:
+        return None, "one buffer set (the Case has no inputs=): small inputs may be timed from the cache"
+    first = tuple(case.inputs())
+    footprint = max(tensor_bytes(first), case.bytes or 0)
+    count = rotation_sets(footprint, cache)
+    sets = [first, *(tuple(case.inputs()) for _ in range(count - 1))]
+    return sets, rotation_note(count, footprint, cache)
+
+
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+
+
+def run_cases(
+    cases: Iterator[Case],
+    device: str,
+    *,
+    warmup: int,
+    runs: int,
+    compile: bool = False,
+    sides: list[tuple[str, Callable[[], Any]]] | None = None,
+) -> list[Result]:
+    """Time each case (see :mod:`kernel_builder.authoring.timing`); with ``compile``, ``torch.compile`` of its
+    reference too. ``sides`` collects a call of each timed side, for ``--profile``."""
+    cache = cache_bytes(device)
     results = []
     for case in cases:
-        result = Result(case.name, bytes=case.bytes)
+        result = Result(case.name, bytes=case.bytes, flops=case.flops)
         if case.compares:
             result.extra["compares"] = case.compares
         try:
-            result.kernel = measure(case.run, device, warmup=warmup, runs=runs)
+            sets, result.extra["rotation"] = _buffer_sets(case, cache)
+            kernel = _bind(case.run, sets)
+            result.kernel = measure(kernel, device, warmup=warmup, runs=runs)
+            _collect(sides, f"{case.name}: kernel", kernel)
             if case.reference is not None:
-                result.reference = measure(case.reference, device, warmup=warmup, runs=runs)
+                reference = _bind(case.reference, sets)
+                result.reference = measure(reference, device, warmup=warmup, runs=runs)
+                _collect(sides, f"{case.name}: reference", reference)
                 if case.check:
-                    result.matches = _matches(case.run(), case.reference())
+                    result.matches = _matches(kernel[0](), reference[0]())
+                if compile:
+                    _time_compiled(
+                        result, case.reference, sets, device, warmup=warmup, runs=runs, sides=sides
+                    )
         except Exception as exc:  # noqa: BLE001  (one failing case is reported; the others still run)
-            result.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            result.error = _first_line(exc)
         results.append(result)
     return results
 
 
-def _fmt_gbps(timing: Timing | None, nbytes: int | None) -> str:
-    gbps = timing.gbps(nbytes) if timing else None
-    return "-" if gbps is None else f"{gbps:.1f}"
+def _collect(
+    sides: list[tuple[str, Callable[[], Any]]] | None, label: str, fns: list[Callable[[], Any]]
+) -> None:
+    if sides is not None:
+        sides.append((label, fns[0]))
 
 
-def render_table(results: list[Result], device: str) -> str:
-    """The terminal table: one row per case, kernel next to reference."""
-    rows = [("case", "kernel", "GB/s", "reference", "ref GB/s", "speedup", "matches")]
+def _time_compiled(
+    result: Result,
+    reference: Callable[..., Any],
+    sets: Sequence[Sequence[Any]] | None,
+    device: str,
+    *,
+    warmup: int,
+    runs: int,
+    sides: list[tuple[str, Callable[[], Any]]] | None,
+) -> None:
+    """Compile the reference (at its first call) and time it; a failure is recorded, not raised: the compiled
+    baseline is optional, and a machine without a working compiler still times the rest."""
+    try:
+        compiled = _bind(compile_reference(reference), sets)
+        compiled[0]()  # compiles
+        result.compiled = measure(compiled, device, warmup=warmup, runs=runs)
+    except Exception as exc:  # noqa: BLE001  (inductor's errors are many kinds; report the first line)
+        result.compile_error = _first_line(exc)
+        return
+    _collect(sides, f"{result.name}: torch.compile(reference)", compiled)
+
+
+def _speedup(reference: Timing | None, side: Timing | None) -> str:
+    if reference is None or side is None or side.median_us <= 0:
+        return "-"
+    return f"{reference.median_us / side.median_us:.2f}x"
+
+
+HEADERS = ("case", "side", *TIMING_HEADERS, "vs reference", "matches")
+
+
+def render_table(results: list[Result], device: str, ceiling: Ceiling | None = None) -> str:
+    """The terminal table: one row per timed side of each case (kernel, reference, compiled reference), and the
+    copy ceiling; notes under it."""
+    copy_gbps = ceiling.gbps if ceiling else None
+    rows: list[tuple[str, ...]] = [HEADERS]
+    notes: list[tuple[str, str]] = []
     for r in results:
         if r.error:
-            rows.append((r.name, f"error: {r.error}", "", "", "", "", ""))
+            rows.append((r.name, f"error: {r.error}", *[""] * (len(HEADERS) - 2)))
             continue
-        speedup = (
-            f"{r.reference.median_us / r.kernel.median_us:.2f}x"
-            if r.kernel and r.reference and r.kernel.median_us > 0 else "-"
-        )  # fmt: skip
         matches = "-" if r.matches is None else ("yes" if r.matches else "NO")
-        rows.append((r.name, format_time(r.kernel), _fmt_gbps(r.kernel, r.bytes), format_time(r.reference),
-                     _fmt_gbps(r.reference, r.bytes), speedup, matches))  # fmt: skip
-    notes = [f"{r.name}: {r.extra['compares']}" for r in results if r.extra.get("compares")]
-    return "\n".join([f"device: {device}", *render_rows(rows), *notes])
+        rows.append((r.name, "kernel", *timing_cells(r.kernel, r.bytes, r.flops, copy_gbps),
+                     _speedup(r.reference, r.kernel), matches))  # fmt: skip
+        if r.reference is not None:
+            rows.append((r.name, "reference", *timing_cells(r.reference, r.bytes, r.flops, copy_gbps), "1.00x",
+                         ""))  # fmt: skip
+        if r.compiled is not None:
+            rows.append((r.name, "torch.compile(reference)", *timing_cells(r.compiled, r.bytes, r.flops, copy_gbps),
+                         _speedup(r.reference, r.compiled), ""))  # fmt: skip
+            notes.append(
+                (r.name, f"kernel {_speedup(r.compiled, r.kernel)} the speed of torch.compile(reference)")
+            )
+        elif r.compile_error:
+            rows.append(
+                (r.name, "torch.compile(reference)", "failed (see below)", *[""] * (len(HEADERS) - 3))
+            )
+            notes.append((r.name, f"torch.compile(reference) failed: {r.compile_error}"))
+        notes += [(r.name, r.extra[key]) for key in ("compares", "rotation") if r.extra.get(key)]
+        notes += [(r.name, t.note) for t in (r.kernel, r.reference, r.compiled) if t is not None and t.note]
+    if ceiling is not None:
+        rows.append(ceiling.row(len(HEADERS)))
+    return "\n".join([f"device: {device}", *render_rows(rows), *grouped_notes(notes)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--json", dest="json_path")
+    parser.add_argument("--profile", dest="profile_path")
+    parser.add_argument("--compare", action="append", choices=COMPARE, default=[])
     args = parser.parse_args(argv)
 
     import torch
@@ -214,7 +349,11 @@ def main(argv: list[str] | None = None) -> int:
     device_name = torch.cuda.get_device_name() if device == "cuda" else device
     header = {"device": device, "torch": torch.__version__}
     counts = f"{args.runs} runs after {args.warmup} warm-up"
+    compile_ = "compile" in args.compare
+    sides: list[tuple[str, Callable[[], Any]]] | None = [] if args.profile_path else None
     benchmarks = Path(args.root) / "benchmarks"
+    print(_timer_line(device))
+    ceiling = Ceiling.measure(device, warmup=args.warmup, runs=args.runs, sides=sides)
     try:
         loaded = {}
         if benchmarks.is_dir():
@@ -225,9 +364,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{args.package}: mode: {bench_classes.SOURCE} of benchmarks/benchmark*.py, reference "
                       f"{bench_classes.REFERENCE}, {counts}")  # fmt: skip
                 print("\n".join(f"note: {note}" for note in notes), end="\n" if notes else "")
-                workloads = run_classes(classes, kernel, device, warmup=args.warmup, runs=args.runs)
-                print(bench_classes.render_table(workloads, device_name))
-                _write_json(args.json_path, {**header, **bench_classes.report(workloads, notes)})
+                workloads = run_classes(classes, kernel, device, warmup=args.warmup, runs=args.runs,
+                                        compile=compile_, sides=sides)  # fmt: skip
+                print(bench_classes.render_table(workloads, device_name, ceiling))
+                _profile(sides, device, args.profile_path)
+                _write_json(args.json_path, {**header, **ceiling.to_json(),
+                                             **bench_classes.report(workloads, notes)})  # fmt: skip
                 return 1 if any(w.failed for w in workloads) else 0
         # Files of another convention (no bench_* functions) leave the list empty: then the public ops are timed.
         cases = list(_project_cases(benchmarks, kernel, device, loaded)) if benchmarks.is_dir() else []
@@ -236,12 +378,40 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     where = "benchmarks/" if cases else "public ops vs torch"
     results = run_cases(iter(cases) if cases else _public_cases(kernel, device), device, warmup=args.warmup,
-                        runs=args.runs)  # fmt: skip
+                        runs=args.runs, compile=compile_, sides=sides)  # fmt: skip
     mode = "functions bench_* of benchmarks/" if cases else "public ops vs torch"
     print(f"{args.package}: mode: {mode}, {counts}")
-    print(render_table(results, device_name))
-    _write_json(args.json_path, {**header, "source": where, "results": [r.to_json() for r in results]})
+    print(render_table(results, device_name, ceiling))
+    _profile(sides, device, args.profile_path)
+    _write_json(args.json_path, {**header, **ceiling.to_json(), "source": where,
+                                 "results": [r.to_json() for r in results]})  # fmt: skip
     return 1 if any(r.error for r in results) or any(r.matches is False for r in results) else 0
+
+
+#: The baselines ``--compare`` can add.
+COMPARE = ("compile",)
+
+
+def _timer_line(device: str) -> str:
+    """How this run times: the timer, graphs for launch-bound calls on CUDA, the cache inputs rotate past."""
+    cache = cache_bytes(device)
+    where = "L2" if device.startswith("cuda") else "last-level cache"
+    how = " (time.perf_counter; no GPU)" if device == "cpu" else ""
+    parts = [f"timer: {timer_name(device)}{how}"]
+    if device.startswith("cuda"):
+        parts.append(f"calls under {LAUNCH_BOUND_US:g} µs replay a CUDA graph of a batch of calls")
+    parts.append(f"{where} {format_bytes(cache)}: inputs rotated over buffer sets totalling over 2x it"
+                 if cache else "cache size unknown: inputs not rotated")  # fmt: skip
+    return "; ".join(parts)
+
+
+def _profile(sides: list[tuple[str, Callable[[], Any]]] | None, device: str, path: str | None) -> None:
+    if sides is None or not path:
+        return
+    from kernel_builder.authoring import profiling
+
+    kind, rows = profiling.profile(sides, device, Path(path))
+    print(profiling.render(kind, rows, device, Path(path)))
 
 
 def _write_json(path: str | None, report: dict[str, Any]) -> None:
@@ -250,12 +420,19 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
 
 
 def run_benchmarks(
-    project: KernelProject, *, runs: int = 100, warmup: int = 10, json_file: Path | None = None
+    project: KernelProject,
+    *,
+    runs: int = 100,
+    warmup: int = 10,
+    json_file: Path | None = None,
+    trace: Path | None = None,
+    compare: Sequence[str] = (),
 ) -> int:
     """Time ``project``'s built variant in a fresh process (:func:`main`), as its users would load it.
 
-    The variant must be built already (``build/``). Returns the benchmark process's exit status: 1 when a case
-    failed or disagreed with its reference.
+    The variant must be built already (``build/``). ``trace``: profile each timed side and write the Chrome
+    trace there; ``compare``: more baselines (``"compile"``). Returns the benchmark process's exit status: 1
+    when a case failed or disagreed with its reference.
     """
     import subprocess
 
@@ -265,6 +442,10 @@ def run_benchmarks(
             "--package", project.py_name, "--runs", str(runs), "--warmup", str(warmup)]  # fmt: skip
     if json_file is not None:
         argv += ["--json", str(json_file)]
+    if trace is not None:
+        argv += ["--profile", str(trace)]
+    for baseline in compare:
+        argv += ["--compare", baseline]
     return subprocess.run(argv, cwd=project.root, env=pytest_environment(project), check=False).returncode
 
 

@@ -6,8 +6,9 @@ workloads, one per ``benchmark_<w>`` method, classes and methods in name order. 
 instance with ``kernel`` and ``device`` set, the torch and :mod:`random` seeds when ``seed`` is set, then
 ``setup_<w>`` (or ``setup``). ``benchmark_<w>`` runs once and ``self.out`` is compared with what
 ``verify_<w>`` returns, within upstream's tolerance (``torch.allclose`` with ``atol`` 1e-2, ``rtol`` 1e-5);
-then ``benchmark_<w>`` is timed, and ``verify_<w>`` too: it is the reference of the speed-up, as upstream's
-``Ref`` column. Unlike upstream, a failed workload does not stop the others; each is reported, and the exit
+then more instances are set up for the L2 rotation, and ``benchmark_<w>`` is timed across them, and
+``verify_<w>`` too: it is the reference of the speed-up, as upstream's ``Ref`` column. The setup may declare
+``self.bytes`` and ``self.flops`` for GB/s and TFLOP/s. Unlike upstream, a failed workload does not stop the others; each is reported, and the exit
 status says whether any failed. See ``docs/cli.md``.
 
 Files written for upstream import ``kernels.benchmark``; where the ``kernels`` package is not installed,
@@ -16,6 +17,7 @@ Files written for upstream import ``kernels.benchmark``; where the ``kernels`` p
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import random
@@ -28,7 +30,19 @@ from types import ModuleType
 from typing import Any
 
 from kernel_builder.authoring.benchmark import Benchmark
-from kernel_builder.authoring.timing import Timing, format_time, measure, render_rows
+from kernel_builder.authoring.timing import (
+    TIMING_HEADERS,
+    Ceiling,
+    Timing,
+    cache_bytes,
+    compile_reference,
+    measure,
+    render_rows,
+    rotation_note,
+    rotation_sets,
+    tensor_bytes,
+    timing_cells,
+)
 from kernel_builder.errors import KernelBuilderError
 
 __all__ = [
@@ -235,7 +249,9 @@ def compare(out: Any, expected: Any, workload: str) -> Check:
 
 @dataclass
 class WorkloadResult:
-    """One workload's outcome: timings of ``benchmark_<w>`` and of its reference ``verify_<w>``, the check."""
+    """One workload's outcome: timings of ``benchmark_<w>`` and of its reference ``verify_<w>`` (and, with
+    ``--compare compile``, of ``torch.compile(verify_<w>)``), the check, and the bytes and FLOPs the setup
+    declared (``self.bytes``, ``self.flops``)."""
 
     name: str  # Class.workload
     file: str
@@ -244,6 +260,11 @@ class WorkloadResult:
     verified: bool | None = None  # None: no verify_<w>
     max_abs_error: float | None = None
     error: str = ""
+    bytes: int | None = None
+    flops: int | None = None
+    compiled: Timing | None = None
+    compile_error: str = ""
+    rotation: str = ""
 
     @property
     def speedup(self) -> float | None:
@@ -258,6 +279,10 @@ class WorkloadResult:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["speedup"] = self.speedup
+        for side in ("kernel", "reference", "compiled"):
+            timing: Timing | None = getattr(self, side)
+            data[f"{side}_gbps"] = timing.gbps(self.bytes) if timing else None
+            data[f"{side}_tflops"] = timing.tflops(self.flops) if timing else None
         if self.max_abs_error is not None and not math.isfinite(self.max_abs_error):
             data["max_abs_error"] = None  # JSON has no infinity; `error` says why
         return data
@@ -279,23 +304,61 @@ def _step(result: WorkloadResult, path: Path, what: str, fn: Callable[[], Any]) 
         return False, None
 
 
-def run_workload(
-    path: Path, cls: type, workload: str, kernel: Any, device: str, *, warmup: int, runs: int
-) -> WorkloadResult:
-    """Set up, check and time one workload (the order of upstream's runner; see the module docstring)."""
-    result = WorkloadResult(f"{cls.__name__}.{workload}", path.name)
-    ok, instance = _step(result, path, f"{cls.__name__}()", cls)
-    if not ok:
-        return result
+def _instance(cls: type, workload: str, kernel: Any, device: str) -> tuple[Any, Callable[[], Any]]:
+    """A new instance with ``kernel`` and ``device`` set and the seeds planted; its setup, not yet called."""
+    instance = cls()
     instance.kernel = kernel
     instance.device = device
     if instance.seed is not None:
         _seed(instance.seed)
-    setup = getattr(instance, f"setup_{workload}", None) or instance.setup
+    return instance, getattr(instance, f"setup_{workload}", None) or instance.setup
+
+
+def _declared(instance: Any, attr: str) -> int | None:
+    """``self.bytes`` or ``self.flops`` as the setup left it: a positive int, else ``None``."""
+    value = getattr(instance, attr, None)
+    return (
+        int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+    )
+
+
+def _rotation(
+    result: WorkloadResult, path: Path, cls: type, workload: str, first: Any, kernel: Any, device: str,
+    rotate: bool,
+) -> list[Any]:  # fmt: skip
+    """``first`` and enough more instances, each set up, that their tensors exceed twice the device's cache."""
+    cache = cache_bytes(device) if rotate else None
+    footprint = max(tensor_bytes(vars(first)), result.bytes or 0)
+    count = rotation_sets(footprint, cache)
+    result.rotation = rotation_note(count, footprint, cache) if rotate else "not rotated"
+    instances = [first]
+    for _ in range(count - 1):
+        ok, made = _step(result, path, f"{cls.__name__}()", lambda: _instance(cls, workload, kernel, device))
+        if not ok or not _step(result, path, made[1].__name__, made[1])[0]:
+            break
+        instances.append(made[0])
+    return instances
+
+
+def run_workload(
+    path: Path, cls: type, workload: str, kernel: Any, device: str, *, warmup: int, runs: int,
+    compile: bool = False, sides: list[tuple[str, Callable[[], Any]]] | None = None, rotate: bool = True,
+) -> WorkloadResult:  # fmt: skip
+    """Set up, check and time one workload (the order of upstream's runner; see the module docstring).
+
+    With ``rotate``, more instances are set up after the check, so that the timed calls cycle through buffers
+    that exceed the device's cache together (see :mod:`kernel_builder.authoring.timing`).
+    """
+    result = WorkloadResult(f"{cls.__name__}.{workload}", path.name)
+    ok, made = _step(result, path, f"{cls.__name__}()", lambda: _instance(cls, workload, kernel, device))
+    if not ok:
+        return result
+    instance, setup = made
     run = getattr(instance, f"benchmark_{workload}")
     verify = getattr(instance, f"verify_{workload}", None)
     if not _step(result, path, setup.__name__, setup)[0] or not _step(result, path, run.__name__, run)[0]:
         return result
+    result.bytes, result.flops = _declared(instance, "bytes"), _declared(instance, "flops")
     if verify is not None:
         ok, expected = _step(result, path, verify.__name__, verify)
         check = compare(instance.out, expected, workload) if ok else Check(False)
@@ -304,21 +367,61 @@ def run_workload(
             result.error = result.error or check.problem
         elif check.max_abs_error is not None and not math.isfinite(check.max_abs_error):
             result.error = "NaN or infinity where self.out and the reference differ"
+    instances = _rotation(result, path, cls, workload, instance, kernel, device, rotate)
+    runs_ = [getattr(i, f"benchmark_{workload}") for i in instances]
     _, result.kernel = _step(
-        result, path, run.__name__, lambda: measure(run, device, warmup=warmup, runs=runs)
+        result, path, run.__name__, lambda: measure(runs_, device, warmup=warmup, runs=runs)
     )
+    if sides is not None:
+        sides.append((f"{result.name}: kernel", run))
     if verify is not None and not result.error:
+        verifies = [getattr(i, f"verify_{workload}") for i in instances]
         _, result.reference = _step(result, path, verify.__name__,
-                                    lambda: measure(verify, device, warmup=warmup, runs=runs))  # fmt: skip
+                                    lambda: measure(verifies, device, warmup=warmup, runs=runs))  # fmt: skip
+        if sides is not None:
+            sides.append((f"{result.name}: reference", verify))
+        if compile and result.reference is not None:
+            _time_compiled(result, getattr(cls, f"verify_{workload}"), instances, device, warmup=warmup,
+                           runs=runs, sides=sides)  # fmt: skip
     return result
 
 
+def _time_compiled(
+    result: WorkloadResult, verify: Callable[[Any], Any], instances: list[Any], device: str, *, warmup: int,
+    runs: int, sides: list[tuple[str, Callable[[], Any]]] | None,
+) -> None:  # fmt: skip
+    """``torch.compile`` of the class's ``verify_<w>``, called with each instance (the instance is an argument,
+    so the rotation does not recompile it); a failure is recorded, not raised."""
+    try:
+        compiled = compile_reference(verify)
+        calls = [functools.partial(compiled, i) for i in instances]
+        calls[0]()  # compiles
+        result.compiled = measure(calls, device, warmup=warmup, runs=runs)
+    except Exception as exc:  # noqa: BLE001  (inductor's errors are many kinds; report the first line)
+        result.compile_error = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+        return
+    if sides is not None:
+        sides.append((f"{result.name}: torch.compile(verify_<w>)", calls[0]))
+
+
 def run_classes(
-    classes: Iterable[tuple[Path, type]], kernel: Any, device: str, *, warmup: int, runs: int
-) -> list[WorkloadResult]:
+    classes: Iterable[tuple[Path, type]], kernel: Any, device: str, *, warmup: int, runs: int,
+    compile: bool = False, sides: list[tuple[str, Callable[[], Any]]] | None = None, rotate: bool = True,
+) -> list[WorkloadResult]:  # fmt: skip
     """Every workload of every class, in order."""
     return [
-        run_workload(path, cls, workload, kernel, device, warmup=warmup, runs=runs)
+        run_workload(
+            path,
+            cls,
+            workload,
+            kernel,
+            device,
+            warmup=warmup,
+            runs=runs,
+            compile=compile,
+            sides=sides,
+            rotate=rotate,
+        )  # fmt: skip
         for path, cls in classes
         for workload in workloads_of(cls)
     ]
@@ -331,16 +434,47 @@ def _format_error(value: float | None) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
-def render_table(results: list[WorkloadResult], device: str) -> str:
-    """One row per workload: the kernel's time, the reference's, the speed-up, verified, the largest error."""
-    rows = [("workload", "kernel", f"reference ({REFERENCE})", "speedup", "verified", "max abs error")]
+def _speedup(reference: Timing | None, side: Timing | None) -> str:
+    if reference is None or side is None or side.median_us <= 0:
+        return "-"
+    return f"{reference.median_us / side.median_us:.2f}x"
+
+
+HEADERS = ("workload", "side", *TIMING_HEADERS, "vs reference", "verified", "max abs error")
+
+
+def render_table(results: list[WorkloadResult], device: str, ceiling: Ceiling | None = None) -> str:
+    """One row per timed side of a workload (``benchmark_<w>``, ``verify_<w>`` and ``torch.compile`` of it):
+    time, spread, rates and speed-up; the kernel's row also says whether it was verified, and the largest error.
+    Then the copy ceiling, and notes."""
+    copy_gbps = ceiling.gbps if ceiling else None
+    rows: list[tuple[str, ...]] = [HEADERS]
+    notes = []
     for r in results:
-        speedup = "-" if r.speedup is None else f"{r.speedup:.2f}x"
         verified = "-" if r.verified is None else ("yes" if r.verified else "NO")
-        rows.append((r.name, format_time(r.kernel), format_time(r.reference), speedup, verified,
-                     _format_error(r.max_abs_error)))  # fmt: skip
+        rows.append((r.name, "kernel", *timing_cells(r.kernel, r.bytes, r.flops, copy_gbps),
+                     _speedup(r.reference, r.kernel), verified, _format_error(r.max_abs_error)))  # fmt: skip
+        if r.reference is not None:
+            rows.append((r.name, REFERENCE, *timing_cells(r.reference, r.bytes, r.flops, copy_gbps), "1.00x",
+                         "", ""))  # fmt: skip
+        if r.compiled is not None:
+            rows.append((r.name, f"torch.compile({REFERENCE})",
+                         *timing_cells(r.compiled, r.bytes, r.flops, copy_gbps), _speedup(r.reference, r.compiled),
+                         "", ""))  # fmt: skip
+            notes.append(f"{r.name}: kernel {_speedup(r.compiled, r.kernel)} the speed of torch.compile("
+                         f"{REFERENCE})")  # fmt: skip
+        elif r.compile_error:
+            notes.append(f"{r.name}: torch.compile({REFERENCE}) failed: {r.compile_error}")
+        if r.rotation:
+            notes.append(f"{r.name}: {r.rotation}")
+        notes += [
+            f"{r.name}: {t.note}" for t in (r.kernel, r.reference, r.compiled) if t is not None and t.note
+        ]
+    if ceiling is not None:
+        rows.append(ceiling.row(len(HEADERS)))
     lines = [f"device: {device}", *render_rows(rows)]
     lines += [f"{r.name}: error: {r.error}" for r in results if r.error]
+    lines += notes
     lines.append(f"verified: torch.allclose(self.out, verify_<workload>(), atol={ATOL:g}, rtol={RTOL:g}); "
                  "-: no verify_<workload>")  # fmt: skip
     return "\n".join(lines)

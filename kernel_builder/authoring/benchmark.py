@@ -22,6 +22,12 @@ class Benchmark:
     to the device it runs on, seeds torch and :mod:`random` with :attr:`seed` when that is set, then calls the
     setup. ``benchmark_<w>`` is what is timed; it writes its result to :attr:`out`, which the runner compares
     with the tensor ``verify_<w>`` returns.
+
+    The setup may set ``self.bytes`` (what one ``benchmark_<w>`` call must read and write) and ``self.flops``
+    (its floating-point operations); the table then gives GB/s and TFLOP/s. They are not class attributes, so
+    the class keeps upstream's exact surface (upstream's runner ignores them). To keep small inputs out of the
+    cache, the runner sets up more instances and cycles through them (see ``docs/cli.md``), so the setup
+    should create everything a call touches.
     """
 
     #: Seeds ``torch.manual_seed`` and ``random.seed`` before the setup, when not ``None``.
