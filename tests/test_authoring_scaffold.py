@@ -155,7 +155,9 @@ def test_compiled_sources_include_lean_torch_headers(tmp_path: Path) -> None:
     assert main(["init", str(root), "--name", "my-kernel", "--backends", "cuda,cpu"]) == 0
     compiled = sorted(COMPILED | {"my_kernel_cuda/relu.cu"})
     for rel in compiled:
-        included = re.findall(r"^\s*#\s*include\s*(\S+)", (root / rel).read_text(encoding="utf-8"), re.MULTILINE)
+        included = re.findall(
+            r"^\s*#\s*include\s*(\S+)", (root / rel).read_text(encoding="utf-8"), re.MULTILINE
+        )
         assert included and not {"<torch/all.h>", "<torch/extension.h>"} & set(included), rel
     assert "#include <ATen/core/Tensor.h>" in (root / "torch-ext/torch_binding.h").read_text(encoding="utf-8")
     sources = [s for s in compiled if not s.endswith(".h")]

@@ -836,7 +836,7 @@ def test_namespace_only_where_used(tmp_path: Path) -> None:
     (root / "torch-ext" / "torch_binding.cpp").write_text(
         "// TORCH_EXTENSION_NAME in a comment does not count\n"
         "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {}\n"
-        'static const char *name = STRINGIFY(TORCH_EXTENSION_NAME);\n'
+        "static const char *name = STRINGIFY(TORCH_EXTENSION_NAME);\n"
     )
     _, gen = generate(
         tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(namespace_where_used=True)

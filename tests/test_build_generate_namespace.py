@@ -52,7 +52,7 @@ def test_no_file_names_the_macro(tmp_path: Path) -> None:
 def test_another_use_of_the_macro_keeps_the_definition(tmp_path: Path) -> None:
     """The name is needed in the text (a string, a symbol, a test): that file is compiled with it."""
     for other in (
-        'const char *n = STRINGIFY(TORCH_EXTENSION_NAME);\n',
+        "const char *n = STRINGIFY(TORCH_EXTENSION_NAME);\n",
         "#ifndef TORCH_EXTENSION_NAME\n#error no name\n#endif\n",
         "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}\n",
     ):
@@ -82,7 +82,9 @@ def test_a_header_that_names_the_macro_defines_it_everywhere(tmp_path: Path) -> 
 
 def test_a_projects_own_registration_header_keeps_the_definition(tmp_path: Path) -> None:
     """Its macros are not ours: without the name they would register the wrong namespace."""
-    root = project(tmp_path, **{"torch-ext/registration.h": "#define TORCH_LIBRARY_EXPAND(N, M) TORCH_LIBRARY(N, M)\n"})
+    root = project(
+        tmp_path, **{"torch-ext/registration.h": "#define TORCH_LIBRARY_EXPAND(N, M) TORCH_LIBRARY(N, M)\n"}
+    )
     assert namespace_use(root, SOURCES) == NamespaceUse(defined=("torch-ext/torch_binding.cpp",))
     # The copy the build writes there is ours.
     generated = project(tmp_path / "g", **{"torch-ext/registration.h": registration_header()})

@@ -20,7 +20,6 @@ from kernel_builder import __version__
 from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
 from kernel_builder.build.compile.toolchain import CudaToolkit
-from kernel_builder.build.generate.ops import aot_ops_py
 from kernel_builder.build.generate.namespace import (
     AT_LINK_DEFINE,
     NAMESPACE_MACRO,
@@ -29,6 +28,7 @@ from kernel_builder.build.generate.namespace import (
     namespace_use,
     registration_source,
 )
+from kernel_builder.build.generate.ops import aot_ops_py
 from kernel_builder.build.generate.registration import registration_header
 from kernel_builder.build.plan.planner import Component, VariantPlan
 from kernel_builder.errors import BuildError
@@ -364,12 +364,14 @@ def _cmakelists(
     if compat is not None:
         lines.append(f"kb_component({MANYLINUX_TARGET}{_args('SOURCES', [compat[1]])})")
     if use.at_link:
-        lines.append(f"kb_component({NAMESPACE_TARGET}{_args('SOURCES', [project_dir / REGISTRATION_SOURCE])})")
-    for files, definition in ((use.defined, namespace), (use.at_link, AT_LINK_DEFINE)):
-        if files:
+        lines.append(
+            f"kb_component({NAMESPACE_TARGET}{_args('SOURCES', [project_dir / REGISTRATION_SOURCE])})"
+        )
+    for sources, definition in ((use.defined, namespace), (use.at_link, AT_LINK_DEFINE)):
+        if sources:
             lines.append(
                 "set_source_files_properties("
-                + _args("", [root / s for s in files]).lstrip("\n ")
+                + _args("", [root / s for s in sources]).lstrip("\n ")
                 + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
             )
     lines.append(f"kb_extension({plan.ops_name})")
