@@ -18,6 +18,15 @@ neither: docs/loading.md, "When the cache is trusted"). Each target row says met
 Without the ``kernels`` package its cases are left out. The interpreters may write bytecode (an installed
 package has its ``.pyc`` files; ``PYTHONDONTWRITEBYTECODE`` would make ours, run from the checkout, compile
 every module at every load while upstream's come compiled from pip).
+
+    python benchmarks/load.py --reload [--reload-rounds 5]
+
+The author's loop instead (``reload``, written to ``results/reload.json``): in a fresh ``kernel-builder init``
+project (CPU template), one edit of the kernel source (a constant changed, so every compiler really compiles)
+and ``kernel_builder.load(".")`` until it returns, against the same edit and ``torch.utils.cpp_extension.load``
+of the same sources (binding and kernel, as ``benchmarks/build.py``'s cold case builds them). Each side runs in
+one long-lived interpreter, the author's Python session, and is timed there around the call; the two sides
+alternate, in rounds. Compiler caches are off on both sides.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -89,11 +99,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds; medians are reported")
     parser.add_argument("--json", type=Path, default=RESULTS / "load.json", help="where to write the results")
+    parser.add_argument("--reload", action="store_true", help="the edit → load case alone (see above)")
+    parser.add_argument("--reload-rounds", type=int, default=5, help="edits timed on each side of --reload")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.reload:
+        return reload_main(args.reload_rounds)
     build = args.kernel / "build"
     if not build.is_dir() or not any(build.glob("*/metadata.json")):
         print(
@@ -261,6 +275,177 @@ def _upstream_version() -> str:
     from importlib.metadata import version
 
     return version("kernels")
+
+
+# --- reload: edit the kernel source, then kernel_builder.load / cpp_extension.load ------------------------------
+
+RELOAD_TARGET_S = 5.0
+#: The edit: the grain size of the CPU template's parallel loop, a new value each round.
+_GRAIN = re.compile(r"(at::parallel_for\(0, n, )(\d+)(,)")
+
+#: One side of the reload case, in the author's long-lived interpreter: each line on stdin asks for one load
+#: (of the sources as they are now); it answers the seconds the call took, timed here, and checks the op.
+RELOAD_WORKER = textwrap.dedent(
+    """
+    import json, resource, sys, time, warnings
+    from pathlib import Path
+    warnings.simplefilter("ignore")
+    side, root, py = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    import torch
+    if side == "kernel_builder":
+        import kernel_builder
+    else:
+        from torch.utils import cpp_extension
+    x = torch.tensor([-2.0, 3.0])
+    def cpu():  # this process's and its finished children's (the compilers') CPU seconds
+        return sum(sum(resource.getrusage(w)[:2]) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    for line in sys.stdin:
+        t0, c0 = time.perf_counter(), cpu()
+        if side == "kernel_builder":
+            module = kernel_builder.load(root)
+            relu = module.ops.relu  # the op itself, as on the other side
+        else:
+            module = cpp_extension.load(
+                name="reload_bench", sources=[str(root / "torch-ext/torch_binding.cpp"),
+                                              str(root / f"{py}_cpu/relu_cpu.cpp")],
+                extra_include_paths=[str(root / "include")],
+                extra_cflags=["-O3", "-DNDEBUG", "-DPy_LIMITED_API=0x03090000", "-DCPU_KERNEL", "-fno-gnu-unique"],
+                build_directory=str(root / "cpp-extension-build"), is_python_module=True, verbose=False,
+            )
+            ops = getattr(torch.ops, module.__name__)
+            relu = lambda out, x: ops.relu(out, x)
+        seconds, cpu_seconds = time.perf_counter() - t0, cpu() - c0
+        out = torch.empty_like(x)
+        relu(out, x)
+        assert out.tolist() == [0.0, 3.0], out
+        print(json.dumps({"seconds": seconds, "cpu": cpu_seconds, "module": module.__name__}), flush=True)
+    """
+)
+
+
+class _Side:
+    """A worker interpreter (one side of the reload case) and the project copy it loads."""
+
+    def __init__(self, side: str, root: Path, py_name: str, log: Path) -> None:
+        self.side, self.root = side, root
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+               "KERNEL_BUILDER_COMPILER_CACHE": "off", "CCACHE_DISABLE": "1",
+               "MAX_JOBS": str(os.cpu_count() or 1)}  # fmt: skip
+        from kernel_builder.build.compile import toolchain
+
+        # cpp_extension runs `ninja` from PATH: the one kernel-builder uses.
+        env["PATH"] = os.pathsep.join([str(toolchain.ninja().path.parent), env.get("PATH", "")])
+        self.log = log.open("w", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", RELOAD_WORKER, side, str(root), py_name], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+        )  # fmt: skip
+
+    def load(self) -> tuple[float, float]:
+        """One load: the seconds it took, and the CPU seconds it and the compilers it ran used."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("load\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            self.log.flush()
+            raise SystemExit(
+                f"{self.side} failed:\n{Path(self.log.name).read_text(encoding='utf-8')[-4000:]}"
+            )
+        data = json.loads(line)
+        return float(data["seconds"]), float(data["cpu"])
+
+    def edit(self, source: Path, grain: int) -> None:
+        text = source.read_text(encoding="utf-8")
+        edited, count = _GRAIN.subn(lambda m: f"{m[1]}{grain}{m[3]}", text)
+        if count != 1:
+            raise SystemExit(
+                f"{source}: the loop this benchmark edits (`at::parallel_for(0, n, N,`) is not there"
+            )
+        source.write_text(edited, encoding="utf-8")
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
+        self.log.close()
+
+
+def reload_main(rounds: int) -> int:
+    """The reload case (module docstring): first loads, then ``rounds`` interleaved edits on each side."""
+    use_repository()
+    from kernel_builder.authoring.scaffold import InitOptions, init_project
+    from kernel_builder.build.generate.registration import registration_header
+
+    name, py_name = "reload-bench", "reload_bench"
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="kb-reload-bench-") as tmp:
+        sides: dict[str, _Side] = {}
+        for side in ("kernel_builder", "cpp_extension"):
+            root = Path(tmp) / side / name
+            init_project(root, InitOptions(name=name, template="cpu"))
+            if side == "cpp_extension":  # registration.h, which kernel-builder generates into the build
+                (root / "include").mkdir()
+                (root / "cpp-extension-build").mkdir()
+                (root / "include" / "registration.h").write_text(registration_header(), encoding="utf-8")
+            sides[side] = _Side(side, root, py_name, Path(tmp) / f"{side}.log")
+        first: dict[str, float] = {}
+        samples: dict[str, list[float]] = {side: [] for side in sides}
+        cpu: dict[str, list[float]] = {side: [] for side in sides}
+        try:
+            for side, worker in sides.items():
+                first[side] = worker.load()[0]
+                print(f"  first load, {side}: {first[side]:.1f} s", file=sys.stderr, flush=True)
+            for index in range(rounds):
+                order = list(sides.items()) if index % 2 == 0 else list(reversed(sides.items()))
+                for side, worker in order:
+                    worker.edit(worker.root / f"{py_name}_cpu" / "relu_cpu.cpp", 16384 + index + 1)
+                    seconds, cpu_seconds = worker.load()
+                    samples[side].append(seconds)
+                    cpu[side].append(cpu_seconds)
+                    print(
+                        f"  edit {index + 1}, {side}: {samples[side][-1]:.2f} s", file=sys.stderr, flush=True
+                    )
+        finally:
+            for worker in sides.values():
+                worker.close()
+    ours, theirs = median(samples["kernel_builder"]), median(samples["cpp_extension"])
+    rows = [
+        ["first load, kernel_builder.load", first["kernel_builder"], "-", None],
+        ["first load, cpp_extension.load", first["cpp_extension"], "-", None],
+        [
+            "edit → kernel_builder.load",
+            ours,
+            spread(samples["kernel_builder"]),
+            median(cpu["kernel_builder"]),
+        ],
+        ["edit → cpp_extension.load", theirs, spread(samples["cpp_extension"]), median(cpu["cpp_extension"])],
+    ]
+    print(table(["case (in-process, init project, CPU)", "median s", "min–max s", "median CPU s"], rows))
+    targets: list[list[object]] = [
+        [f"edit → load < {RELOAD_TARGET_S:.0f} s", ours, verdict(ours, RELOAD_TARGET_S, at_most=True)],
+        [
+            "edit → load ≤ cpp_extension.load (ratio)",
+            ours / theirs,
+            verdict(ours / theirs, 1.0, at_most=True),
+        ],
+    ]
+    print()
+    print(table(["target", "measured", "verdict"], targets))
+    load_after = os.getloadavg()[0]
+    print(f"\nload average (1 min) before {load_before:.1f}, after {load_after:.1f}")
+    write_json(RESULTS / "reload.json", {
+        "machine": machine(),
+        "load-average-before": load_before,
+        "rounds": rounds,
+        "first_s": first,
+        "samples_s": samples,
+        "cpu_s": cpu,
+        "load-average-after": load_after,
+        "median_s": {"kernel_builder": ours, "cpp_extension": theirs},
+        "targets": [{"target": t, "measured": m, "verdict": v} for t, m, v in targets],
+    })  # fmt: skip
+    return 0
 
 
 if __name__ == "__main__":

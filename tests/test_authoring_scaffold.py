@@ -5,6 +5,7 @@ The slow end-to-end check (init → build → ``kernel-builder test``) is in ``t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,23 @@ def test_bad_flags_are_usage_errors(
     assert main(["init", str(tmp_path / "k"), "--name", "abc", *flags]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "k").exists()
+
+
+def test_compiled_sources_include_lean_torch_headers(tmp_path: Path) -> None:
+    """No file of the compiled templates includes the umbrella headers (``<torch/all.h>``,
+    ``<torch/extension.h>``): they cost a binding that includes them several times its compile time, on every
+    build; the binding registers under the build's namespace without naming it, so ``load`` keeps its object
+    (``build/generate/namespace.py``)."""
+    from kernel_builder.build.generate.namespace import namespace_use
+
+    root = tmp_path / "my-kernel"
+    assert main(["init", str(root), "--name", "my-kernel", "--backends", "cuda,cpu"]) == 0
+    compiled = sorted(COMPILED | {"my_kernel_cuda/relu.cu"})
+    for rel in compiled:
+        included = re.findall(
+            r"^\s*#\s*include\s*(\S+)", (root / rel).read_text(encoding="utf-8"), re.MULTILINE
+        )
+        assert included and not {"<torch/all.h>", "<torch/extension.h>"} & set(included), rel
+    assert "#include <ATen/core/Tensor.h>" in (root / "torch-ext/torch_binding.h").read_text(encoding="utf-8")
+    sources = [s for s in compiled if not s.endswith(".h")]
+    assert namespace_use(root, sources).at_link == ("torch-ext/torch_binding.cpp",)

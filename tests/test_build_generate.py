@@ -52,6 +52,7 @@ MACROS = {
     "STABLE_TORCH_LIBRARY_EXPAND": "(NAME, MODULE)",
     "STABLE_TORCH_LIBRARY_IMPL_EXPAND": "(NAME, DEVICE, MODULE)",
     "REGISTER_EXTENSION": "(NAME)",
+    "_KB_LIBRARY_AT_LINK": "(KIND, KEY, MODULE, UID)",
 }
 
 
@@ -816,23 +817,59 @@ def test_dependency_includes_come_first(tmp_path: Path) -> None:
 # --- kernel_builder.load's namespace-where-used projects and --debug-build --------------------------------------
 
 
+def source_definitions(gen: Generated) -> dict[str, list[str]]:
+    """``set_source_files_properties`` calls: the definition each sets, with the files it sets it on."""
+    found = {}
+    for name, args, _ in gen.calls:
+        if name == "set_source_files_properties":
+            *files, properties, key, definition = args
+            assert (properties, key) == ("PROPERTIES", "COMPILE_DEFINITIONS")
+            found[definition] = files
+    return found
+
+
 def test_namespace_only_where_used(tmp_path: Path) -> None:
+    """A file that names the macro other than as a registration macro's namespace gets it defined."""
     root = make_root(tmp_path)
     (root / "torch-ext" / "torch_binding.cpp").write_text(
+        "// TORCH_EXTENSION_NAME in a comment does not count\n"
         "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {}\n"
+        "static const char *name = STRINGIFY(TORCH_EXTENSION_NAME);\n"
     )
     _, gen = generate(
         tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(namespace_where_used=True)
     )
     assert gen.common()["DEFINITIONS"] == ["CPU_KERNEL", "Py_LIMITED_API=0x03090000"]
-    [(args, _)] = [(args, rest) for name, args, rest in gen.calls if name == "set_source_files_properties"]
-    assert args == [str(root / "torch-ext/torch_binding.cpp"), "PROPERTIES", "COMPILE_DEFINITIONS",
-                    f"TORCH_EXTENSION_NAME=_gen_cpu_{UID}"]  # fmt: skip
+    assert source_definitions(gen) == {
+        f"TORCH_EXTENSION_NAME=_gen_cpu_{UID}": [str(root / "torch-ext/torch_binding.cpp")]
+    }
+    assert "kb_namespace" not in [args[0] for name, args, _ in gen.calls if name == "kb_component"]
     # Before the extension is declared, after the components.
     names = [c[0] for c in gen.calls]
     assert names.index("set_source_files_properties") > max(
         i for i, n in enumerate(names) if n == "kb_component"
     )
+
+
+def test_namespace_at_link_for_a_binding_that_only_registers(tmp_path: Path) -> None:
+    """The template's binding: its registration macros get the namespace from a generated source, so a new
+    namespace (every edit) changes neither its command line nor its text."""
+    root = make_root(tmp_path)
+    (root / "torch-ext" / "torch_binding.cpp").write_text(
+        "TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {}\nREGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n"
+    )
+    variant, gen = generate(
+        tmp_path, root, fake_interpreter("2.13.0+cpu"), options=ProjectOptions(namespace_where_used=True)
+    )
+    assert gen.common()["DEFINITIONS"] == ["CPU_KERNEL", "Py_LIMITED_API=0x03090000"]
+    assert source_definitions(gen) == {
+        "KERNEL_BUILDER_NAMESPACE_AT_LINK": [str(root / "torch-ext/torch_binding.cpp")]
+    }
+    source = gen.dir / "namespace" / "kb_namespace.cpp"
+    [args] = [args for name, args, _ in gen.calls if name == "kb_component" and args[0] == "kb_namespace"]
+    assert args == ["kb_namespace", "SOURCES", str(source)]
+    text = source.read_text()
+    assert f'return "{variant.ops_name}";' in text and f"PyInit_{variant.ops_name}(void)" in text
 
 
 def test_namespace_everywhere_when_a_header_uses_it(tmp_path: Path) -> None:

@@ -20,8 +20,16 @@ from kernel_builder import __version__
 from kernel_builder.backends import gpu_archs as capabilities
 from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
 from kernel_builder.build.compile.toolchain import CudaToolkit
+from kernel_builder.build.generate.namespace import (
+    AT_LINK_DEFINE,
+    NAMESPACE_MACRO,
+    REGISTRATION_SOURCE,
+    NamespaceUse,
+    namespace_use,
+    registration_source,
+)
 from kernel_builder.build.generate.ops import aot_ops_py
-from kernel_builder.build.generate.registration import is_generated, registration_header
+from kernel_builder.build.generate.registration import registration_header
 from kernel_builder.build.plan.planner import Component, VariantPlan
 from kernel_builder.errors import BuildError
 
@@ -41,6 +49,7 @@ RELATIVE_ROOT = "../../.."
 SECTION_TARGET_PREFIX = "kb_kernel_"
 BINDING_TARGET = "kb_binding"
 MANYLINUX_TARGET = "kb_manylinux"
+NAMESPACE_TARGET = "kb_namespace"
 
 
 def component_target(component: Component) -> str:
@@ -56,8 +65,8 @@ class ProjectOptions:
     dependency_includes: tuple[Path, ...] = ()  # CUTLASS and other header-only dependencies
     # Linux: the host C++ compiler whose glibc the manylinux compatibility header is made for (manylinux.py).
     manylinux_compiler: Path | None = None
-    #: Define TORCH_EXTENSION_NAME only for the files whose text uses it (``kernel_builder.load``), so that a
-    #: new op namespace recompiles those files and not every file; see :func:`namespace_sources`.
+    #: ``kernel_builder.load``: the op namespace reaches only the files that name it, and a binding's registration
+    #: macros through a generated source, so that a new namespace recompiles little (:mod:`.namespace`).
     namespace_where_used: bool = False
     debug_info: bool = False  # -g (and -lineinfo for nvcc): `build --debug-build`
     #: The compiler cache that wraps the compilers (``compiler_cache``): ``ccache``, ``sccache`` or None.
@@ -65,35 +74,6 @@ class ProjectOptions:
     #: (``-Xpreprocessor``), whose options it leaves to the preprocessed text it hashes (see
     #: :func:`_root_prefix_map`).
     compiler_cache: str | None = None
-
-
-NAMESPACE_MACRO = "TORCH_EXTENSION_NAME"
-_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl")
-
-
-def namespace_sources(root: Path, plan: VariantPlan) -> list[str] | None:
-    """The compiled sources that mention TORCH_EXTENSION_NAME, or ``None`` for "all of them".
-
-    Every compiled file is defined the namespace by default (``docs/layout.md``). A file that never names the
-    macro compiles to the same object without it, unless a header names it: then every file gets it, as usual.
-    Headers are all those under the project root (listed in a ``src`` or not), except build output and the
-    generated ``registration.h``; headers outside the project (torch, dependencies) do not use the macro.
-    """
-    sources = [s for c in plan.components for s in c.sources]
-
-    def mentions(path: Path) -> bool:
-        try:
-            return NAMESPACE_MACRO in path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return True
-
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] in ("build", "result") or any(p.startswith(".") for p in rel.parts):
-            continue
-        if path.suffix in _HEADERS and path.is_file() and not is_generated(path) and mentions(path):
-            return None
-    return [s for s in sources if mentions(root / s)]
 
 
 def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
@@ -188,7 +168,12 @@ def write_project(
         shim = _cuda_library_headers(project_dir / "cuda-library-headers", interpreter, toolkit)
         if shim is not None:
             late_includes.append(shim)
-    inputs = _Inputs(root, plan, interpreter, details, toolkit, options)
+    use = _namespace_use(root, plan, options)
+    if use.at_link:
+        source = project_dir / REGISTRATION_SOURCE
+        source.parent.mkdir()
+        source.write_text(registration_source(plan.ops_name), encoding="utf-8")
+    inputs = _Inputs(root, plan, interpreter, details, toolkit, options, use)
     text = _cmakelists(inputs, project_dir, late_includes, compat)
     (project_dir / "CMakeLists.txt").write_text(text, encoding="utf-8")
     # Installed beside the extension, so the project also builds a complete package (a wheel through
@@ -253,6 +238,14 @@ class _Inputs:
     details: TorchDetails
     toolkit: CudaToolkit | None
     options: ProjectOptions
+    namespace: NamespaceUse
+
+
+def _namespace_use(root: Path, plan: VariantPlan, options: ProjectOptions) -> NamespaceUse:
+    """Every file gets the namespace defined (``kernel-builder build``), or, for ``load``, see :mod:`.namespace`."""
+    if not options.namespace_where_used:
+        return NamespaceUse(defined=None)
+    return namespace_use(root, [s for c in plan.components for s in c.sources])
 
 
 def _root_prefix_map(root: Path, cache: str | None) -> tuple[str, str]:
@@ -273,24 +266,24 @@ def _root_prefix_map(root: Path, cache: str | None) -> tuple[str, str]:
 def _cmakelists(
     inputs: _Inputs, project_dir: Path, late_includes: list[Path], compat: tuple[Path, Path] | None = None
 ) -> str:
-    root, plan, interpreter, details, toolkit, options = (
+    root, plan, interpreter, details, toolkit, options, use = (
         inputs.root,
         inputs.plan,
         inputs.interpreter,
         inputs.details,
         inputs.toolkit,
         inputs.options,
+        inputs.namespace,
     )
     spec = registry.get(plan.backend)
     cuda = "CUDA" in spec.cmake_languages
     languages = " ".join(spec.cmake_languages)
     standard = cxx_standard(interpreter.torch_major_minor)
     namespace = f"{NAMESPACE_MACRO}={plan.ops_name}"
-    where_used = namespace_sources(root, plan) if options.namespace_where_used else None
     if spec.cmake_define is None:
         raise BuildError(f"backend {plan.backend} has no CMake build in this kernel-builder")
     definitions = [spec.cmake_define, "Py_LIMITED_API=0x03090000"]
-    if where_used is None:
+    if use.defined is None:
         definitions.insert(0, namespace)
     if spec.use_define is not None:
         definitions.insert(len(definitions) - 1, spec.use_define)
@@ -370,11 +363,16 @@ def _cmakelists(
         )
     if compat is not None:
         lines.append(f"kb_component({MANYLINUX_TARGET}{_args('SOURCES', [compat[1]])})")
-    if where_used:
+    if use.at_link:
         lines.append(
-            "set_source_files_properties("
-            + _args("", [root / s for s in where_used]).lstrip("\n ")
-            + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(namespace)})"
+            f"kb_component({NAMESPACE_TARGET}{_args('SOURCES', [project_dir / REGISTRATION_SOURCE])})"
         )
+    for sources, definition in ((use.defined, namespace), (use.at_link, AT_LINK_DEFINE)):
+        if sources:
+            lines.append(
+                "set_source_files_properties("
+                + _args("", [root / s for s in sources]).lstrip("\n ")
+                + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
+            )
     lines.append(f"kb_extension({plan.ops_name})")
     return "\n".join(lines) + "\n"

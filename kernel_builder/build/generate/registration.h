@@ -11,13 +11,39 @@
 #define _STRINGIFY(A) #A
 #define STRINGIFY(A) _STRINGIFY(A)
 
+#if defined(KERNEL_BUILDER_NAMESPACE_AT_LINK)
+// kernel_builder.load: this file's namespace arguments are all TORCH_EXTENSION_NAME, which it is not given.
+// The ops register under the name a generated source returns, and that source also defines the module's
+// init function, so an edit elsewhere does not recompile this file (a new namespace is a new generated source).
+#if defined(__GNUC__) || defined(__clang__)
+#define KB_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define KB_HIDDEN
+#endif
+#ifdef __cplusplus
+extern "C" KB_HIDDEN const char *kernel_builder_ops_namespace(void);
+#endif
+// As TORCH_LIBRARY / TORCH_LIBRARY_IMPL, with the namespace read at static initialisation.
+#define _KB_LIBRARY_AT_LINK(KIND, KEY, MODULE, UID)                                                  \
+  static void CONCAT(UID, _init)(torch::Library &);                                                  \
+  static const torch::detail::TorchLibraryInit CONCAT(UID, _static_init)(                             \
+      torch::Library::KIND, &CONCAT(UID, _init), kernel_builder_ops_namespace(), KEY, __FILE__, __LINE__); \
+  void CONCAT(UID, _init)(torch::Library & MODULE)
+#define TORCH_LIBRARY_EXPAND(NAME, MODULE) \
+  _KB_LIBRARY_AT_LINK(DEF, {}, MODULE, CONCAT(kb_library_, __COUNTER__))
+#define TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) \
+  _KB_LIBRARY_AT_LINK(IMPL, c10::DispatchKey::DEVICE, MODULE, CONCAT(kb_library_impl_, __COUNTER__))
+#define REGISTER_EXTENSION(NAME)
+#else
 // Torch's registration macros paste their namespace argument unexpanded; these forward through one more
 // macro level so that passing TORCH_EXTENSION_NAME registers the expanded namespace.
 #define TORCH_LIBRARY_EXPAND(NAME, MODULE) TORCH_LIBRARY(NAME, MODULE)
 #define TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
+#endif
 #define STABLE_TORCH_LIBRARY_EXPAND(NAME, MODULE) STABLE_TORCH_LIBRARY(NAME, MODULE)
 #define STABLE_TORCH_LIBRARY_IMPL_EXPAND(NAME, DEVICE, MODULE) STABLE_TORCH_LIBRARY_IMPL(NAME, DEVICE, MODULE)
 
+#if !defined(KERNEL_BUILDER_NAMESPACE_AT_LINK)
 // The module init function: an empty module (the ops are registered by static initialisers when the
 // shared object is loaded), single-phase initialisation, limited API only.
 #define REGISTER_EXTENSION(NAME)                                                   \
@@ -26,3 +52,4 @@
         PyModuleDef_HEAD_INIT, STRINGIFY(NAME), NULL, 0, NULL, NULL, NULL, NULL, NULL}; \
     return PyModule_Create(&kb_module_def);                                        \
   }
+#endif

@@ -8,9 +8,9 @@
 TORCH_LIBRARY_EXPAND(TORCH_EXTENSION_NAME, ops) {
   ops.def("scale(Tensor! out, Tensor input, float factor) -> ()");
 #if defined(CUDA_KERNEL)
-  ops.impl("scale", torch::kCUDA, &scale);
+  ops.impl("scale", c10::kCUDA, &scale);
 #elif defined(CPU_KERNEL)
-  ops.impl("scale", torch::kCPU, &scale);
+  ops.impl("scale", c10::kCPU, &scale);
 #endif
 }
 
