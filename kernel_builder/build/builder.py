@@ -17,10 +17,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel_builder.build import state
 from kernel_builder.build.check import abi
-from kernel_builder.build.check.import_check import import_checker
 from kernel_builder.build.compile import compiler_cache
 from kernel_builder.build.compile import ninja_build as compile_stage
 from kernel_builder.build.compile.header_accounting import header_warnings
@@ -43,6 +43,9 @@ from kernel_builder.common.progress import LogProgress, ProgressSink
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, KernelBuilderError
 from kernel_builder.formats import source_snapshot
+
+if TYPE_CHECKING:
+    from kernel_builder.build.check.import_check import ImportCheckWorker
 
 __all__ = [
     "BUILD_DIR",
@@ -271,15 +274,27 @@ class Builder:
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
-        if extension is None:
-            # The build directory is about to describe another project: until this build succeeds, the record
-            # (of the last good build) no longer matches it, so a failure must not leave it behind.
-            record.forget()
-            extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
-        findings = self._check_abi(variant, extension)
-        self._package(variant, unique_id, interpreter, extension)
-        record.save(inputs, extension, findings)
+        # The import check's interpreter imports Torch and the loaders while the variant configures and compiles.
+        worker = self._import_worker(interpreter)
+        try:
+            if extension is None:
+                # The build directory is about to describe another project: until this build succeeds, the record
+                # (of the last good build) no longer matches it, so a failure must not leave it behind.
+                record.forget()
+                extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
+            found = self._package(variant, unique_id, interpreter, extension, worker)
+        finally:
+            if worker is not None:
+                worker.close()
+        record.save(inputs, extension, found)
         return "built"
+
+    def _import_worker(self, interpreter: BuildInterpreter) -> ImportCheckWorker | None:
+        if not self.options.import_check:
+            return None
+        from kernel_builder.build.check.import_check import ImportCheckWorker
+
+        return ImportCheckWorker(interpreter)
 
     def generate(self, force: bool = False) -> Path:
         """``kernel-builder generate`` (:func:`kernel_builder.build.generate.pyproject.generate`)."""
@@ -359,13 +374,32 @@ class Builder:
         unique_id: str,
         interpreter: BuildInterpreter | None,
         extension: Path | None,
-    ) -> None:
-        """Assemble ``build/<variant>/``, checked by importing it in the build interpreter (unless disabled)."""
+        worker: ImportCheckWorker | None = None,
+    ) -> list[abi.Violation]:
+        """Assemble ``build/<variant>/``, checked before it is published: the extension's ABI (in this process)
+        while the build interpreter imports the assembled variant (unless disabled). Returns the ABI findings."""
         self.progress.stage(variant.name, "assembling")
-        check = None
+        findings: list[abi.Violation] = []
+
+        def check_abi() -> None:
+            assert extension is not None
+            findings.extend(self._check_abi(variant, extension))
+
+        import_check = None
         if self.options.import_check and interpreter is not None:
-            check = import_checker(
-                self.project, interpreter, variant, strict=self.options.strict_import, warn=self.warn
-            )
+            from kernel_builder.build.check.import_check import import_checker
+
+            import_check = import_checker(
+                self.project, interpreter, variant, strict=self.options.strict_import, warn=self.warn,
+                worker=worker,
+            )  # fmt: skip
+
+        def checks(variant_dir: Path) -> None:
+            if import_check is not None:
+                import_check(variant_dir, check_abi if extension is not None else None)
+            elif extension is not None:
+                check_abi()
+
         provenance = variant_provenance(self.project, self.options.provenance)
-        assemble(self.project, variant, unique_id, self.build_root, extension, provenance, check)
+        assemble(self.project, variant, unique_id, self.build_root, extension, provenance, checks)
+        return findings
