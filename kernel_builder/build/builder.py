@@ -256,6 +256,12 @@ class Builder:
             self.log(f"{variant.name}: re-creating the CMake build tree ({problem})")
             shutil.rmtree(cmake_build)
         extension: Path | None = None
+        if up_to_date and record.unchanged():
+            # Nothing Ninja would look at changed, nor the installed extension: no process to start.
+            findings = record.findings(variant_state / "stage" / f"{variant.ops_name}.abi3.so")
+            if findings is not None:
+                self._judge_abi(variant, findings)
+                return "up to date"
         if up_to_date and (cmake_build / "CMakeCache.txt").is_file():
             self._compile(variant, cmake_build, jobs)
             extension = compile_stage.install(
@@ -271,6 +277,7 @@ class Builder:
                     self._judge_abi(variant, findings)
                 else:  # a record written before findings were kept
                     record.add_findings(self._check_abi(variant, extension))
+                record.watch(compile_stage.watched_files(cmake_build, variant_state / "stage"))
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
@@ -286,7 +293,8 @@ class Builder:
         finally:
             if worker is not None:
                 worker.close()
-        record.save(inputs, extension, found)
+        watched = compile_stage.watched_files(cmake_build, variant_state / "stage")
+        record.save(inputs, extension, found, watched)
         return "built"
 
     def _import_worker(self, interpreter: BuildInterpreter) -> ImportCheckWorker | None:
