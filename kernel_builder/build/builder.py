@@ -14,23 +14,17 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernel_builder.build import state
 from kernel_builder.build.check import abi
-from kernel_builder.build.compile import compiler_cache
 from kernel_builder.build.compile import ninja_build as compile_stage
-from kernel_builder.build.compile.header_accounting import header_warnings
 from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
-from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
-from kernel_builder.build.generate.project import write_variant_project
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.package import assemble, sync_card, variant_provenance
-from kernel_builder.build.plan import selected as selected_plans
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
 from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
@@ -135,6 +129,8 @@ class Builder:
         interpreter = self._probe()
         jobs: list[_Job] = []
         if options.selection.explicit:
+            from kernel_builder.build.plan import selected as selected_plans
+
             served = selected_plans.served(self.project, interpreter)
             # --offline builds what this environment serves, so what other hosts' pip could bring is moot.
             check = None if options.offline else (lambda found: with_availability(found, served))
@@ -181,6 +177,8 @@ class Builder:
         if workers <= 1:
             results = [self._run_job(job, unique_id, interpreter) for job in jobs]
         else:
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 try:
                     results = list(pool.map(lambda job: self._run_job(job, unique_id, interpreter), jobs))
@@ -218,6 +216,8 @@ class Builder:
         self, candidate: Candidate, unique_id: str, default: BuildInterpreter | None
     ) -> tuple[VariantPlan, BuildInterpreter | None]:
         """Plan a selected candidate in an interpreter whose torch gives exactly that variant."""
+        from kernel_builder.build.plan import selected as selected_plans
+
         plan, interpreter, diagnostics = selected_plans.plan_selected(
             self.project, candidate, unique_id, default, self.options, log=self.log,
             preparing=lambda: self.progress.stage(candidate.name, "preparing build environment"),
@@ -248,8 +248,6 @@ class Builder:
         assert interpreter is not None
         variant_state = self.root / STATE_DIR / variant.name
         project_dir, cmake_build = variant_state / "project", variant_state / "cmake-build"
-        threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
-        jobs = self.options.jobs or compile_stage.default_jobs(threads)
         problem = state.tree_problem(cmake_build)
         if problem is not None:
             # CMake refuses a tree made for another directory (a copied, moved or renamed project).
@@ -262,6 +260,7 @@ class Builder:
             if findings is not None:
                 self._judge_abi(variant, findings)
                 return "up to date"
+        jobs = self._jobs(variant)
         if up_to_date and (cmake_build / "CMakeCache.txt").is_file():
             self._compile(variant, cmake_build, jobs)
             extension = compile_stage.install(
@@ -297,6 +296,12 @@ class Builder:
         record.save(inputs, extension, found, watched)
         return "built"
 
+    def _jobs(self, variant: VariantPlan) -> int:
+        from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
+
+        threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
+        return self.options.jobs or compile_stage.default_jobs(threads)
+
     def _import_worker(self, interpreter: BuildInterpreter) -> ImportCheckWorker | None:
         if not self.options.import_check:
             return None
@@ -318,6 +323,10 @@ class Builder:
         cmake_build: Path,
         jobs: int,
     ) -> Path:
+        from kernel_builder.build.compile import compiler_cache
+        from kernel_builder.build.compile.header_accounting import header_warnings
+        from kernel_builder.build.generate.project import write_variant_project
+
         self.progress.stage(
             variant.name,
             "configuring" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""),

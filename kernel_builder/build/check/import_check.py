@@ -160,7 +160,9 @@ class ImportCheckWorker:
         """Give it the assembled variant: the check runs from now on."""
         self._variant = variant_dir
         process = self._process
-        if process is None or process.poll() is not None:  # it ended early (killed, say): wait() checks afresh
+        if (
+            process is None or process.poll() is not None
+        ):  # it ended early (killed, say): wait() checks afresh
             self._fresh = True
             return
         try:
@@ -183,7 +185,16 @@ class ImportCheckWorker:
             interrupted = False
         finally:
             processes.finish(process, interrupted=interrupted)
+        if process.returncode < 0:
+            # Killed by a signal (the OOM killer while it waited, a crash in the load): a fresh interpreter's
+            # verdict stands, as without the early start.
+            return _run_check(self.interpreter, self._variant)
         return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+    @property
+    def pid(self) -> int | None:
+        """The waiting interpreter's process id, until it is done with."""
+        return None if self._process is None else self._process.pid
 
     def close(self) -> None:
         """End the interpreter unless :meth:`wait` did (it stops at once, wherever it is)."""

@@ -36,7 +36,14 @@ print(json.dumps({
 }))
 """
 #: What changes where an interpreter finds its packages (the probe's answer is kept per value of these).
-_SEARCH_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH", "PYTHONPLATLIBDIR")
+_SEARCH_ENV = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONNOUSERSITE",
+    "PYTHONUSERBASE",
+    "PYTHONSAFEPATH",
+    "PYTHONPLATLIBDIR",
+)
 
 _DETAILS = r"""
 import json, os, warnings

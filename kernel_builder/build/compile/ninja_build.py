@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernel_builder.build.compile import compiler_output, configure_cache, toolchain
+from kernel_builder.build.compile import compiler_output, toolchain
 from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
 from kernel_builder.common.runner import format_command, run
@@ -38,6 +38,8 @@ def configure(
 ) -> None:
     """``launcher``: a compiler cache's command (``compiler_cache``), put before every compiler call."""
     build_dir.mkdir(parents=True, exist_ok=True)
+    from kernel_builder.build.compile import configure_cache  # a real build's only
+
     cxx = toolchain.host_compiler().path
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
@@ -227,8 +229,12 @@ def watched_files(build_dir: Path, stage_dir: Path) -> list[str]:
     files.update(os.path.normpath(base / line.strip()) for line in inputs.splitlines() if line.strip())
     # Every target, phony ones included: the outputs, and the files whose change makes Ninja run CMake again
     # (CMake declares each as a phony target). Names that are no file stay missing, which is no change.
-    targets = run([tool, "-C", build_dir, "-t", "targets", "all"], capture=True, what="reading Ninja's targets")
-    files.update(os.path.normpath(base / line.rpartition(": ")[0]) for line in targets.splitlines() if ": " in line)
+    targets = run(
+        [tool, "-C", build_dir, "-t", "targets", "all"], capture=True, what="reading Ninja's targets"
+    )
+    files.update(
+        os.path.normpath(base / line.rpartition(": ")[0]) for line in targets.splitlines() if ": " in line
+    )
     return sorted(files)
 
 
