@@ -337,7 +337,7 @@ class Builder:
         )  # also a ccache or sccache the environment's launcher names
         cuda = write_variant_project(
             self.project, variant, interpreter, project_dir, self.options, self.log,
-            compiler_cache=wrapper.tool if wrapper else None,
+            compiler_cache=wrapper.tool if wrapper else None, python_headers=True,
         )  # fmt: skip
         self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
         if wrapper is not None:
