@@ -92,3 +92,17 @@ def test_a_real_change_still_runs_the_import_check(quick: Path) -> None:
     finally:
         init.write_text(original, encoding="utf-8")
     build(quick)
+
+
+def test_a_copied_project_does_not_trust_the_copied_record(quick: Path, tmp_path: Path) -> None:
+    """The record of a copied project names the files at the old place: the copy's build re-creates its CMake
+    tree as before, and only then is its own no-op process-free."""
+    import shutil
+
+    copy = tmp_path / "kb-quick-copy"
+    shutil.copytree(quick, copy, symlinks=True)
+    output, audit = _audited(copy)
+    assert "re-creating the CMake build tree" in output, output
+    assert audit["spawned"] != []
+    output, audit = _audited(copy)
+    assert audit["spawned"] == [], output

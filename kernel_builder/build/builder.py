@@ -254,8 +254,9 @@ class Builder:
             self.log(f"{variant.name}: re-creating the CMake build tree ({problem})")
             shutil.rmtree(cmake_build)
         extension: Path | None = None
-        if up_to_date and record.unchanged():
-            # Nothing Ninja would look at changed, nor the installed extension: no process to start.
+        if up_to_date and record.unchanged(cmake_build / "build.ninja"):
+            # Nothing Ninja would look at changed, nor the installed extension: no process to start. (A copied
+            # or moved project's record names the files of the old place: it goes the long way.)
             findings = record.findings(variant_state / "stage" / f"{variant.ops_name}.abi3.so")
             if findings is not None:
                 self._judge_abi(variant, findings)

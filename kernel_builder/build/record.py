@@ -106,14 +106,17 @@ class Record:
             return [Violation(kind, extension, detail) for kind, detail in findings]
         return None
 
-    def unchanged(self) -> bool:
-        """No file Ninja and the install would look at changed since the record was written (:meth:`watch`)."""
+    def unchanged(self, build_ninja: Path) -> bool:
+        """No file Ninja and the install would look at changed since the record was written (:meth:`watch`).
+        ``build_ninja``, this build tree's, must be among them: a record copied or moved with its project
+        describes the files at the old place."""
         from kernel_builder.build.compile.ninja_build import stamp
 
         watched = None if self.data is None else self.data.get("watched")
         return (
             isinstance(watched, list)
             and all(isinstance(name, str) for name in watched)
+            and str(build_ninja.absolute()) in watched
             and self.data is not None
             and self.data.get("stamp") == stamp(watched)
         )
