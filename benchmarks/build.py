@@ -9,7 +9,9 @@ as the whole command a user waits for. Cases (``--cases``, comma-separated; defa
   same sources (binding + kernel) with the same defines and optimisation, in a fresh extensions directory;
   interleaved rounds, ratio of the medians. kernel-builder's configure / compile / assemble split comes from
   its log.
-- ``noop``: the same command again on a built copy, by default and (with a GPU) with ``--arch native``.
+- ``noop``: the same command again on a built copy, by default and (with a GPU) with ``--arch native``; the
+  environment as it is (with ``PYTHONDONTWRITEBYTECODE``, kernel-builder's own modules are compiled at every
+  start), and once more with kernel-builder's bytecode kept (as a pip-installed kernel-builder has it).
 - ``touch``: one edited ``.cu`` (a comment appended), rebuilt.
 - ``caps``: cold builds for 1, 4 and 10 capabilities (CUDA only).
 - ``cache``: with a fresh compiler cache, a cold build, then ``rm -rf build .kernel-builder`` and a rebuild
@@ -41,7 +43,9 @@ from common import REPO, RESULTS, machine, median, spread, table, use_repository
 EXAMPLE = REPO / "examples" / "relu"
 CASES = ("cold", "noop", "touch", "caps", "cache", "checkout")
 FOUR = ("8.0", "8.9", "9.0", "10.0")
-TARGETS = {"cold": 1.0, "cache": 0.20, "checkout": 0.20, "noop": 0.5, "caps": 3.0}
+#: The goals (issue 24): cold ≤ 0.9× cpp_extension.load; no-op ≤ 0.2 s; a rebuild from a warm compiler cache and a
+#: second checkout ≤ 20% of cold; 10 capabilities ≤ 3× one.
+TARGETS = {"cold": 0.9, "cache": 0.20, "checkout": 0.20, "noop": 0.2, "caps": 3.0}
 _STAGE = re.compile(r"^\[\s*([0-9.]+) s\] [^:]+: (configuring|compiling|assembling|built|up to date)")
 
 #: Run by the build interpreter: cpp_extension.load of the example's sources, printing nothing on success.
@@ -165,13 +169,23 @@ class Bench:
             (root / "build.toml").write_text(text, encoding="utf-8")
         return root
 
-    def ours(self, root: Path, *extra: str, cache: bool = False, env: dict[str, str] | None = None) -> Sample:
+    def ours(
+        self,
+        root: Path,
+        *extra: str,
+        cache: bool = False,
+        env: dict[str, str] | None = None,
+        bytecode: bool = False,
+    ) -> Sample:
         argv = [sys.executable, "-m", "kernel_builder", "build", str(root), "--backend", self.backend,
                 "--python", str(self.python), *extra]  # fmt: skip
         full_env = {**os.environ, **(env or {})}
         if not cache:
             full_env["KERNEL_BUILDER_COMPILER_CACHE"] = "off"
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+        if bytecode:  # kept in a directory of the benchmark's own: the checkout stays as it is
+            full_env.pop("PYTHONDONTWRITEBYTECODE", None)
+            full_env["PYTHONPYCACHEPREFIX"] = str(self.workdir / "pycache")
         start = time.perf_counter()
         result = subprocess.run(argv, capture_output=True, text=True, env=full_env, check=False)
         seconds = time.perf_counter() - start
@@ -240,9 +254,10 @@ class Bench:
         rows.append(["cold kernel-builder (one capability)", *_stats(ours), note])
         rows.append(["cold cpp_extension.load (same sources)", *_stats(theirs), ""])
         ratio = median([s.seconds for s in ours]) / median([s.seconds for s in theirs])
-        targets.append(
-            ["cold build ≤ 1.0× cpp_extension.load", ratio, verdict(ratio, TARGETS["cold"], at_most=True)]
-        )
+        judged = verdict(ratio, TARGETS["cold"], at_most=True)
+        if judged != "met":  # where the seconds over cpp_extension's total go
+            judged += f": ours {note} s (cpp_extension {median([s.seconds for s in theirs]):.1f} s in all)"
+        targets.append([f"cold build vs cpp_extension.load (goal ≤ {TARGETS['cold']}×)", ratio, judged])
         results["cold"] = {"kernel-builder": _dump(ours), "cpp_extension": _dump(theirs), "ratio": ratio,
                            "kernel-builder-stages": split}  # fmt: skip
 
@@ -254,16 +269,32 @@ class Bench:
         else:
             rows.append(["no-op rebuild --arch native", None, None, 0, "needs a GPU"])
         out: dict[str, object] = {}
+        goal = TARGETS["noop"]
         for label, extra in modes:
             root = self.copy()
             self.ours(root, *extra)
-            samples = [self.ours(root, *extra) for _ in range(max(rounds, 3))]
-            rows.append([f"no-op rebuild ({label})", *_stats(samples), ""])
-            value = median([s.seconds for s in samples])
+            self.ours(root, *extra, bytecode=True)  # fills the bytecode directory
+            samples: list[Sample] = []
+            kept: list[Sample] = []
+            for _ in range(max(rounds, 3)):  # interleaved: the machine's load hits both alike
+                samples.append(self.ours(root, *extra))
+                kept.append(self.ours(root, *extra, bytecode=True))
+            rows.append([f"no-op rebuild ({label})", *_stats(samples), _bytecode_note()])
+            rows.append([f"no-op rebuild ({label}), bytecode kept", *_stats(kept), "as installed by pip"])
+            value, value_kept = median([s.seconds for s in samples]), median([s.seconds for s in kept])
+            judged = verdict(value, goal, at_most=True)
+            if judged != "met":
+                judged += (
+                    f": {value_kept:.3f} s with bytecode kept; the rest is Python start-up and kernel-builder's "
+                    "imports (no process is started)"
+                )
+            targets.append([f"no-op rebuild ({label}), whole command (goal ≤ {goal} s)", value, judged])
             targets.append(
-                [f"no-op rebuild ({label}) ≤ 0.5 s", value, verdict(value, TARGETS["noop"], at_most=True)]
-            )
+                [f"no-op rebuild ({label}), bytecode kept (goal ≤ {goal} s)", value_kept,
+                 verdict(value_kept, goal, at_most=True)]
+            )  # fmt: skip
             out[label] = _dump(samples)
+            out[f"{label}, bytecode kept"] = _dump(kept)
         results["noop"] = out
 
     def case_touch(self, rounds: int, results: dict[str, object], rows: list[list[object]],
@@ -290,7 +321,13 @@ class Bench:
             rows.append([f"cold, {label} capabilit{'y' if label == '1' else 'ies'}", *_stats([sample]), ""])
             out[label] = _dump([sample])
         ratio = out["10"][0]["seconds"] / out["1"][0]["seconds"]  # type: ignore[index]
-        targets.append(["10 capabilities ≤ 3× one", ratio, verdict(ratio, TARGETS["caps"], at_most=True)])
+        targets.append(
+            [
+                f"10 capabilities vs one (goal ≤ {TARGETS['caps']}×)",
+                ratio,
+                verdict(ratio, TARGETS["caps"], at_most=True),
+            ]
+        )
         results["caps"] = {**out, "ratio-10-to-1": ratio}
 
     def case_cache(self, rounds: int, results: dict[str, object], rows: list[list[object]],
@@ -317,7 +354,11 @@ class Bench:
         rows.append(["after rm -rf build .kernel-builder, warm cache", *_stats(warm), ""])
         ratio = median([s.seconds for s in warm]) / median([s.seconds for s in cold])
         targets.append(
-            ["warm-cache rebuild ≤ 20% of cold", ratio, verdict(ratio, TARGETS["cache"], at_most=True)]
+            [
+                f"warm-cache rebuild after rm -rf build .kernel-builder (goal ≤ {TARGETS['cache']:.0%} of cold)",
+                ratio,
+                _judged(ratio, TARGETS["cache"], warm),
+            ]
         )
         results["cache"] = {
             "tool": found.describe(),
@@ -350,7 +391,11 @@ class Bench:
         rows.append(["second checkout at another path, same cache", *_stats(warm), ""])
         ratio = median([s.seconds for s in warm]) / median([s.seconds for s in cold])
         targets.append(
-            ["second checkout ≤ 20% of cold", ratio, verdict(ratio, TARGETS["checkout"], at_most=True)]
+            [
+                f"second checkout at another path, same cache (goal ≤ {TARGETS['checkout']:.0%} of cold)",
+                ratio,
+                _judged(ratio, TARGETS["checkout"], warm),
+            ]
         )
         results["checkout"] = {
             "tool": found.describe(),
@@ -358,6 +403,12 @@ class Bench:
             "warm": _dump(warm),
             "ratio": ratio,
         }
+
+
+def _bytecode_note() -> str:
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return "PYTHONDONTWRITEBYTECODE: modules compiled at every start"
+    return "bytecode as this environment keeps it"
 
 
 def _free_port() -> int:
@@ -392,6 +443,18 @@ def _stages(log: str) -> dict[str, float]:
     if "assembling" in marks and "built" in marks:
         stages["assemble"] = marks["built"] - marks["assembling"]
     return stages
+
+
+def _judged(ratio: float, goal: float, warm: list[Sample]) -> str:
+    """The verdict, and for a goal not met what the warm builds spent their time on (the build log's stages)."""
+    judged = verdict(ratio, goal, at_most=True)
+    if judged == "met":
+        return judged
+    split = {
+        stage: median([s.stages.get(stage, 0.0) for s in warm])
+        for stage in ("configure", "compile", "assemble")
+    }
+    return judged + ": warm build " + ", ".join(f"{k} {v:.1f}" for k, v in split.items()) + " s"
 
 
 def _stats(samples: list[Sample]) -> list[object]:

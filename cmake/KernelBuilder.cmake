@@ -18,7 +18,13 @@ endfunction()
 
 # Find Python (for the limited-API headers) and Torch, then take the architectures out of Torch's CUDA flags.
 macro(kb_find_torch)
-  find_package(Python REQUIRED COMPONENTS Interpreter Development.SABIModule)
+  if(DEFINED KB_PYTHON_INCLUDE_DIR)
+    # `kernel-builder build` asked the build interpreter already (and checked that Python.h is there);
+    # FindPython runs the interpreter a dozen times to learn the same, most of a configure.
+    set(Python_INCLUDE_DIRS "${KB_PYTHON_INCLUDE_DIR}")
+  else()
+    find_package(Python REQUIRED COMPONENTS Interpreter Development.SABIModule)
+  endif()
   find_package(Torch REQUIRED)
   # Torch's config appends the nvcc flags it gives every extension to the global CUDA flags (extended lambdas,
   # relaxed constexpr, its diagnostic suppressions, ...) together with a -gencode list for TORCH_CUDA_ARCH_LIST.

@@ -115,7 +115,9 @@ def test_who_provides_a_missing_module(tmp_path: Path) -> None:
 def test_a_missing_module_warns_unless_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project, variants = planned(quick_project(tmp_path / "kb-quick"))
     missing = MissingModule("triton", "__init__.py:1", "kernel_builder")
-    monkeypatch.setattr(import_check, "check_import", lambda interpreter, variant_dir, root=None: missing)
+    monkeypatch.setattr(
+        import_check, "check_import", lambda interpreter, variant_dir, root=None, **_: missing
+    )
     warnings: list[str] = []
     check = import_checker(project, CPU_213, variants["torch-cuda"], strict=False, warn=warnings.append)
     check(tmp_path)
@@ -126,6 +128,6 @@ def test_a_missing_module_warns_unless_strict(tmp_path: Path, monkeypatch: pytes
     strict = import_checker(project, CPU_213, variants["torch-cuda"], strict=True, warn=warnings.append)
     with pytest.raises(BuildError, match=r"imports `triton` \(__init__.py:1\).*\(--strict-import\)$"):
         strict(tmp_path)
-    monkeypatch.setattr(import_check, "check_import", lambda interpreter, variant_dir, root=None: None)
+    monkeypatch.setattr(import_check, "check_import", lambda interpreter, variant_dir, root=None, **_: None)
     check(tmp_path)  # the variant loads: nothing said
     assert len(warnings) == 1

@@ -21,8 +21,6 @@ TESTED_ELSEWHERE = {
     "authoring.pytest_plugin": "the pytest plugin of `kernel-builder test`: test_authoring_devtest.py runs it",
     # build stages
     "build.generate.ops": "the generation stage's tests: test_build_generate.py",
-    "build.generate.project": "the Torch and toolchain checks before configuring: test_build_builder_cpu.py / "
-    "test_build_builder_cuda.py, and `generate` in test_build_generate_pyproject.py",
     "build.options": "which options are inputs: test_build_record.py; each option through test_build_plan_candidates.py",
     "build.generate.cmake": "the generation stage's tests: test_build_generate.py",
     "build.plan.github_matrix": "the `matrix` command's GitHub output: test_docs_ci.py",

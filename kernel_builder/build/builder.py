@@ -14,23 +14,17 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel_builder.build import state
 from kernel_builder.build.check import abi
-from kernel_builder.build.check.import_check import import_checker
-from kernel_builder.build.compile import compiler_cache
 from kernel_builder.build.compile import ninja_build as compile_stage
-from kernel_builder.build.compile.header_accounting import header_warnings
 from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
-from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
-from kernel_builder.build.generate.project import write_variant_project
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.package import assemble, sync_card, variant_provenance
-from kernel_builder.build.plan import selected as selected_plans
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
 from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
@@ -43,6 +37,9 @@ from kernel_builder.common.progress import LogProgress, ProgressSink
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, KernelBuilderError
 from kernel_builder.formats import source_snapshot
+
+if TYPE_CHECKING:
+    from kernel_builder.build.check.import_check import ImportCheckWorker
 
 __all__ = [
     "BUILD_DIR",
@@ -132,6 +129,8 @@ class Builder:
         interpreter = self._probe()
         jobs: list[_Job] = []
         if options.selection.explicit:
+            from kernel_builder.build.plan import selected as selected_plans
+
             served = selected_plans.served(self.project, interpreter)
             # --offline builds what this environment serves, so what other hosts' pip could bring is moot.
             check = None if options.offline else (lambda found: with_availability(found, served))
@@ -178,6 +177,8 @@ class Builder:
         if workers <= 1:
             results = [self._run_job(job, unique_id, interpreter) for job in jobs]
         else:
+            from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 try:
                     results = list(pool.map(lambda job: self._run_job(job, unique_id, interpreter), jobs))
@@ -215,6 +216,8 @@ class Builder:
         self, candidate: Candidate, unique_id: str, default: BuildInterpreter | None
     ) -> tuple[VariantPlan, BuildInterpreter | None]:
         """Plan a selected candidate in an interpreter whose torch gives exactly that variant."""
+        from kernel_builder.build.plan import selected as selected_plans
+
         plan, interpreter, diagnostics = selected_plans.plan_selected(
             self.project, candidate, unique_id, default, self.options, log=self.log,
             preparing=lambda: self.progress.stage(candidate.name, "preparing build environment"),
@@ -245,14 +248,20 @@ class Builder:
         assert interpreter is not None
         variant_state = self.root / STATE_DIR / variant.name
         project_dir, cmake_build = variant_state / "project", variant_state / "cmake-build"
-        threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
-        jobs = self.options.jobs or compile_stage.default_jobs(threads)
         problem = state.tree_problem(cmake_build)
         if problem is not None:
             # CMake refuses a tree made for another directory (a copied, moved or renamed project).
             self.log(f"{variant.name}: re-creating the CMake build tree ({problem})")
             shutil.rmtree(cmake_build)
         extension: Path | None = None
+        if up_to_date and record.unchanged(cmake_build / "build.ninja"):
+            # Nothing Ninja would look at changed, nor the installed extension: no process to start. (A copied
+            # or moved project's record names the files of the old place: it goes the long way.)
+            findings = record.findings(variant_state / "stage" / f"{variant.ops_name}.abi3.so")
+            if findings is not None:
+                self._judge_abi(variant, findings)
+                return "up to date"
+        jobs = self._jobs(variant)
         if up_to_date and (cmake_build / "CMakeCache.txt").is_file():
             self._compile(variant, cmake_build, jobs)
             extension = compile_stage.install(
@@ -268,18 +277,38 @@ class Builder:
                     self._judge_abi(variant, findings)
                 else:  # a record written before findings were kept
                     record.add_findings(self._check_abi(variant, extension))
+                record.watch(compile_stage.watched_files(cmake_build, variant_state / "stage"))
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
-        if extension is None:
-            # The build directory is about to describe another project: until this build succeeds, the record
-            # (of the last good build) no longer matches it, so a failure must not leave it behind.
-            record.forget()
-            extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
-        findings = self._check_abi(variant, extension)
-        self._package(variant, unique_id, interpreter, extension)
-        record.save(inputs, extension, findings)
+        # The import check's interpreter imports Torch and the loaders while the variant configures and compiles.
+        worker = self._import_worker(interpreter)
+        try:
+            if extension is None:
+                # The build directory is about to describe another project: until this build succeeds, the record
+                # (of the last good build) no longer matches it, so a failure must not leave it behind.
+                record.forget()
+                extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
+            found = self._package(variant, unique_id, interpreter, extension, worker)
+        finally:
+            if worker is not None:
+                worker.close()
+        watched = compile_stage.watched_files(cmake_build, variant_state / "stage")
+        record.save(inputs, extension, found, watched)
         return "built"
+
+    def _jobs(self, variant: VariantPlan) -> int:
+        from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
+
+        threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
+        return self.options.jobs or compile_stage.default_jobs(threads)
+
+    def _import_worker(self, interpreter: BuildInterpreter) -> ImportCheckWorker | None:
+        if not self.options.import_check:
+            return None
+        from kernel_builder.build.check.import_check import ImportCheckWorker
+
+        return ImportCheckWorker(interpreter)
 
     def generate(self, force: bool = False) -> Path:
         """``kernel-builder generate`` (:func:`kernel_builder.build.generate.pyproject.generate`)."""
@@ -295,6 +324,10 @@ class Builder:
         cmake_build: Path,
         jobs: int,
     ) -> Path:
+        from kernel_builder.build.compile import compiler_cache
+        from kernel_builder.build.compile.header_accounting import header_warnings
+        from kernel_builder.build.generate.project import write_variant_project
+
         self.progress.stage(
             variant.name,
             "configuring" + (f" (CUDA archs: {', '.join(variant.archs)})" if variant.archs else ""),
@@ -305,7 +338,7 @@ class Builder:
         )  # also a ccache or sccache the environment's launcher names
         cuda = write_variant_project(
             self.project, variant, interpreter, project_dir, self.options, self.log,
-            compiler_cache=wrapper.tool if wrapper else None,
+            compiler_cache=wrapper.tool if wrapper else None, python_headers=True,
         )  # fmt: skip
         self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
         if wrapper is not None:
@@ -359,13 +392,32 @@ class Builder:
         unique_id: str,
         interpreter: BuildInterpreter | None,
         extension: Path | None,
-    ) -> None:
-        """Assemble ``build/<variant>/``, checked by importing it in the build interpreter (unless disabled)."""
+        worker: ImportCheckWorker | None = None,
+    ) -> list[abi.Violation]:
+        """Assemble ``build/<variant>/``, checked before it is published: the extension's ABI (in this process)
+        while the build interpreter imports the assembled variant (unless disabled). Returns the ABI findings."""
         self.progress.stage(variant.name, "assembling")
-        check = None
+        findings: list[abi.Violation] = []
+
+        def check_abi() -> None:
+            assert extension is not None
+            findings.extend(self._check_abi(variant, extension))
+
+        import_check = None
         if self.options.import_check and interpreter is not None:
-            check = import_checker(
-                self.project, interpreter, variant, strict=self.options.strict_import, warn=self.warn
-            )
+            from kernel_builder.build.check.import_check import import_checker
+
+            import_check = import_checker(
+                self.project, interpreter, variant, strict=self.options.strict_import, warn=self.warn,
+                worker=worker,
+            )  # fmt: skip
+
+        def checks(variant_dir: Path) -> None:
+            if import_check is not None:
+                import_check(variant_dir, check_abi if extension is not None else None)
+            elif extension is not None:
+                check_abi()
+
         provenance = variant_provenance(self.project, self.options.provenance)
-        assemble(self.project, variant, unique_id, self.build_root, extension, provenance, check)
+        assemble(self.project, variant, unique_id, self.build_root, extension, provenance, checks)
+        return findings

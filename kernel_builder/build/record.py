@@ -4,7 +4,9 @@ A variant whose inputs equal the record's (tool version, id inputs, plan, the op
 for compiled variants, the interpreter, toolchain, manylinux compatibility and nvcc) and whose output is complete
 is up to date (docs/layout.md, "Up to date"). For a compiled variant the record also keeps the extension's digest
 and the ABI findings of that very file, so a no-op rebuild judges them again (``--werror`` included) without
-reading the ELF.
+reading the ELF; and the identity of every file Ninja reads to decide what to build, with its outputs and the
+installed extension (``ninja_build.watched_files``): while none changed, the rebuild starts neither CMake nor
+Ninja.
 """
 
 from __future__ import annotations
@@ -104,18 +106,47 @@ class Record:
             return [Violation(kind, extension, detail) for kind, detail in findings]
         return None
 
+    def unchanged(self, build_ninja: Path) -> bool:
+        """No file Ninja and the install would look at changed since the record was written (:meth:`watch`).
+        ``build_ninja``, this build tree's, must be among them: a record copied or moved with its project
+        describes the files at the old place."""
+        from kernel_builder.build.compile.ninja_build import stamp
+
+        watched = None if self.data is None else self.data.get("watched")
+        return (
+            isinstance(watched, list)
+            and all(isinstance(name, str) for name in watched)
+            and str(build_ninja.absolute()) in watched
+            and self.data is not None
+            and self.data.get("stamp") == stamp(watched)
+        )
+
     def save(
         self,
         inputs: Mapping[str, object],
         extension: Path | None = None,
         findings: list[Violation] | None = None,
+        watched: list[str] | None = None,
     ) -> None:
-        """Record a finished build: its inputs, and for a compiled variant the extension and its ABI findings."""
+        """Record a finished build: its inputs, and for a compiled variant the extension and its ABI findings,
+        and the files to :meth:`watch`."""
         data: dict[str, object] = {"inputs": dict(inputs)}
         if extension is not None:
             data["extension"] = _sha256(extension)
             data["abi"] = [[v.kind, v.detail] for v in findings or []]
+        if watched is not None:
+            data.update(self._watch(watched))
         self._write(data)
+
+    def watch(self, watched: list[str]) -> None:
+        """Keep the identity of ``watched`` (``ninja_build.watched_files``) in a record that matches the build."""
+        self._write({**(self.data or {}), **self._watch(watched)})
+
+    @staticmethod
+    def _watch(watched: list[str]) -> dict[str, object]:
+        from kernel_builder.build.compile.ninja_build import stamp
+
+        return {"watched": watched, "stamp": stamp(watched)}
 
     def add_findings(self, findings: list[Violation]) -> None:
         """Keep the findings of the recorded extension in a record written before findings were kept."""

@@ -13,13 +13,11 @@ interrupted or killed build leaves nothing behind in ``build/``.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,26 +47,28 @@ def staging_dir(root: Path) -> Path:
 
 @contextmanager
 def project_lock(root: Path, log: Callable[[str], None]) -> Iterator[None]:
-    """Hold ``.kernel-builder/build.lock`` (released by the OS if this process dies); say so when waiting."""
-    from filelock import FileLock, Timeout
+    """Hold ``.kernel-builder/build.lock`` (released by the OS if this process dies); say so when waiting.
+
+    An advisory ``flock`` on the file (its own open file, so threads of one process exclude each other too)."""
+    import fcntl
 
     path = state_dir(root) / LOCK_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise BuildError(
-            f"cannot create {path.parent}: {exc.strerror}; the kernel directory must be writable"
+            f"cannot create {exc.filename or path}: {exc.strerror}; the kernel directory must be writable"
         ) from None
-    lock = FileLock(str(path))
     try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        log(f"waiting for another kernel-builder build of {root} to finish (it holds {path})")
-        lock.acquire()
-    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for another kernel-builder build of {root} to finish (it holds {path})")
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        lock.release()
+        os.close(fd)  # releases the lock
 
 
 def sweep(root: Path, build_root: Path) -> None:
@@ -104,6 +104,8 @@ def staging_for(root: Path, build_root: Path) -> Path:
 
 def make_staging(root: Path, build_root: Path, name: str) -> Path:
     """A new empty directory for assembling ``name`` (see :func:`staging_for`)."""
+    import tempfile
+
     return Path(tempfile.mkdtemp(prefix=f"{name}.", dir=staging_for(root, build_root)))
 
 
@@ -117,6 +119,8 @@ _AT_FDCWD = -100
 
 
 def _renameat2() -> Callable[..., int] | None:
+    import ctypes  # only when a variant is swapped in
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         function: Callable[..., int] = libc.renameat2
@@ -133,6 +137,8 @@ def exchange(a: Path, b: Path) -> bool:
         return False
     if function(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
         return True
+    import ctypes
+
     code = ctypes.get_errno()
     if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
         return False
@@ -142,6 +148,8 @@ def exchange(a: Path, b: Path) -> bool:
 def write_atomic(path: Path, data: bytes, staging: Path) -> None:
     """Write ``path`` through a file in ``staging`` (same file system) and a rename: never half-written."""
     staging.mkdir(parents=True, exist_ok=True)
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", dir=staging)
     try:
         with os.fdopen(fd, "wb") as file:

@@ -20,7 +20,6 @@ Choices behind the shipped data (JSON has no comments, so they are recorded here
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.resources
 import json
@@ -346,6 +345,8 @@ def _compute_label(entry: MatrixEntry) -> str:
 
 
 def _suggest(key: str, choices: tuple[str, ...]) -> str:
+    import difflib  # only for an error message
+
     close = difflib.get_close_matches(key, choices, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

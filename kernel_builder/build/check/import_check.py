@@ -8,15 +8,22 @@ lacks, while the environments the variant targets have it (Triton comes with Tor
 and where the kernel imports it; ``--strict-import`` makes it an error again. The same goes for the packages a
 ``python-depends`` entry names: the loader refuses to import a kernel while any is missing, so the check names
 them all, with the one ``pip install`` for them.
+
+Most of the check's time is the fresh interpreter importing Torch and the loaders. A build starts that
+interpreter before it compiles (:class:`ImportCheckWorker`): it imports them while the compiler runs and then
+waits for the assembled variant's path, so only the load itself is left after assembly. The ABI check of the
+extension runs in this process meanwhile (``alongside``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import kernel_builder.backends as registry
 from kernel_builder.build.compile.interpreter import BuildInterpreter
@@ -40,6 +47,19 @@ _MARK = "KB-IMPORT-CHECK-MISSING "
 _SCRIPT = r"""
 import importlib.util, json, os, sys
 from pathlib import Path
+if sys.argv[1] == "-":
+    # Started while the variant compiles: import what loading it takes, then wait for its path (none: exit).
+    # An import that fails here fails again, with its own error, when the kernel is loaded below.
+    import importlib
+    for name in ("torch", "kernel_builder.loader", "kernels"):
+        try:
+            if importlib.util.find_spec(name.partition(".")[0]) is not None:
+                importlib.import_module(name)
+        except Exception:
+            pass
+    sys.argv[1] = sys.stdin.readline().rstrip("\n")
+    if not sys.argv[1]:
+        sys.exit(0)
 path = Path(sys.argv[1]).resolve()
 own = {p.name.partition(".")[0] for p in path.iterdir()}
 own.add(json.loads((path / "metadata.json").read_text(encoding="utf-8")).get("id") or "")
@@ -113,20 +133,112 @@ class MissingDependencies:
     loader: str
 
 
+def _check_env() -> dict[str, str]:
+    # The `kernels` leg must import the variant itself, not get the module our loader imported just before.
+    return {**with_this_package(), "KERNEL_BUILDER_SHARE_WITH_KERNELS": "0"}
+
+
+class ImportCheckWorker:
+    """The import check's fresh interpreter, started before the variant is compiled.
+
+    It imports Torch and both loaders while the compiler runs, then waits for one variant path on its
+    standard input (:meth:`start`, then :meth:`wait`); :meth:`close` ends it when no variant comes (a failed
+    compile, a failed ABI check). Everything the check tests — the variant's files and extension — is only
+    read after the path arrives.
+    """
+
+    def __init__(self, interpreter: BuildInterpreter) -> None:
+        self.interpreter = interpreter
+        self._variant: Path | None = None
+        self._fresh = False  # it ended before the variant came: the check runs in a new interpreter
+        self._process: subprocess.Popen[str] | None = processes.popen(
+            [interpreter.python, "-c", _SCRIPT % {"mark": _MARK}, "-"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", env=_check_env(),
+        )  # fmt: skip
+
+    def start(self, variant_dir: Path) -> None:
+        """Give it the assembled variant: the check runs from now on."""
+        self._variant = variant_dir
+        process = self._process
+        if (
+            process is None or process.poll() is not None
+        ):  # it ended early (killed, say): wait() checks afresh
+            self._fresh = True
+            return
+        try:
+            assert process.stdin is not None
+            process.stdin.write(f"{variant_dir}\n")
+            process.stdin.flush()
+        except BrokenPipeError:  # it ended just now: wait() reads what it said
+            pass
+
+    def wait(self) -> subprocess.CompletedProcess[str]:
+        """The check's outcome (after :meth:`start`)."""
+        assert self._variant is not None, "start() first"
+        if self._fresh or self._process is None:
+            self.close()
+            return _run_check(self.interpreter, self._variant)
+        process, self._process = self._process, None
+        interrupted = True
+        try:
+            out, err = process.communicate()
+            interrupted = False
+        finally:
+            processes.finish(process, interrupted=interrupted)
+        if process.returncode < 0:
+            # Killed by a signal (the OOM killer while it waited, a crash in the load): a fresh interpreter's
+            # verdict stands, as without the early start.
+            return _run_check(self.interpreter, self._variant)
+        return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+    @property
+    def pid(self) -> int | None:
+        """The waiting interpreter's process id, until it is done with."""
+        return None if self._process is None else self._process.pid
+
+    def close(self) -> None:
+        """End the interpreter unless :meth:`wait` did (it stops at once, wherever it is)."""
+        process, self._process = self._process, None
+        if process is not None:
+            processes.finish(process, interrupted=True)
+            for stream in (process.stdin, process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
+
+
+def _run_check(interpreter: BuildInterpreter, variant_dir: Path) -> subprocess.CompletedProcess[str]:
+    return processes.run(
+        [interpreter.python, "-c", _SCRIPT % {"mark": _MARK}, variant_dir], capture=True, env=_check_env()
+    )
+
+
 def check_import(
-    interpreter: BuildInterpreter, variant_dir: Path, root: Path | None = None
+    interpreter: BuildInterpreter,
+    variant_dir: Path,
+    root: Path | None = None,
+    *,
+    worker: ImportCheckWorker | None = None,
+    alongside: Callable[[], None] | None = None,
 ) -> MissingModule | MissingDependencies | None:
     """Load ``variant_dir`` in a fresh ``interpreter``; a kernel error raises :class:`BuildError`, a missing
     third-party module or declared dependency is returned. With the project ``root``, the error explains a
     binding mistake in the project's terms (``import_failure``) and the full output is kept in
-    ``.kernel-builder/import-check.log``."""
-    script = _SCRIPT % {"mark": _MARK}
-    result = processes.run(
-        [interpreter.python, "-c", script, variant_dir],
-        capture=True,
-        # The `kernels` leg must import the variant itself, not get the module our loader imported just before.
-        env={**with_this_package(), "KERNEL_BUILDER_SHARE_WITH_KERNELS": "0"},
-    )
+    ``.kernel-builder/import-check.log``.
+
+    ``worker``: the interpreter started beforehand for this check (:class:`ImportCheckWorker`).
+    ``alongside``: work of this process to do while the check runs (the ABI check); its error wins, and the
+    check is stopped then."""
+    if worker is None and alongside is None:
+        result = _run_check(interpreter, variant_dir)
+    else:
+        worker = worker or ImportCheckWorker(interpreter)
+        try:
+            worker.start(variant_dir)
+            if alongside is not None:
+                alongside()
+            result = worker.wait()
+        finally:
+            worker.close()
     if result.returncode == 3:
         for line in result.stdout.splitlines():
             if line.startswith(_MARK):
@@ -197,6 +309,12 @@ def provided_by(project: KernelProject, module: str, variant: VariantPlan) -> st
     return None
 
 
+class ImportCheck(Protocol):
+    """The check of one assembled variant directory; ``alongside`` as for :func:`check_import`."""
+
+    def __call__(self, variant_dir: Path, alongside: Callable[[], None] | None = None) -> None: ...
+
+
 def import_checker(
     project: KernelProject,
     interpreter: BuildInterpreter,
@@ -204,12 +322,14 @@ def import_checker(
     *,
     strict: bool,
     warn: Callable[[str], None],
-) -> Callable[[Path], None]:
+    worker: ImportCheckWorker | None = None,
+) -> ImportCheck:
     """The check :func:`~kernel_builder.build.package.assemble` runs on the assembled variant: a kernel error
-    fails it; a missing third-party module warns (fails with ``strict``, ``--strict-import``)."""
+    fails it; a missing third-party module warns (fails with ``strict``, ``--strict-import``). ``worker`` and
+    the check's ``alongside``: see :func:`check_import`."""
 
-    def check(variant_dir: Path) -> None:
-        missing = check_import(interpreter, variant_dir, project.root)
+    def check(variant_dir: Path, alongside: Callable[[], None] | None = None) -> None:
+        missing = check_import(interpreter, variant_dir, project.root, worker=worker, alongside=alongside)
         if missing is None:
             return
         if isinstance(missing, MissingDependencies):

@@ -15,22 +15,35 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from kernel_builder.build.compile.env_facts import remembered
 from kernel_builder.common import processes
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.runtime import Environment, detect_backend, normalize_cpu
 from kernel_builder.formats.variants import Variant, to_major_minor, variant_for_environment
 
 _QUICK = r"""
-import importlib.util, json, sys, sysconfig
+import importlib.util, json, os, site, sys, sysconfig
 spec = importlib.util.find_spec("torch")
 print(json.dumps({
     "torch_dir": None if spec is None or not spec.submodule_search_locations else list(spec.submodule_search_locations)[0],
     "python_version": list(sys.version_info[:2]),
     "python_include": sysconfig.get_paths()["include"],
     "purelib": sysconfig.get_paths()["purelib"],
+    "search_path": [os.path.abspath(p) for p in sys.path],
+    "user_site": site.getusersitepackages() if site.ENABLE_USER_SITE else None,
 }))
 """
+#: What changes where an interpreter finds its packages (the probe's answer is kept per value of these).
+_SEARCH_ENV = (
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONNOUSERSITE",
+    "PYTHONUSERBASE",
+    "PYTHONSAFEPATH",
+    "PYTHONPLATLIBDIR",
+)
 
 _DETAILS = r"""
 import json, os, warnings
@@ -105,20 +118,10 @@ def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterprete
     # Absolute (the generated CMake project and the up-to-date record use it from elsewhere), but not resolved:
     # a virtual environment's python is a symlink whose target would lose the environment.
     exe = Path(os.path.abspath(python if python is not None else sys.executable))
-    try:
-        result = processes.run([exe, "-c", _QUICK], capture=True)
-    except OSError as exc:
-        raise BuildError(f"cannot run the build interpreter {exe}: {exc.strerror}") from None
-    if result.returncode != 0:
-        detail = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
-        raise BuildError(f"cannot run the build interpreter {exe}: {detail[0]}")
-    out = result.stdout
-    data = json.loads(out)
-    if data["torch_dir"] is None:
-        raise BuildError(
-            f"torch is not installed for {exe}; install the Torch the variant needs "
-            "(e.g. `pip install torch==2.13.0` for a CPU build)"
-        )
+    # Kept per environment (env_facts): asked again when the interpreter, a directory of its search path (a
+    # package installed or removed), or Torch's version file changes.
+    key = [str(exe), os.getcwd(), *(os.environ.get(name) for name in _SEARCH_ENV)]
+    data = remembered("interpreter", key, lambda: _probe(exe))
     torch_dir = Path(data["torch_dir"])
     values = _read_version_py(torch_dir)
     return BuildInterpreter(
@@ -132,6 +135,29 @@ def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterprete
         python_include=Path(data["python_include"]),
         purelib=Path(data["purelib"]),
     )
+
+
+def _probe(exe: Path) -> tuple[dict[str, Any], list[str | os.PathLike[str]]]:
+    """Ask ``exe`` where its Torch is; the answer and the paths it depends on (:func:`remembered`)."""
+    try:
+        result = processes.run([exe, "-c", _QUICK], capture=True)
+    except OSError as exc:
+        raise BuildError(f"cannot run the build interpreter {exe}: {exc.strerror}") from None
+    if result.returncode != 0:
+        detail = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
+        raise BuildError(f"cannot run the build interpreter {exe}: {detail[0]}")
+    data: dict[str, Any] = json.loads(result.stdout)
+    if data["torch_dir"] is None:
+        raise BuildError(
+            f"torch is not installed for {exe}; install the Torch the variant needs "
+            "(e.g. `pip install torch==2.13.0` for a CPU build)"
+        )
+    watched: list[str | os.PathLike[str]] = [exe, exe.parent.parent / "pyvenv.cfg", *data["search_path"]]
+    if data["user_site"]:
+        watched.append(data["user_site"])
+    torch_dir = Path(data["torch_dir"])
+    watched += [torch_dir, torch_dir / "version.py"]
+    return data, watched
 
 
 @dataclass(frozen=True)
@@ -175,7 +201,7 @@ def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
 def _details_cache(interpreter: BuildInterpreter) -> Path:
     """Where ``torch_details`` keeps its answer: changes with the interpreter, its Torch's version file and the
     times of Torch's files that an install or upgrade rewrites."""
-    from kernel_builder.build.compile.isolated_envs import cache_root
+    from kernel_builder.build.compile.env_facts import cache_root
 
     digest = hashlib.sha256(interpreter.fingerprint().encode())
     for name in ("version.py", "__init__.py", "share/cmake/Torch/TorchConfig.cmake"):

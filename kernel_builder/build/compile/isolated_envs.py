@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.build.compile.env_facts import cache_root
 from kernel_builder.build.compile.provision import toolkit_requirements
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import MatrixEntry
@@ -35,14 +36,6 @@ __all__ = [
 ]
 
 MARKER = "kernel-builder-env.json"
-
-
-def cache_root() -> Path:
-    """``$KERNEL_BUILDER_CACHE``, else ``$XDG_CACHE_HOME/kernel-builder``, else ``~/.cache/kernel-builder``."""
-    if os.environ.get("KERNEL_BUILDER_CACHE"):
-        return Path(os.environ["KERNEL_BUILDER_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernel-builder"
 
 
 @dataclass(frozen=True)

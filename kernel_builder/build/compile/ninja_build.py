@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernel_builder.build.compile import compiler_output, configure_cache, toolchain
+from kernel_builder.build.compile import compiler_output, toolchain
 from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
 from kernel_builder.common.runner import format_command, run
@@ -38,6 +38,8 @@ def configure(
 ) -> None:
     """``launcher``: a compiler cache's command (``compiler_cache``), put before every compiler call."""
     build_dir.mkdir(parents=True, exist_ok=True)
+    from kernel_builder.build.compile import configure_cache  # a real build's only
+
     cxx = toolchain.host_compiler().path
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
@@ -206,3 +208,45 @@ def included_files(build_dir: Path) -> dict[str, list[Path]]:
         elif current is not None:
             current.append(Path(os.path.normpath(base / line.strip())))
     return deps
+
+
+#: Ninja's own state in a build directory: a lost or rewritten one changes what Ninja would do.
+_NINJA_STATE = ("build.ninja", "CMakeCache.txt", ".ninja_log", ".ninja_deps")
+
+
+def watched_files(build_dir: Path, stage_dir: Path) -> list[str]:
+    """Every file Ninja reads to decide whether ``build_dir`` is up to date, its outputs, and the installed
+    extension in ``stage_dir``: while none of them changed (:func:`stamp`), building and installing again would
+    do nothing. That is what lets a no-op rebuild start no process (``record``)."""
+    base = build_dir.absolute()
+    files = {str(base / name) for name in _NINJA_STATE}
+    files.update(str(p) for p in stage_dir.absolute().glob("*.abi3.so"))
+    for target, headers in included_files(build_dir).items():
+        files.add(os.path.normpath(base / target))
+        files.update(str(h) for h in headers)
+    tool = str(toolchain.ninja().path)
+    inputs = run([tool, "-C", build_dir, "-t", "inputs"], capture=True, what="reading Ninja's inputs")
+    files.update(os.path.normpath(base / line.strip()) for line in inputs.splitlines() if line.strip())
+    # Every target, phony ones included: the outputs, and the files whose change makes Ninja run CMake again
+    # (CMake declares each as a phony target). Names that are no file stay missing, which is no change.
+    targets = run(
+        [tool, "-C", build_dir, "-t", "targets", "all"], capture=True, what="reading Ninja's targets"
+    )
+    files.update(
+        os.path.normpath(base / line.rpartition(": ")[0]) for line in targets.splitlines() if ": " in line
+    )
+    return sorted(files)
+
+
+def stamp(files: Sequence[str]) -> str:
+    """A digest of the identity (size, time, inode) of ``files``, missing ones included."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in files:
+        try:
+            st = os.stat(name)
+            digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
+        except OSError:
+            digest.update(f"{name}\0-\n".encode())
+    return digest.hexdigest()

@@ -15,9 +15,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import kernel_builder.backends as registry
+from kernel_builder.build.compile.env_facts import remembered
 from kernel_builder.errors import BuildError
 
 if TYPE_CHECKING:
@@ -123,7 +124,9 @@ def host_compiler() -> Tool:
     found = shutil.which(name)
     if found is None:
         raise BuildError(f"no C++ compiler: `{name}` not found (set CXX or install g++)")
-    return Tool(Path(found), _first_line([found, "--version"]))
+    # Kept per environment until the compiler changes (env_facts): a no-op rebuild starts no process for it.
+    version = remembered("host-compiler", [found], lambda: (_first_line([found, "--version"]), [found]))
+    return Tool(Path(found), str(version))
 
 
 def compiler_accepts(flag: str) -> bool:
@@ -133,11 +136,14 @@ def compiler_accepts(flag: str) -> bool:
 
 @functools.cache
 def _accepts(compiler: str, flag: str) -> bool:
-    result = subprocess.run(
-        [compiler, flag, "-Werror", "-x", "c++", "-fsyntax-only", "-"], input="", capture_output=True, check=False,
-        text=True,
-    )  # fmt: skip
-    return result.returncode == 0
+    def ask() -> tuple[bool, list[str]]:
+        result = subprocess.run(
+            [compiler, flag, "-Werror", "-x", "c++", "-fsyntax-only", "-"], input="", capture_output=True,
+            check=False, text=True,
+        )  # fmt: skip
+        return result.returncode == 0, [compiler]
+
+    return bool(remembered("compiler-accepts", [compiler, flag], ask))
 
 
 def _nvcc_candidates(purelib: Path | None) -> list[Path]:
@@ -175,8 +181,31 @@ def cuda_toolkit(purelib: Path | None = None, wanted: tuple[int, int] | None = N
     """The first nvcc of ``CUDA_HOME``/``CUDA_PATH``, ``PATH``, NVIDIA's PyPI packages in ``purelib`` (the build
     environment's site-packages) and the system default that answers ``--version`` — the first of CUDA
     ``wanted`` when one is, so a build environment's PyPI toolkit serves a CUDA version the system lacks."""
+    candidates = _nvcc_candidates(purelib)
+
+    def ask() -> tuple[list[list[Any]], list[Path]]:
+        toolkits = _answering_toolkits(candidates, wanted)
+        return [_toolkit_fields(t) for t in toolkits], [*candidates, *(t.nvcc for t in toolkits)]
+
+    # Kept per environment until a candidate nvcc changes, appears or goes away (env_facts).
+    found = [_toolkit_from(fields) for fields in remembered("cuda-toolkits", [*candidates, wanted], ask)]
+    for toolkit in found:
+        if wanted is None or toolkit.version == wanted:
+            return toolkit
+    if found:
+        return found[0]
+    where = (
+        "CUDA_HOME, PATH"
+        + (", NVIDIA's PyPI packages" if purelib is not None else "")
+        + f" or {DEFAULT_CUDA_HOME}"
+    )
+    raise BuildError(f"no CUDA compiler: nvcc not found in {where} (set CUDA_HOME)")
+
+
+def _answering_toolkits(candidates: list[Path], wanted: tuple[int, int] | None) -> list[CudaToolkit]:
+    """The candidates that answer ``--version``, in order, up to the first of CUDA ``wanted``."""
     found: list[CudaToolkit] = []
-    for nvcc in _nvcc_candidates(purelib):
+    for nvcc in candidates:
         if nvcc.is_file():
             try:
                 out = subprocess.run(
@@ -188,18 +217,19 @@ def cuda_toolkit(purelib: Path | None = None, wanted: tuple[int, int] | None = N
             if match:
                 real = _real_nvcc(nvcc)
                 version = (int(match[1]), int(match[2]))
-                toolkit = CudaToolkit(real, version, real.parent.parent, out.strip().splitlines()[-1])
+                found.append(CudaToolkit(real, version, real.parent.parent, out.strip().splitlines()[-1]))
                 if wanted is None or version == wanted:
-                    return toolkit
-                found.append(toolkit)
-    if found:
-        return found[0]
-    where = (
-        "CUDA_HOME, PATH"
-        + (", NVIDIA's PyPI packages" if purelib is not None else "")
-        + f" or {DEFAULT_CUDA_HOME}"
-    )
-    raise BuildError(f"no CUDA compiler: nvcc not found in {where} (set CUDA_HOME)")
+                    break
+    return found
+
+
+def _toolkit_fields(toolkit: CudaToolkit) -> list[Any]:
+    return [str(toolkit.nvcc), list(toolkit.version), str(toolkit.root), toolkit.description]
+
+
+def _toolkit_from(fields: list[Any]) -> CudaToolkit:
+    nvcc, version, root, description = fields
+    return CudaToolkit(Path(nvcc), (int(version[0]), int(version[1])), Path(root), str(description))
 
 
 def toolkit_for(interpreter: BuildInterpreter) -> CudaToolkit:

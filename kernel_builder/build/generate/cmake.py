@@ -74,6 +74,8 @@ class ProjectOptions:
     #: (``-Xpreprocessor``), whose options it leaves to the preprocessed text it hashes (see
     #: :func:`_root_prefix_map`).
     compiler_cache: str | None = None
+    #: The build interpreter's Python headers, known already (``build``): the project does not run FindPython.
+    python_include: Path | None = None
 
 
 def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
@@ -336,6 +338,8 @@ def _cmakelists(
             "set(CMAKE_CUDA_EXTENSIONS OFF)",
             f'set(KB_NVCC_THREADS_FLAG "--threads={nvcc_threads(plan, options)}")',
         ]
+    if options.python_include is not None:
+        lines.append(f"set(KB_PYTHON_INCLUDE_DIR {cmake_quote(options.python_include)})")
     lines += [
         'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")',
         "kb_find_torch()",

@@ -30,8 +30,11 @@ def write_variant_project(
     log: Callable[[str], None],
     *,
     compiler_cache: str | None = None,
+    python_headers: bool = False,
 ) -> bool:
-    """Checks torch and the toolchain, then writes the project into ``project_dir``; True for a CUDA project."""
+    """Checks torch and the toolchain, then writes the project into ``project_dir``; True for a CUDA project.
+    ``python_headers``: the project takes the interpreter's Python headers as found here (checked) instead of
+    running CMake's FindPython."""
     details = torch_details(interpreter)
     if sys.platform == "linux" and not details.cxx11_abi:
         raise BuildError(
@@ -46,6 +49,14 @@ def write_variant_project(
         from kernel_builder.build.generate.manylinux import check_compiler
 
         check_compiler(compiler)
+    python_include = None
+    if python_headers:
+        python_include = interpreter.python_include
+        if not (python_include / "Python.h").is_file():
+            raise BuildError(
+                f"the build interpreter {interpreter.python} has no Python headers ({python_include}/Python.h "
+                "is missing): install its development package (e.g. python3-dev) or use a Python that has them"
+            )
     project_options = ProjectOptions(
         build_type=options.build_type,
         nvcc_threads=options.nvcc_threads,
@@ -55,6 +66,7 @@ def write_variant_project(
         namespace_where_used=options.namespace_where_used,
         debug_info=options.debug_build,
         compiler_cache=compiler_cache,
+        python_include=python_include,
     )
     write_project(project_dir, project.root, variant, interpreter, details, toolkit, project_options)
     return toolkit is not None
