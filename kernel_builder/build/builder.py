@@ -331,7 +331,7 @@ class Builder:
                 project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
                 verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
             )  # fmt: skip
-            compile_stage.link_compile_commands(self.root, cmake_build)
+            compile_stage.link_compile_commands(self.root, cmake_build, staged)
             self.progress.stage(variant.name, "compiling")
             self._compile(variant, cmake_build, jobs, staged)
             after = wrapper.statistics() if wrapper is not None else None
