@@ -11,6 +11,8 @@ sccache server (private port) and its own local cache directory, timed as the wh
 - ``off``: no compiler cache at all, for reference.
 - ``cold``: an empty Redis cache (``SCCACHE_REDIS_ENDPOINT``, a ``redis-server`` started on loopback).
 - ``warm``: "another machine": another checkout path, local cache and server, the same Redis, after ``cold``.
+- ``unstaged``: as ``warm``, with ``KERNEL_BUILDER_SOURCE_STAGE=off``: nvcc reads the sources in the checkout,
+  as before kernel-builder had source stages, so sccache's cudafe++ and cicc steps miss.
 - ``dist``: sccache-dist on loopback: a scheduler and one build server (as root, sandboxed by bubblewrap)
   on this machine, the client with an empty local cache and no Redis, so every compile is a miss and is
   sent to the build server; run twice, the first one also packaging and uploading the toolchain.
@@ -40,7 +42,7 @@ from pathlib import Path
 
 from common import REPO, RESULTS, machine, table, use_repository, write_json
 
-CASES = ("off", "cold", "warm", "dist")
+CASES = ("off", "cold", "warm", "unstaged", "dist")
 
 
 @dataclass
@@ -97,7 +99,8 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str, timeo
 
 @contextmanager
 def _service(argv: list[str], port: int, what: str, log: Path) -> Iterator[None]:
-    env = {**os.environ, "SCCACHE_LOG": os.environ.get("SCCACHE_LOG", "info")}  # the logs beside the configs
+    # Logs beside the configurations; in the foreground (sccache-dist daemonizes otherwise).
+    env = {**os.environ, "SCCACHE_LOG": os.environ.get("SCCACHE_LOG", "info"), "SCCACHE_NO_DAEMON": "1"}
     with log.open("wb") as out:
         process = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
@@ -206,10 +209,10 @@ class Bench:
         """One build of a fresh copy with its own sccache server and local cache; sccache's counters after."""
         root = self.copy()
         env = {
-            **env,
             "SCCACHE_DIR": str(self.workdir / f"sccache-{self.count:02d}"),
             "SCCACHE_SERVER_PORT": str(_free_port()),
             "KERNEL_BUILDER_SOURCE_STAGE": str(self.workdir / "source-stages"),
+            **env,
         }
         full = {**os.environ, **env}
         full["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
@@ -264,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         sccache = {"KERNEL_BUILDER_COMPILER_CACHE": "sccache"}
         if "off" in cases:
             runs.append(bench.build("off", {"KERNEL_BUILDER_COMPILER_CACHE": "off"}, "no compiler cache"))
-        if "cold" in cases or "warm" in cases:
+        if {"cold", "warm", "unstaged"} & set(cases):
             with redis(Path(tmp)) as endpoint:
                 shared = {**sccache, "SCCACHE_REDIS_ENDPOINT": endpoint}
                 runs.append(bench.build("cold", shared, "machine 1, empty Redis cache"))
@@ -272,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
                     runs.append(
                         bench.build("warm", shared, "machine 2 (other checkout, server, local cache)")
                     )
+                if "unstaged" in cases:
+                    off = {**shared, "KERNEL_BUILDER_SOURCE_STAGE": "off"}
+                    runs.append(bench.build("unstaged", off, "machine 3: machine 2 without the source stage"))
         if "dist" in cases:
             reason = dist_unavailable()
             if reason is not None:

@@ -133,13 +133,16 @@ def test_a_second_build_waits_for_the_stage(tmp_path: Path) -> None:
     assert seen == ["// second\n"]
 
 
-def test_only_nvcc_through_sccache_gets_a_stage(tmp_path: Path) -> None:
+def test_only_nvcc_through_sccache_gets_a_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "relu"
     args = {"cache_tool": "sccache", "paths": ["kernels/relu.cu", "kernels"]}
     assert source_stage.choose(root, "relu", "v", nvcc=True, **args) is not None  # type: ignore[arg-type]
     assert source_stage.choose(root, "relu", "v", nvcc=False, **args) is None  # type: ignore[arg-type]
     assert source_stage.choose(root, "relu", "v", nvcc=True, cache_tool="ccache", paths=["a.cu"]) is None
     assert source_stage.choose(root, "relu", "v", nvcc=True, cache_tool=None, paths=["a.cu"]) is None
+    monkeypatch.setenv(source_stage.ENV, "off")
+    assert source_stage.choose(root, "relu", "v", nvcc=True, **args) is None  # type: ignore[arg-type]
+    monkeypatch.delenv(source_stage.ENV)
     # A source outside the kernel root would fall outside the stage: compiled in place.
     assert source_stage.choose(root, "relu", "v", nvcc=True, cache_tool="sccache", paths=["../x.cu"]) is None
 

@@ -17,9 +17,9 @@ Hard links share the checkout's modification times and copies keep them, so Ninj
 the checkout that is building. ccache needs none of this: it treats an nvcc call as one compile and rewrites
 paths under the project itself (``compiler_cache``).
 
-The prefix is ``/tmp/kernel-builder-<uid>-sources`` (``KERNEL_BUILDER_SOURCE_STAGE`` names another): fixed, so
-that machines sharing a cache agree on it, and per user, because a directory in ``/tmp`` that another user
-could have made is never used (nor one that others may write to).
+The prefix is ``/tmp/kernel-builder-<uid>-sources`` (``KERNEL_BUILDER_SOURCE_STAGE`` names another, or ``off``
+for none): fixed, so that machines sharing a cache agree on it, and per user, because a directory in ``/tmp``
+that another user could have made is never used (nor one that others may write to).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ ENV = "KERNEL_BUILDER_SOURCE_STAGE"
 MAX_FILES = 20000
 #: Top-level entries of the kernel root that hold no sources: build output and the editor's link.
 _NOT_SOURCES = frozenset({"build", "result", "compile_commands.json"})
+_OFF = frozenset({"off", "0", "no", "none", "false"})
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,80}")
 
 
@@ -185,12 +186,18 @@ def _inside(rel: str) -> bool:
     return bool(parts) and not Path(rel).is_absolute() and parts[0] != ".."
 
 
+def turned_off() -> bool:
+    """``KERNEL_BUILDER_SOURCE_STAGE=off``: compile in place (sccache's device front end then misses in other
+    checkouts, as it did before stages)."""
+    return os.environ.get(ENV, "").strip().lower() in _OFF
+
+
 def choose(
     root: Path, kernel: str, variant: str, *, nvcc: bool, cache_tool: str | None, paths: list[str]
 ) -> SourceStage | None:
     """The stage for a variant, or None to compile in place: only nvcc through sccache needs one, and only
     when every source and include directory (``paths``, relative to the root) lies inside the root."""
-    if not nvcc or cache_tool != "sccache" or not all(_inside(p) for p in paths):
+    if not nvcc or cache_tool != "sccache" or turned_off() or not all(_inside(p) for p in paths):
         return None
     return for_variant(root, kernel, variant)
 
