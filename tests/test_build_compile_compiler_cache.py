@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from build_fixtures import build, counter_project, require_cuda_python, tiny_cuda_project
+from build_fixtures import build, counter_project, require_cuda_python, run_cli, tiny_cuda_project
 
 from kernel_builder.build.compile import compiler_cache
 from kernel_builder.errors import UsageError
@@ -259,6 +259,34 @@ def test_sccache_copy_elsewhere_hits(kind: str, tmp_path: Path, sccache_servers:
     assert warm["misses"] == {}, warm
     assert warm["hits"] == cold["misses"], (cold, warm)  # every step compiled cold is a hit, nvcc's included
     assert f"{sum(cold['misses'].values())} hits, 0 misses" in second
+
+
+@pytest.mark.slow
+@pytest.mark.cuda
+def test_staged_cuda_sources_are_reported_as_in_the_project(
+    tmp_path: Path, sccache_servers: SccacheServers
+) -> None:
+    """Through the source stage, what the user reads still names the project's files: the warning about an
+    unlisted header, the compiler's error, and the editors' compile_commands.json; the checkout is untouched."""
+    env = sccache_servers.new("one")
+    root = tiny_cuda_project(tmp_path / "kb-tiny", body='#include "extra.cuh"\n')
+    (root / "tiny" / "extra.cuh").write_text("#pragma once\n")
+    log = _build("cuda", root, env)
+    stages = env["KERNEL_BUILDER_SOURCE_STAGE"]
+    assert f"sources through {stages}/kb-tiny-" in log
+    assert "header `tiny/extra.cuh` is included by a compiled file but listed in no `src`" in log
+    commands = json.loads((root / "compile_commands.json").read_text())
+    assert any(entry["file"] == str(root / "tiny" / "tiny.cu") for entry in commands)
+    assert stages not in json.dumps(commands)
+
+    (root / "tiny" / "tiny.cu").write_text(
+        (root / "tiny" / "tiny.cu").read_text().replace("1.0f;", "undefined_name;")
+    )
+    failed = run_cli(["build", root, "--python", require_cuda_python()], env=env)
+    assert failed.returncode == 1
+    assert "tiny/tiny.cu(" in failed.stderr and "undefined_name" in failed.stderr, failed.stderr
+    assert stages not in failed.stderr
+    assert "1.0f;" not in (root / "tiny" / "tiny.cu").read_text()  # the stage never wrote into the checkout
 
 
 @pytest.mark.slow

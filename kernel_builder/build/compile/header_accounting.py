@@ -56,11 +56,13 @@ def header_warnings(project: KernelProject, cmake_build: Path, stage: Path | Non
     excluded = (project.root / BUILD_DIR, project.root / STATE_DIR)
     included = included_files(cmake_build)
     if stage is not None:
-        mirror = stage.resolve()
-        included = {
-            obj: [project.root / f.relative_to(mirror) if f.is_relative_to(mirror) else f for f in files]
-            for obj, files in included.items()
-        }
+        mirrors = (stage, stage.resolve())
+
+        def in_root(file: Path) -> Path:
+            base = next((m for m in mirrors if file.is_relative_to(m)), None)
+            return project.root / file.relative_to(base) if base is not None else file
+
+        included = {obj: [in_root(f) for f in files] for obj, files in included.items()}
     unlisted = unlisted_headers(project.root, included, listed, excluded)
     return [
         f"header `{rel}` is included by a compiled file but listed in no `src`: it is not part of the unique id, "
