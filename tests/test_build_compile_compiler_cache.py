@@ -278,6 +278,12 @@ def test_staged_cuda_sources_are_reported_as_in_the_project(
     commands = json.loads((root / "compile_commands.json").read_text())
     assert any(entry["file"] == str(root / "tiny" / "tiny.cu") for entry in commands)
     assert stages not in json.dumps(commands)
+    # Nothing changed: Ninja is asked over the stage again, even after /tmp was emptied (it is made anew,
+    # with the checkout's modification times, so nothing recompiles).
+    shutil.rmtree(stages)
+    again = _build("cuda", root, env)
+    assert "up to date" in again and "configuring" not in again, again
+    assert [p.name for p in Path(stages).glob("kb-tiny-*/tiny/tiny.cu")] == ["tiny.cu"]
 
     (root / "tiny" / "tiny.cu").write_text(
         (root / "tiny" / "tiny.cu").read_text().replace("1.0f;", "undefined_name;")
