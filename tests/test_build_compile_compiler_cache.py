@@ -370,7 +370,7 @@ def test_a_second_machine_compiles_nothing_with_a_shared_redis_cache(
 @pytest.mark.slow
 @pytest.mark.cuda
 def test_ccache_second_machine_hits_every_nvcc_compile_through_redis(tmp_path: Path, redis: str) -> None:
-    """ccache's own Redis storage: unlike sccache 0.16, every nvcc compile of the second machine is a hit."""
+    """ccache's own Redis storage: as with sccache, every nvcc compile of the second machine is a hit."""
 
     def machine(name: str) -> dict[str, str]:
         return {compiler_cache.ENV: str(PYPI_CCACHE), "CCACHE_DIR": str(tmp_path / f"ccache-{name}"),
