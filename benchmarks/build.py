@@ -47,6 +47,7 @@ FOUR = ("8.0", "8.9", "9.0", "10.0")
 #: second checkout ≤ 20% of cold; 10 capabilities ≤ 3× one.
 TARGETS = {"cold": 0.9, "cache": 0.20, "checkout": 0.20, "noop": 0.2, "caps": 3.0}
 _STAGE = re.compile(r"^\[\s*([0-9.]+) s\] [^:]+: (configuring|compiling|assembling|built|up to date)")
+_CACHE = re.compile(r": compiler cache: (\d+ hits?, \d+ miss(?:es)?) \(")
 
 #: Run by the build interpreter: cpp_extension.load of the example's sources, printing nothing on success.
 CPP_EXTENSION = textwrap.dedent(
@@ -67,6 +68,7 @@ CPP_EXTENSION = textwrap.dedent(
 class Sample:
     seconds: float
     stages: dict[str, float] = field(default_factory=dict)
+    cache: str = ""  # the compiler cache's hits and misses over the compile, from the build's log
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -191,7 +193,8 @@ class Bench:
         seconds = time.perf_counter() - start
         if result.returncode != 0:
             raise SystemExit(f"kernel-builder build failed:\n{result.stdout}{result.stderr}")
-        return Sample(seconds, _stages(result.stderr))
+        cache_line = _CACHE.search(result.stderr)
+        return Sample(seconds, _stages(result.stderr), cache_line[1] if cache_line else "")
 
     def theirs(self, root: Path) -> Sample:
         """cpp_extension.load of the binding and the kernel, with the defines and flags kernel-builder uses."""
@@ -387,8 +390,10 @@ class Bench:
             _stop_sccache(found.tool, found.path, env)
             warm.append(self.ours(self.copy(), cache=True, env=env))  # another path: workdir/NNN/relu
             _stop_sccache(found.tool, found.path, env)
-        rows.append([f"cold, empty {found.tool} cache", *_stats(cold), ""])
-        rows.append(["second checkout at another path, same cache", *_stats(warm), ""])
+        rows.append([f"cold, empty {found.tool} cache", *_stats(cold), "; ".join(s.cache for s in cold)])
+        rows.append(
+            ["second checkout at another path, same cache", *_stats(warm), "; ".join(s.cache for s in warm)]
+        )
         ratio = median([s.seconds for s in warm]) / median([s.seconds for s in cold])
         targets.append(
             [
@@ -463,7 +468,7 @@ def _stats(samples: list[Sample]) -> list[object]:
 
 
 def _dump(samples: list[Sample]) -> list[dict[str, object]]:
-    return [{"seconds": s.seconds, "stages": s.stages} for s in samples]
+    return [{"seconds": s.seconds, "stages": s.stages, "cache": s.cache} for s in samples]
 
 
 if __name__ == "__main__":

@@ -841,6 +841,62 @@ def tiny_cuda_project(
     )
 
 
+def many_cuda_project(root: Path, *, files: int = 32, name: str = "kb-many") -> Path:
+    """One kernel section of ``files`` small ``.cu`` files (capability 8.0) sharing one header, plus the file
+    that defines the module init function: a kernel whose build time is in nvcc's per-file steps (each file
+    instantiates a templated elementwise kernel for three types), for measuring compiler caches and
+    distributed compiles (``benchmarks/scaling.py``). Like :func:`tiny_cuda_project`, no Torch header."""
+    py_name = name.replace("-", "_")
+    sources = [f"many/k{index:03d}.cu" for index in range(files)]
+    tree = {
+        "build.toml": GENERAL.format(name=name, backends='["cuda"]')
+        + textwrap.dedent(
+            f"""
+            [torch]
+
+            [kernel.many]
+            backend = "cuda"
+            depends = []
+            src = {_toml_list(["many/common.cuh", "many/register.cu", *sources])}
+            cuda-capabilities = ["8.0"]
+            """
+        ),
+        "many/common.cuh": textwrap.dedent(
+            """
+            #pragma once
+            #include <cuda_fp16.h>
+
+            template <typename T, int K>
+            __device__ __forceinline__ T kb_many_step(T x) {
+              float v = static_cast<float>(x);
+            #pragma unroll
+              for (int i = 0; i < 8; ++i) v = v * (1.0f + K * 1e-3f) + 0.5f * i;
+              return static_cast<T>(v);
+            }
+
+            template <typename T, int K>
+            __global__ void kb_many_kernel(T *out, const T *in, int n) {
+              for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+                out[i] = kb_many_step<T, K>(in[i]);
+            }
+            """
+        ),
+        "many/register.cu": '#include "registration.h"\n\nREGISTER_EXTENSION(TORCH_EXTENSION_NAME)\n',
+        f"torch-ext/{py_name}/__init__.py": "from ._ops import ops\n",
+    }
+    for index, source in enumerate(sources):
+        tree[source] = textwrap.dedent(
+            f"""
+            #include "common.cuh"
+
+            template __global__ void kb_many_kernel<float, {index}>(float *, const float *, int);
+            template __global__ void kb_many_kernel<double, {index}>(double *, const double *, int);
+            template __global__ void kb_many_kernel<__half, {index}>(__half *, const __half *, int);
+            """
+        )
+    return write_tree(root, tree)
+
+
 #: Device code as real kernels write it: an ``AT_DISPATCH``-style macro that runs a lambda per dtype, a
 #: ``__device__`` lambda defined in host code and handed to a kernel template (needs nvcc's
 #: ``--extended-lambda``), and a ``constexpr`` host function called from device code (``--expt-relaxed-constexpr``).

@@ -3,6 +3,7 @@ real links in a temporary kernel root."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -34,3 +35,16 @@ def test_the_projects_own_compile_commands_stays(tmp_path: Path) -> None:
     link_compile_commands(root, root / STATE_DIR / "a" / "cmake-build")
     assert (root / "compile_commands.json").read_text() == "[] # the project's own\n"
     assert (root / STATE_DIR / "compile_commands.json").is_symlink()
+
+
+def test_staged_sources_are_named_in_the_root_for_editors(tmp_path: Path) -> None:
+    """Compiled through the source stage (``source_stage``): the editors' file names the root's files."""
+    root, stage = tmp_path / "kernel", tmp_path / "stages" / "kernel-a"
+    build = root / STATE_DIR / "a" / "cmake-build"
+    build.mkdir(parents=True)
+    entry = {"directory": str(build), "file": f"{stage}/k/x.cu", "command": f"nvcc -c {stage}/k/x.cu"}
+    (build / "compile_commands.json").write_text(json.dumps([entry]))
+    link_compile_commands(root, build, stage)
+    [seen] = json.loads((root / "compile_commands.json").read_text())
+    assert seen == {"directory": str(build), "file": f"{root}/k/x.cu", "command": f"nvcc -c {root}/k/x.cu"}
+    assert not (root / STATE_DIR / "compile_commands.json").is_symlink()

@@ -917,3 +917,20 @@ def test_the_root_map_goes_to_the_preprocessor_for_sccache() -> None:
     assert _root_prefix_map(root, "ccache") == plain  # ccache leaves it out of the hash by itself
     assert _root_prefix_map(root, None) == plain
     assert _root_prefix_map(Path("/w/a,b"), "sccache")[0] == "-ffile-prefix-map=/w/a,b=."  # -Wp splits at ","
+
+
+def test_sources_through_the_stage(tmp_path: Path) -> None:
+    """nvcc through sccache: every source and include directory is named in the stage that all checkouts
+    share (``source_stage``), and the stage's path becomes ``.`` in what the compilers write."""
+    root = make_root(tmp_path)
+    stage = tmp_path / "stages" / "gen-variant"
+    options = ProjectOptions(compiler_cache="sccache", source_stage=stage)
+    _, gen = generate(tmp_path, root, CU130_213, toolkit=toolkit_for(tmp_path, (13, 0)), options=options)
+    assert str(root) not in "".join(
+        v for c in gen.components().values() for key in ("SOURCES", "INCLUDE_DIRS") for v in c.get(key, [])
+    )
+    assert gen.components()["kb_kernel_gen_cuda"]["SOURCES"] == [str(stage / "gen_cuda/gen.cu")]
+    assert f"-ffile-prefix-map={stage}=." in gen.common()["CXX_OPTIONS"]
+    assert f"-Xcompiler=-ffile-prefix-map={stage}=." in gen.common()["CUDA_OPTIONS"]
+    _, plain = generate(tmp_path, root, CU130_213, toolkit=toolkit_for(tmp_path, (13, 0)))
+    assert plain.components()["kb_kernel_gen_cuda"]["SOURCES"] == [str(root / "gen_cuda/gen.cu")]

@@ -9,18 +9,21 @@ that nothing needs recompiling (docs/layout.md, "Up to date").
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import kernel_builder.backends as registry
 from kernel_builder.build import state
 from kernel_builder.build.check import abi
 from kernel_builder.build.compile import ninja_build as compile_stage
+from kernel_builder.build.compile import source_stage
 from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
@@ -262,8 +265,11 @@ class Builder:
                 self._judge_abi(variant, findings)
                 return "up to date"
         jobs = self._jobs(variant)
-        if up_to_date and (cmake_build / "CMakeCache.txt").is_file():
-            self._compile(variant, cmake_build, jobs)
+        if (
+            up_to_date
+            and (cmake_build / "CMakeCache.txt").is_file()
+            and self._recompile(variant, cmake_build, jobs)
+        ):
             extension = compile_stage.install(
                 cmake_build, variant_state / "stage", verbose=self.options.verbose
             )
@@ -277,7 +283,7 @@ class Builder:
                     self._judge_abi(variant, findings)
                 else:  # a record written before findings were kept
                     record.add_findings(self._check_abi(variant, extension))
-                record.watch(compile_stage.watched_files(cmake_build, variant_state / "stage"))
+                record.watch(self._watched(variant_state, cmake_build))
                 return "up to date"
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
@@ -293,9 +299,14 @@ class Builder:
         finally:
             if worker is not None:
                 worker.close()
-        watched = compile_stage.watched_files(cmake_build, variant_state / "stage")
-        record.save(inputs, extension, found, watched)
+        record.save(inputs, extension, found, self._watched(variant_state, cmake_build))
         return "built"
+
+    def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:
+        """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
+        watched = compile_stage.watched_files(cmake_build, variant_state / "stage")
+        stage = source_stage.remembered(variant_state, self.root)
+        return stage.with_originals(watched) if stage is not None else watched
 
     def _jobs(self, variant: VariantPlan) -> int:
         from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
@@ -336,44 +347,85 @@ class Builder:
         wrapper = (
             cache or compiler_cache.in_use()
         )  # also a ccache or sccache the environment's launcher names
-        cuda = write_variant_project(
-            self.project, variant, interpreter, project_dir, self.options, self.log,
-            compiler_cache=wrapper.tool if wrapper else None, python_headers=True,
+        stage = source_stage.choose(
+            self.root, self.project.name, variant.name, nvcc=registry.get(variant.backend).needs_nvcc,
+            cache_tool=wrapper.tool if wrapper else None,
+            paths=[p for c in variant.components for p in (*c.sources, *c.include)],
         )  # fmt: skip
-        self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
-        if wrapper is not None:
-            os.environ.update(
-                wrapper.environment(self.root)
-            )  # the compilers' environment (same for every variant)
-        before = wrapper.statistics() if wrapper is not None else None
-        cmake_build.mkdir(parents=True, exist_ok=True)
-        state.stamp_tree(cmake_build)
-        compile_stage.configure(
-            project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
-            verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
-        )  # fmt: skip
-        compile_stage.link_compile_commands(self.root, cmake_build)
-        self.progress.stage(variant.name, "compiling")
-        self._compile(variant, cmake_build, jobs)
-        after = wrapper.statistics() if wrapper is not None else None
-        if wrapper is not None and before is not None and after is not None:
-            shared = " and of builds running beside it" if self.capture else ""
-            self.log(
-                f"{variant.name}: compiler cache: {(after - before).describe()} "
-                f"({wrapper.tool}'s statistics over this compile{shared})"
+        with self._staged(variant, stage) as staged:
+            source_stage.remember(cmake_build.parent, stage if staged is not None else None)
+            cuda = write_variant_project(
+                self.project, variant, interpreter, project_dir, self.options, self.log,
+                compiler_cache=wrapper.tool if wrapper else None, source_stage=staged,
+            )  # fmt: skip
+            self.log(f"{variant.name}: compiler cache: {compiler_cache.summary(cache)}")
+            if wrapper is not None:
+                os.environ.update(
+                    wrapper.environment(self.root)
+                )  # the compilers' environment (same for every variant)
+            before = wrapper.statistics() if wrapper is not None else None
+            cmake_build.mkdir(parents=True, exist_ok=True)
+            state.stamp_tree(cmake_build)
+            compile_stage.configure(
+                project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
+                verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
+            )  # fmt: skip
+            compile_stage.link_compile_commands(self.root, cmake_build, staged)
+            self.progress.stage(variant.name, "compiling")
+            self._compile(variant, cmake_build, jobs, staged)
+            after = wrapper.statistics() if wrapper is not None else None
+            if wrapper is not None and before is not None and after is not None:
+                shared = " and of builds running beside it" if self.capture else ""
+                self.log(
+                    f"{variant.name}: compiler cache: {(after - before).describe()} "
+                    f"({wrapper.tool}'s statistics over this compile{shared})"
+                )
+            for warning in header_warnings(self.project, cmake_build, staged):
+                self.warn(warning)
+            return compile_stage.install(
+                cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose
             )
-        for warning in header_warnings(self.project, cmake_build):
-            self.warn(warning)
-        return compile_stage.install(cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose)
 
-    def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> None:
+    def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> bool:
+        """Ninja over a project that is up to date, through the source stage it was generated for (if any);
+        False, compiling nothing, when that stage can no longer be used (the caller configures again)."""
+        stage = source_stage.remembered(cmake_build.parent, self.root)
+        with self._staged(variant, stage) as staged:
+            if stage is not None and staged is None:
+                return False
+            self._compile(variant, cmake_build, jobs, staged)
+        return True
+
+    @contextlib.contextmanager
+    def _staged(self, variant: VariantPlan, stage: source_stage.SourceStage | None) -> Iterator[Path | None]:
+        """Hold ``stage`` up to date for the compile inside (``source_stage``); None: compile in place."""
+        if stage is None:
+            yield None
+            return
+        with contextlib.ExitStack() as stack:
+            changed: int | None = None
+            try:
+                changed = stack.enter_context(stage.held(self.log))
+            except source_stage.StageError as error:
+                self.log(
+                    f"{variant.name}: compiling the sources in place, not through {stage.path} ({error}); "
+                    "sccache's cudafe++ and cicc steps will not hit in other checkouts"
+                )
+            if changed:
+                self.log(f"{variant.name}: sources through {stage.path} (for sccache; {changed} updated)")
+            yield stage.path if changed is not None else None
+
+    def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int, staged: Path | None) -> None:
         """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
+        aliases = (staged,) if staged is not None else ()
         if not self.capture:
-            compile_stage.build(cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root)
+            compile_stage.build(
+                cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root, aliases=aliases
+            )
             return
         log = cmake_build.parent / "build.log"
         compile_stage.build(
-            cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log, root=self.root,
+            cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log, root=self.root, aliases=aliases,
             on_step=lambda done, total: self.progress.step(variant.name, done, total),
         )  # fmt: skip
 

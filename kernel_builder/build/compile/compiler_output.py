@@ -27,16 +27,19 @@ _ERROR = re.compile(
 
 @dataclass
 class Cleaner:
-    """Rewrites compiler output line by line. ``build_dir`` is where the compiler ran; ``root`` the project."""
+    """Rewrites compiler output line by line. ``build_dir`` is where the compiler ran; ``root`` the project;
+    ``aliases`` directories that mirror it (the source stage, ``source_stage``), shown as the root too."""
 
     build_dir: Path
     root: Path
     verbose: bool = False
+    aliases: tuple[Path, ...] = ()
     _after_failed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.build_dir = Path(os.path.abspath(self.build_dir))
         self.root = Path(os.path.abspath(self.root))
+        self.aliases = tuple(Path(os.path.abspath(a)) for a in self.aliases)
 
     def _project_path(self, match: re.Match[str]) -> str:
         token = match[1]
@@ -44,11 +47,11 @@ class Cleaner:
         while token and token[-1] in ".:":  # a sentence's full stop, or the colon before a line number
             token, trail = token[:-1], token[-1] + trail
         absolute = os.path.normpath(token if token.startswith("/") else self.build_dir / token)
-        try:
-            relative = Path(absolute).relative_to(self.root)
-        except ValueError:
-            return match[0]
-        return (relative.as_posix() if relative.parts else ".") + trail
+        for base in (self.root, *self.aliases):
+            if Path(absolute).is_relative_to(base):
+                relative = Path(absolute).relative_to(base)
+                return (relative.as_posix() if relative.parts else ".") + trail
+        return match[0]
 
     def line(self, text: str) -> str | None:
         """The line to show, or None to drop it (the command after Ninja's ``FAILED:`` unless verbose)."""

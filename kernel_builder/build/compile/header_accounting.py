@@ -47,12 +47,23 @@ def unlisted_headers(
     return unlisted
 
 
-def header_warnings(project: KernelProject, cmake_build: Path) -> list[str]:
-    """One warning per project header that the files compiled in ``cmake_build`` include and no ``src`` lists."""
+def header_warnings(project: KernelProject, cmake_build: Path, stage: Path | None = None) -> list[str]:
+    """One warning per project header that the files compiled in ``cmake_build`` include and no ``src`` lists.
+    ``stage``: the directory the compilers reached the project's files through, a mirror of the root
+    (``source_stage``); what was read there counts as read in the root."""
     config = project.config
     listed = set(getattr(config.framework, "src", ())) | {s for k in config.kernels for s in k.src}
     excluded = (project.root / BUILD_DIR, project.root / STATE_DIR)
-    unlisted = unlisted_headers(project.root, included_files(cmake_build), listed, excluded)
+    included = included_files(cmake_build)
+    if stage is not None:
+        mirrors = (stage, stage.resolve())
+
+        def in_root(file: Path) -> Path:
+            base = next((m for m in mirrors if file.is_relative_to(m)), None)
+            return project.root / file.relative_to(base) if base is not None else file
+
+        included = {obj: [in_root(f) for f in files] for obj, files in included.items()}
+    unlisted = unlisted_headers(project.root, included, listed, excluded)
     return [
         f"header `{rel}` is included by a compiled file but listed in no `src`: it is not part of the unique id, "
         "and a sandboxed build would not see it; add it to the `src` of the kernel that uses it"

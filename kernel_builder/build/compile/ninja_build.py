@@ -6,6 +6,7 @@ The build directory is kept between runs, so Ninja recompiles only what changed.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -78,14 +79,22 @@ def configure(
         configure_cache.store(build_dir, cached)
 
 
-def link_compile_commands(root: Path, build_dir: Path) -> None:
+def link_compile_commands(root: Path, build_dir: Path, stage: Path | None = None) -> None:
     """``.kernel-builder/compile_commands.json`` points at the latest configured variant's, and
-    ``compile_commands.json`` at the root points at that, for editors."""
+    ``compile_commands.json`` at the root points at that, for editors. When the compilers reached the sources
+    through a stage (``source_stage``), it is a copy that names the files in the root instead, where editors
+    open them."""
     link = root / STATE_DIR / "compile_commands.json"
     target = build_dir / "compile_commands.json"
     if link.is_symlink() or link.exists():
         link.unlink()
-    link.symlink_to(os.path.relpath(target, link.parent))  # still right after the project is moved
+    if stage is not None and target.is_file():
+        text = target.read_text(encoding="utf-8")
+        link.write_text(
+            text.replace(json.dumps(str(stage))[1:-1], json.dumps(str(root))[1:-1]), encoding="utf-8"
+        )
+    else:
+        link.symlink_to(os.path.relpath(target, link.parent))  # still right after the project is moved
     # Editors (clangd, VS Code) look at the project root; a file of the project's own stays untouched.
     root_link = root / "compile_commands.json"
     if root_link.is_symlink() or not root_link.exists():
@@ -109,11 +118,12 @@ def build(
     log_file: Path | None = None,
     on_step: Callable[[int, int], None] | None = None,
     root: Path | None = None,
+    aliases: tuple[Path, ...] = (),
 ) -> None:
     """Run Ninja through CMake. Without ``log_file``, the output streams to stdout as it comes; with it, it goes
     there (and ``[n/m]`` steps to ``on_step``). Either way, paths in the project ``root`` are shown relative to
-    it and Ninja's failed commands are dropped unless ``verbose``; a failure names the first compiler error
-    (``compiler_output``)."""
+    it (also those in ``aliases``, directories that stand for it: the source stage) and Ninja's failed commands
+    are dropped unless ``verbose``; a failure names the first compiler error (``compiler_output``)."""
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
         "--build",
@@ -124,7 +134,9 @@ def build(
     if verbose:
         argv.append("--verbose")
         print(f"+ {format_command(argv)}", file=sys.stderr, flush=True)
-    cleaner = compiler_output.Cleaner(build_dir, root if root is not None else build_dir, verbose=verbose)
+    cleaner = compiler_output.Cleaner(
+        build_dir, root if root is not None else build_dir, verbose=verbose, aliases=aliases
+    )
     shown: list[str] = []
     sys.stdout.flush()
     with contextlib.ExitStack() as stack:

@@ -76,6 +76,9 @@ class ProjectOptions:
     compiler_cache: str | None = None
     #: The build interpreter's Python headers, known already (``build``): the project does not run FindPython.
     python_include: Path | None = None
+    #: Where the compilers reach the kernel's sources, when not at the kernel root: the stage that every checkout
+    #: shares (``kernel_builder.build.compile.source_stage``, for nvcc through sccache).
+    source_stage: Path | None = None
 
 
 def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
@@ -299,6 +302,10 @@ def _cmakelists(
     cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + [
         f"-ffile-prefix-map={RELATIVE_ROOT}=."
     ]
+    # Sources reached through the stage: its path, the same in every checkout, also becomes `.`.
+    sources = options.source_stage or root
+    if options.source_stage is not None:
+        cxx_options.append(f"-ffile-prefix-map={options.source_stage}=.")
     cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + [root_cuda]
     cxx_options.append(root_cxx)
     cuda_options += torch_cuda_flags(details) if cuda else []
@@ -358,8 +365,8 @@ def _cmakelists(
             continue
         lines.append(
             f"kb_component({component_target(component)}"
-            + _args("SOURCES", [root / s for s in component.sources])
-            + _args("INCLUDE_DIRS", [root / i for i in component.include])
+            + _args("SOURCES", [sources / s for s in component.sources])
+            + _args("INCLUDE_DIRS", [sources / i for i in component.include])
             + _args("CXX_FLAGS", component.cxx_flags)
             + _args("GENCODE", capabilities.gencode_flags(component.archs) if cuda else [])
             + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
@@ -371,11 +378,11 @@ def _cmakelists(
         lines.append(
             f"kb_component({NAMESPACE_TARGET}{_args('SOURCES', [project_dir / REGISTRATION_SOURCE])})"
         )
-    for sources, definition in ((use.defined, namespace), (use.at_link, AT_LINK_DEFINE)):
-        if sources:
+    for where, definition in ((use.defined, namespace), (use.at_link, AT_LINK_DEFINE)):
+        if where:
             lines.append(
                 "set_source_files_properties("
-                + _args("", [root / s for s in sources]).lstrip("\n ")
+                + _args("", [sources / s for s in where]).lstrip("\n ")
                 + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
             )
     lines.append(f"kb_extension({plan.ops_name})")

@@ -31,6 +31,7 @@ def write_variant_project(
     *,
     compiler_cache: str | None = None,
     python_headers: bool = False,
+    source_stage: Path | None = None,
 ) -> bool:
     """Checks torch and the toolchain, then writes the project into ``project_dir``; True for a CUDA project.
     ``python_headers``: the project takes the interpreter's Python headers as found here (checked) instead of
@@ -67,6 +68,7 @@ def write_variant_project(
         debug_info=options.debug_build,
         compiler_cache=compiler_cache,
         python_include=python_include,
+        source_stage=source_stage,
     )
     write_project(project_dir, project.root, variant, interpreter, details, toolkit, project_options)
     return toolkit is not None
