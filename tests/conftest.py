@@ -101,6 +101,33 @@ def render(*, path: str = PROJECT, matrix: Matrix | None = None) -> str:
     return "\n".join(d.render() for d in diagnostics)
 
 
+#: The test files that take longest (``pytest --durations=0`` on the 2-core VM, docs/performance.md), slowest
+#: first. Under pytest-xdist (``make test``) each worker takes whole files in collection order, so these start
+#: first and the short files fill in around them, instead of one long file finishing alone at the end.
+HEAVIEST_FILES = (
+    "test_build_builder_cuda.py",
+    "test_build_builder_variants.py",
+    "test_build_builder_robustness.py",
+    "test_build_compile_compiler_cache.py",
+    "test_build_builder_cpu.py",
+    "test_examples.py",
+    "test_authoring_devtest.py",
+    "test_authoring_devtest_suites.py",
+    "test_docs_tutorial.py",
+    "test_build_compile_cutlass.py",
+    "test_build_compile_configure_cache.py",
+    "test_loader_stale.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, the heaviest files first (a stable sort: the rest keep their order)."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {name: index for index, name in enumerate(HEAVIEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_legacy_warnings() -> Iterator[None]:
     """The legacy warning is given once per file per process; each test starts a fresh "process"."""
