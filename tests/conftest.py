@@ -120,6 +120,12 @@ HEAVIEST_FILES = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist hands out files with the most tests first unless told to keep the collection order (ours)."""
+    if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In an xdist worker, the heaviest files first (a stable sort: the rest keep their order)."""
     if not hasattr(config, "workerinput"):
