@@ -105,18 +105,18 @@ def render(*, path: str = PROJECT, matrix: Matrix | None = None) -> str:
 #: first. Under pytest-xdist (``make test``) each worker takes whole files in collection order, so these start
 #: first and the short files fill in around them, instead of one long file finishing alone at the end.
 HEAVIEST_FILES = (
+    "test_build_builder_variants.py",  # first: it creates a CUDA Torch environment with pip (minutes, one core)
+    "test_build_builder_cpu.py",
     "test_build_builder_cuda.py",
-    "test_build_builder_variants.py",
     "test_build_builder_robustness.py",
     "test_build_compile_compiler_cache.py",
-    "test_build_builder_cpu.py",
-    "test_examples.py",
+    "test_loader_lock_compat.py",
+    "test_nix.py",
     "test_authoring_devtest.py",
+    "test_examples.py",
+    "test_build_generate_pyproject.py",
     "test_authoring_devtest_suites.py",
-    "test_docs_tutorial.py",
-    "test_build_compile_cutlass.py",
-    "test_build_compile_configure_cache.py",
-    "test_loader_stale.py",
+    "test_build_check_import_check.py",
 )
 
 
