@@ -53,8 +53,14 @@ redis-tools:
 	    echo "note: redis-server not found and needs root and apt-get: the shared-cache tests will skip"; \
 	  fi; }
 
+# The suite runs in TEST_WORKERS pytest-xdist workers (default: the cores, at most 4), each taking whole test
+# files (--dist loadfile), so a file's shared builds are made once, in one worker. Most of a test's time is one
+# process at a time (Python and Torch start-up, CMake configure, pip): two workers keep both cores of a CI
+# host busy. `make test TEST_WORKERS=0` runs it in one process (docs/performance.md has the timings).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+
 test: $(STAMP) $(CUDA_STAMP) nix-tools redis-tools
-	KB_TEST_CUDA_PYTHON=$(CURDIR)/$(CUDA_VENV)/bin/python $(BIN)/python -m pytest
+	KB_TEST_CUDA_PYTHON=$(CURDIR)/$(CUDA_VENV)/bin/python $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow"

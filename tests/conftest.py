@@ -101,6 +101,39 @@ def render(*, path: str = PROJECT, matrix: Matrix | None = None) -> str:
     return "\n".join(d.render() for d in diagnostics)
 
 
+#: The test files that take longest (``pytest --durations=0`` on the 2-core VM, docs/performance.md), slowest
+#: first. Under pytest-xdist (``make test``) each worker takes whole files in collection order, so these start
+#: first and the short files fill in around them, instead of one long file finishing alone at the end.
+HEAVIEST_FILES = (
+    "test_build_builder_variants.py",  # first: it creates a CUDA Torch environment with pip (minutes, one core)
+    "test_build_builder_cpu.py",
+    "test_build_builder_cuda.py",
+    "test_build_builder_robustness.py",
+    "test_build_compile_compiler_cache.py",
+    "test_loader_lock_compat.py",
+    "test_nix.py",
+    "test_authoring_devtest.py",
+    "test_examples.py",
+    "test_build_generate_pyproject.py",
+    "test_authoring_devtest_suites.py",
+    "test_build_check_import_check.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist hands out files with the most tests first unless told to keep the collection order (ours)."""
+    if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, the heaviest files first (a stable sort: the rest keep their order)."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {name: index for index, name in enumerate(HEAVIEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture(autouse=True)
 def _fresh_legacy_warnings() -> Iterator[None]:
     """The legacy warning is given once per file per process; each test starts a fresh "process"."""
