@@ -7,6 +7,7 @@ compile`` (and the graph-capture fallback of its timer), and
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -59,7 +60,10 @@ def test_bench_examples_relu_profile_compare_compile(tmp_path: Path) -> None:
     assert small["kernel"]["sets"] * (2 << 20) >= 2 * l2
     assert f"relu 1 MiB: {small['kernel']['sets']} buffer sets of 2 MiB rotated" in run.stdout
     assert "timer: CUDA events" in run.stdout and "replay a CUDA graph" in run.stdout
-    assert sum(" torch.compile(reference) " in line for line in run.stdout.splitlines()) == 3
+    table_rows = [
+        re.match(r"relu \d+ [MG]iB\s+torch\.compile\(reference\)\s", line) for line in run.stdout.splitlines()
+    ]
+    assert sum(row is not None for row in table_rows) == 3  # one row per size
     assert "the speed of torch.compile(reference)" in run.stdout
     # --profile: the trace, and the device kernels (the kernel's own among them).
     events = json.loads(trace.read_text())["traceEvents"]
@@ -70,6 +74,7 @@ def test_bench_examples_relu_profile_compare_compile(tmp_path: Path) -> None:
     )
     top = lines[start + 1 : start + 11]
     assert top and any("relu" in line.lower() for line in top), run.stdout
+    assert not any(line.strip().startswith("bench: ") for line in top), top  # our spans are not kernels
 
 
 def test_a_call_that_cannot_be_captured_is_timed_eagerly_with_the_reason() -> None:
