@@ -43,6 +43,7 @@ from kernel_builder.formats import source_snapshot
 
 if TYPE_CHECKING:
     from kernel_builder.build.check.import_check import ImportCheckWorker
+    from kernel_builder.build.compile.compiler_cache import DistStatus
 
 __all__ = [
     "BUILD_DIR",
@@ -82,6 +83,18 @@ def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def _join_threads(prefix: str) -> None:
+    """Wait for every thread of the pool named ``prefix``. A Ctrl-C that lands while the pool starts a worker
+    leaves that worker running but outside the pool's own list, so the pool's shutdown does not wait for it: its
+    variant would go on logging after the command said "interrupted"."""
+    import threading
+
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and thread.name.startswith(prefix + "_"):
+            thread.join()
+
+
 def default_parallel(variant_count: int) -> int:
     """Variants built at once: one per 4 cores (each compiles with several jobs itself)."""
     return max(1, min(variant_count, (os.cpu_count() or 1) // 4))
@@ -110,6 +123,8 @@ class Builder:
         self.root = project.root
         self.build_root = project.root / BUILD_DIR
         self._lock = threading.Lock()
+        self._dist_asked = False
+        self._dist: DistStatus | None = None
 
     def _probe(self) -> BuildInterpreter | None:
         try:
@@ -182,12 +197,15 @@ class Builder:
         else:
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=workers) as pool:
+            prefix = f"kernel-builder-variant-{id(self):x}"
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix) as pool:
                 try:
                     results = list(pool.map(lambda job: self._run_job(job, unique_id, interpreter), jobs))
                 except KeyboardInterrupt:
                     # Stop the other threads' commands (and refuse new ones) before the pool waits for them.
                     processes.GROUPS.stop_all()
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    _join_threads(prefix)
                     raise
         report.results.extend(results)
         if results and not any(r.status == "failed" for r in results):
@@ -312,7 +330,26 @@ class Builder:
         from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
 
         threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
-        return self.options.jobs or compile_stage.default_jobs(threads)
+        if self.options.jobs:
+            return self.options.jobs
+        local = compile_stage.default_jobs(threads)
+        if os.environ.get("MAX_JOBS", "").isdigit():  # the user's count, as for a local build
+            return local
+        dist = self._dist_status()
+        return dist.jobs(local) if dist is not None else local
+
+    def _dist_status(self) -> DistStatus | None:
+        """sccache-dist's state, asked once per build and logged once, when sccache wraps the compilers."""
+        from kernel_builder.build.compile import compiler_cache
+
+        with self._lock:
+            if not self._dist_asked:
+                self._dist_asked = True
+                wrapper = compiler_cache.in_use()
+                self._dist = wrapper.dist_status(self.root) if wrapper is not None else None
+                if self._dist is not None:
+                    self.log(self._dist.describe())
+            return self._dist
 
     def _import_worker(self, interpreter: BuildInterpreter) -> ImportCheckWorker | None:
         if not self.options.import_check:
