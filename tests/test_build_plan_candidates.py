@@ -515,7 +515,7 @@ class Recorder:
 def built_variants(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     """Replaces planning and building of a selected variant: records its name, then "builds" it (or fails, for
     a name in ``fail``). No environment is created and nothing is compiled, and whether this host could obtain
-    each variant's Torch and compiler is not asked (tests/test_build_compile_provision.py covers that)."""
+    each variant's Torch and compiler is not asked (tests/test_build_environment_provision.py covers that)."""
     recorder = Recorder()
     monkeypatch.setattr(builder_module, "with_availability", lambda found, served=(): found)
     lock = threading.Lock()

@@ -48,7 +48,7 @@ TESTED_ELSEWHERE = {
     "layers.errors": "test_layers_kernelizer.py, test_layers_mapping.py",
     "loader.errors": "test_loader_*.py",
     # formats
-    "formats.dependencies": "test_config_forms.py and test_build_compile_cutlass.py",
+    "formats.dependencies": "test_config_forms.py and test_build_environment_cutlass.py",
     "formats.lockfile": "test_loader_lock.py",
     # layers (the kernelize API)
     "layers.checks": "test_layers_marks.py",

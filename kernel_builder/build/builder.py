@@ -24,7 +24,7 @@ from kernel_builder.build import state
 from kernel_builder.build.check import abi
 from kernel_builder.build.compile import ninja_build as compile_stage
 from kernel_builder.build.compile import source_stage
-from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
+from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.package import assemble, sync_card, variant_provenance

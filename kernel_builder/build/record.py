@@ -22,8 +22,8 @@ from pathlib import Path
 import kernel_builder.backends as registry
 from kernel_builder import __version__
 from kernel_builder.build.check.abi import Violation
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.build.plan.unique_id import id_text
 from kernel_builder.build.state import STATE_DIR

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 import kernel_builder.backends as registry
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.common import processes
 from kernel_builder.config.model import KernelProject

@@ -18,8 +18,8 @@ from pathlib import Path
 import kernel_builder.backends as registry
 from kernel_builder import __version__
 from kernel_builder.backends import gpu_archs as capabilities
-from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
-from kernel_builder.build.compile.toolchain import CudaToolkit
+from kernel_builder.build.environment.interpreter import BuildInterpreter, TorchDetails
+from kernel_builder.build.environment.toolchain import CudaToolkit
 from kernel_builder.build.generate.namespace import (
     AT_LINK_DEFINE,
     NAMESPACE_MACRO,

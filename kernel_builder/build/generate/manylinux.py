@@ -158,7 +158,7 @@ def _print_file_name(compiler: str, name: str) -> str:
 def host_glibc_libraries(compiler: str) -> tuple[Path, ...]:
     """The glibc libraries ``compiler`` links against (resolved), those that exist. Kept per environment until
     the compiler or one of them changes (``env_facts``): asking takes a process per library."""
-    from kernel_builder.build.compile.env_facts import remembered
+    from kernel_builder.build.environment.env_facts import remembered
 
     def ask() -> tuple[list[str], list[str]]:
         found = []
@@ -219,7 +219,7 @@ def _header_for(compiler: str) -> str:
 
 def _header_cache_file(libraries: tuple[Path, ...]) -> Path:
     from kernel_builder import __version__
-    from kernel_builder.build.compile.env_facts import cache_root
+    from kernel_builder.build.environment.env_facts import cache_root
 
     key = hashlib.sha256(f"kernel-builder {__version__}\0{platform.machine()}".encode())
     for library in libraries:

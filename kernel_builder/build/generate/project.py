@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import kernel_builder.backends as registry
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.cutlass import dependency_includes
-from kernel_builder.build.compile.interpreter import BuildInterpreter, torch_details
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.cutlass import dependency_includes
+from kernel_builder.build.environment.interpreter import BuildInterpreter, torch_details
 from kernel_builder.build.generate.cmake import ProjectOptions, write_project
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.plan.planner import VariantPlan

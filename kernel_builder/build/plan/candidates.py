@@ -112,8 +112,8 @@ def with_availability(
     asked and the verdict (``list-variants`` shows it)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kernel_builder.build.compile.isolated_envs import EnvSpec, env_ready
-    from kernel_builder.build.compile.provision import Unavailable, resolve_torch, toolkit_problem
+    from kernel_builder.build.environment.isolated_envs import EnvSpec, env_ready
+    from kernel_builder.build.environment.provision import Unavailable, resolve_torch, toolkit_problem
 
     def report(name: str, stage: str) -> None:
         if progress is not None:
@@ -165,7 +165,7 @@ def with_availability(
 
 def _fetch_torch_listings(index_urls: tuple[str, ...], report: Callable[[str, str], None]) -> None:
     """Read every source's torch listing at once (pip's settings first), saying what each source gave."""
-    from kernel_builder.build.compile.provision import torch_listings
+    from kernel_builder.build.environment.provision import torch_listings
 
     report("indexes", "reading pip's configuration and fetching torch's file listings")
     for listing in torch_listings(tuple(dict.fromkeys(index_urls))):

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 
 import kernel_builder.backends as registry
 from kernel_builder.backends import gpu_archs as capabilities
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
 from kernel_builder.config.archs import E20_HINT, applicable_entries, kernel_applies
@@ -102,7 +102,7 @@ def how_to_build(
     ]
     system_cuda: tuple[int, ...] | None = None
     if registry.get(backend).needs_nvcc:
-        from kernel_builder.build.compile.toolchain import cuda_toolkit
+        from kernel_builder.build.environment.toolchain import cuda_toolkit
 
         try:
             system_cuda = cuda_toolkit().version

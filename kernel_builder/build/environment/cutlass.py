@@ -10,7 +10,7 @@ In order (docs/building.md, "CUTLASS"):
    installed in the build environment;
 4. unless ``--offline``: that wheel fetched with ``pip download`` (PyPI, or whatever pip is configured with), or,
    for the other pins and whenever ``KERNEL_BUILDER_CUTLASS_MIRROR`` is set, the release archive, checked against
-   its SHA-256 (:mod:`kernel_builder.build.compile.cutlass_archive`); either way unpacked into the cache;
+   its SHA-256 (:mod:`kernel_builder.build.environment.cutlass_archive`); either way unpacked into the cache;
 5. otherwise an error naming the pin, the variables and the upstream tag to check out.
 """
 
@@ -26,9 +26,9 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from kernel_builder.build.compile import cutlass_archive
-from kernel_builder.build.compile.interpreter import BuildInterpreter
-from kernel_builder.build.compile.isolated_envs import cache_root
+from kernel_builder.build.environment import cutlass_archive
+from kernel_builder.build.environment.interpreter import BuildInterpreter
+from kernel_builder.build.environment.isolated_envs import cache_root
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.common import processes
 from kernel_builder.errors import BuildError

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from stage_fixtures import fake_interpreter, write_files
 
-from kernel_builder.build.compile.cutlass import cached_headers, checkout_version, cutlass_includes
+from kernel_builder.build.environment.cutlass import cached_headers, checkout_version, cutlass_includes
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.dependencies import CUTLASS_PINS
 
@@ -62,7 +62,7 @@ def no_pip(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process: {args}")
 
-    monkeypatch.setattr("kernel_builder.build.compile.cutlass.processes.run", refuse)
+    monkeypatch.setattr("kernel_builder.build.environment.cutlass.processes.run", refuse)
 
 
 def cutlass_wheel(
@@ -245,7 +245,7 @@ def test_pypi_pin_is_fetched_once_then_works_offline(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process: {args}")
 
-    monkeypatch.setattr("kernel_builder.build.compile.cutlass.processes.run", refuse)
+    monkeypatch.setattr("kernel_builder.build.environment.cutlass.processes.run", refuse)
     second = Log()
     assert cutlass_includes(pin, interpreter_with_pip(tmp_path / "another-env"), second) == includes
     assert second == []
@@ -312,7 +312,7 @@ def test_a_variant_gets_the_headers_of_the_pins_its_kernels_depend_on(
     """``dependency_includes``: one lookup per CUTLASS pin of the planned variant; other dependencies add none."""
     from stage_fixtures import CU130_213, load
 
-    from kernel_builder.build.compile.cutlass import dependency_includes
+    from kernel_builder.build.environment.cutlass import dependency_includes
     from kernel_builder.build.plan.planner import plan_build
 
     general = (

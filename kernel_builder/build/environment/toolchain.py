@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import kernel_builder.backends as registry
-from kernel_builder.build.compile.env_facts import remembered
+from kernel_builder.build.environment.env_facts import remembered
 from kernel_builder.errors import BuildError
 
 if TYPE_CHECKING:
-    from kernel_builder.build.compile.interpreter import BuildInterpreter
+    from kernel_builder.build.environment.interpreter import BuildInterpreter
 
 _NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel_builder.build.compile.env_facts import remembered
+from kernel_builder.build.environment.env_facts import remembered
 from kernel_builder.common import processes
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.runtime import Environment, detect_backend, normalize_cpu
@@ -201,7 +201,7 @@ def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
 def _details_cache(interpreter: BuildInterpreter) -> Path:
     """Where ``torch_details`` keeps its answer: changes with the interpreter, its Torch's version file and the
     times of Torch's files that an install or upgrade rewrites."""
-    from kernel_builder.build.compile.env_facts import cache_root
+    from kernel_builder.build.environment.env_facts import cache_root
 
     digest = hashlib.sha256(interpreter.fingerprint().encode())
     for name in ("version.py", "__init__.py", "share/cmake/Torch/TorchConfig.cmake"):
