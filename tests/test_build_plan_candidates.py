@@ -27,9 +27,10 @@ from kernel_builder.build.builder import Builder, BuildOptions, VariantResult
 from kernel_builder.build.plan import selected as selected_plans
 from kernel_builder.build.plan.candidates import Candidate, Selection, all_candidates, select_candidates
 from kernel_builder.build.plan.planner import BUILDABLE_HOST
+from kernel_builder.commands._shared import build_table
+from kernel_builder.commands.list_variants import variants_table
 from kernel_builder.common.progress import PlainProgress, RichProgress, progress_display
 from kernel_builder.config.model import KernelProject
-from kernel_builder.config.summary import build_table, variants_table
 from kernel_builder.errors import BuildError, ConfigError, UsageError
 from kernel_builder.formats import matrix as matrix_module
 from kernel_builder.formats.matrix import Matrix, load_matrix, parse_matrix

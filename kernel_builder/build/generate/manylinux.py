@@ -199,10 +199,10 @@ def _header_for(compiler: str) -> str:
         return cached.read_text(encoding="utf-8")
     except OSError:
         pass
-    from kernel_builder.build.check.abi import manylinux_policy
-    from kernel_builder.formats.runtime import normalize_cpu
+    from kernel_builder.build.abi_policy import manylinux_policy
+    from kernel_builder.formats.runtime import host_cpu_os
 
-    policy = manylinux_policy(normalize_cpu(platform.machine()))
+    policy = manylinux_policy(host_cpu_os()[0])
     allowed = (
         frozenset(f"GLIBC_{v}" for v in policy.symbol_versions.get("GLIBC", ())) if policy else frozenset()
     )

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-import kernel_builder.backends as registry
+from kernel_builder import backends
 from kernel_builder.build.plan.planner import (
     BUILDABLE_HOST,
     cannot_build_message,
@@ -68,13 +68,13 @@ def aot_candidates(project: KernelProject, matrix: Matrix | None = None) -> list
         for entry, system, required in chosen:
             variant = variant_for_entry(entry, system, abi.major_minor if abi is not None else None)
             reason = None
-            if not registry.get(backend).buildable:
+            if not backends.get(backend).buildable:
                 reason = cannot_build_message(backend)
             elif system != BUILDABLE_HOST or host_system() != BUILDABLE_HOST:
                 reason = _cannot_build_system(backend, system)
             else:
                 version = tuple(entry.version[:2]) if entry.version is not None else None
-                key = (backend, version if registry.get(backend).gpu_arch == "capability" else None)
+                key = (backend, version if backends.get(backend).gpu_arch == "capability" else None)
                 if key in e20:
                     reason = e20[key]
             out.append(Candidate(variant, backend, entry, system, required, reason))
@@ -133,7 +133,7 @@ def with_availability(
         entry = candidate.entry
         if candidate.reason is not None or entry is None or candidate.name in served:
             return candidate.reason
-        if registry.get(entry.backend).needs_nvcc and entry.version is not None:
+        if backends.get(entry.backend).needs_nvcc and entry.version is not None:
             report(candidate.name, f"looking for a CUDA {entry.version[0]}.{entry.version[1]} compiler")
             toolkit = toolkit_problem((entry.version[0], entry.version[1]))
             if toolkit is not None:
@@ -177,10 +177,8 @@ def noarch_candidates(project: KernelProject) -> list[Candidate]:
     from kernel_builder.config.model import TorchNoarch
 
     config = project.config
-    backends = (
-        config.general.backends if isinstance(config.framework, TorchNoarch) else config.noarch_backends()
-    )
-    return [Candidate(noarch_variant(b), b, None, None, True) for b in backends]
+    names = config.general.backends if isinstance(config.framework, TorchNoarch) else config.noarch_backends()
+    return [Candidate(noarch_variant(b), b, None, None, True) for b in names]
 
 
 def all_candidates(project: KernelProject, matrix: Matrix | None = None) -> list[Candidate]:

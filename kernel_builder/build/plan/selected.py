@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import kernel_builder.backends as registry
+from kernel_builder import backends
 from kernel_builder.build.environment import toolchain
 from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.environment.isolated_envs import EnvSpec, ensure_env, env_ready
@@ -49,7 +49,7 @@ def served(project: KernelProject, interpreter: BuildInterpreter | None) -> set[
 def wants_pypi_toolkit(candidate: Candidate) -> tuple[int, int] | None:
     """The CUDA version whose toolkit the environment must bring, when the system's nvcc is another one."""
     if (
-        not registry.get(candidate.backend).needs_nvcc
+        not backends.get(candidate.backend).needs_nvcc
         or candidate.entry is None
         or candidate.entry.version is None
     ):
