@@ -19,12 +19,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import kernel_builder.backends as registry
+from kernel_builder import backends
 from kernel_builder.build import state
 from kernel_builder.build.check import abi
-from kernel_builder.build.compile import ninja_build as compile_stage
-from kernel_builder.build.compile import source_stage
-from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
+from kernel_builder.build.compile import ninja_build, source_stage
+from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.package import assemble, sync_card, variant_provenance
@@ -288,7 +287,7 @@ class Builder:
             and (cmake_build / "CMakeCache.txt").is_file()
             and self._recompile(variant, cmake_build, jobs)
         ):
-            extension = compile_stage.install(
+            extension = ninja_build.install(
                 cmake_build, variant_state / "stage", verbose=self.options.verbose
             )
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
@@ -322,7 +321,7 @@ class Builder:
 
     def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:
         """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
-        watched = compile_stage.watched_files(cmake_build, variant_state / "stage")
+        watched = ninja_build.watched_files(cmake_build, variant_state / "stage")
         stage = source_stage.remembered(variant_state, self.root)
         return stage.with_originals(watched) if stage is not None else watched
 
@@ -332,7 +331,7 @@ class Builder:
         threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
         if self.options.jobs:
             return self.options.jobs
-        local = compile_stage.default_jobs(threads)
+        local = ninja_build.default_jobs(threads)
         if os.environ.get("MAX_JOBS", "").isdigit():  # the user's count, as for a local build
             return local
         dist = self._dist_status()
@@ -385,7 +384,7 @@ class Builder:
             cache or compiler_cache.in_use()
         )  # also a ccache or sccache the environment's launcher names
         stage = source_stage.choose(
-            self.root, self.project.name, variant.name, nvcc=registry.get(variant.backend).needs_nvcc,
+            self.root, self.project.name, variant.name, nvcc=backends.get(variant.backend).needs_nvcc,
             cache_tool=wrapper.tool if wrapper else None,
             paths=[p for c in variant.components for p in (*c.sources, *c.include)],
         )  # fmt: skip
@@ -403,11 +402,11 @@ class Builder:
             before = wrapper.statistics() if wrapper is not None else None
             cmake_build.mkdir(parents=True, exist_ok=True)
             state.stamp_tree(cmake_build)
-            compile_stage.configure(
+            ninja_build.configure(
                 project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
                 verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
             )  # fmt: skip
-            compile_stage.link_compile_commands(self.root, cmake_build, staged)
+            ninja_build.link_compile_commands(self.root, cmake_build, staged)
             self.progress.stage(variant.name, "compiling")
             self._compile(variant, cmake_build, jobs, staged)
             after = wrapper.statistics() if wrapper is not None else None
@@ -419,7 +418,7 @@ class Builder:
                 )
             for warning in header_warnings(self.project, cmake_build, staged):
                 self.warn(warning)
-            return compile_stage.install(
+            return ninja_build.install(
                 cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose
             )
 
@@ -456,12 +455,12 @@ class Builder:
         """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
         aliases = (staged,) if staged is not None else ()
         if not self.capture:
-            compile_stage.build(
+            ninja_build.build(
                 cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root, aliases=aliases
             )
             return
         log = cmake_build.parent / "build.log"
-        compile_stage.build(
+        ninja_build.build(
             cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log, root=self.root, aliases=aliases,
             on_step=lambda done, total: self.progress.step(variant.name, done, total),
         )  # fmt: skip

@@ -13,8 +13,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import kernel_builder.backends as registry
-from kernel_builder import __version__
+from kernel_builder import __version__, backends
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.build.plan.sources import id_input_files, is_shipped, package_dir, shipped_python_files
@@ -83,7 +82,7 @@ def variant_metadata(
     """The ``metadata.json`` record of one variant (docs/layout.md): ``digest`` is the files' sha256 digest
     (:func:`~kernel_builder.formats.metadata.digest_files`), ``kernel`` the sources' provenance, if known."""
     general = project.config.general
-    has_archs = registry.get(plan.backend).gpu is not None and bool(plan.archs)
+    has_archs = backends.get(plan.backend).gpu is not None and bool(plan.archs)
     return Metadata(
         name=general.name,
         id=plan.ops_name,

@@ -19,11 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernel_builder.backends as registry
-from kernel_builder import __version__
+from kernel_builder import __version__, backends
 from kernel_builder.build.check.abi import Violation
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.build.plan.unique_id import id_text
 from kernel_builder.build.state import STATE_DIR
@@ -60,7 +59,7 @@ def variant_inputs(
             from kernel_builder.build.generate.manylinux import compat_fingerprint
 
             inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
-        if registry.get(variant.backend).needs_nvcc:
+        if backends.get(variant.backend).needs_nvcc:
             inputs["nvcc"] = toolchain.fingerprint(toolchain.toolkit_for(interpreter))
     return inputs
 

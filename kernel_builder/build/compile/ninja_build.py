@@ -15,7 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernel_builder.build.compile import compiler_output, toolchain
+from kernel_builder.build.compile import compiler_output
+from kernel_builder.build.environment import toolchain
 from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
 from kernel_builder.common.runner import format_command, run
