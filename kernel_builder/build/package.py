@@ -219,7 +219,7 @@ def _fill(
     for rel in sources.shipped:  # the bytes the unique id hashed, not the files as they are now
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(sources.contents[rel])
+        _write_file(target, sources.contents[rel])
     ops = aot_ops_py(plan.ops_name) if extension is not None else noarch_ops_py(project.py_name, unique_id)
     (tmp / "_ops.py").write_text(ops, encoding="utf-8")
     if extension is not None:
@@ -228,6 +228,16 @@ def _fill(
     metadata = variant_metadata(project, plan, digest_files(tmp), provenance)
     (tmp / "metadata.json").write_text(metadata.to_json(), encoding="utf-8")
     os.chmod(tmp, 0o755)
+
+
+def _write_file(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target``; an error names ``target`` (a failed write, a full disk, names no file)."""
+    try:
+        target.write_bytes(data)
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(target)
+        raise
 
 
 def _replace_dir(new: Path, final: Path) -> None:
