@@ -859,12 +859,14 @@ def test_provenance_flags_are_checked(
 
 def test_provenance_flags_replace_git(tmp_path: Path, use_matrix: Matrix) -> None:
     from kernel_builder.build.package import variant_provenance
+    from kernel_builder.build.plan.scan import scan_sources
     from kernel_builder.formats.metadata import ProvenanceEntry
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     options = BuildOptions(provenance=ProvenanceEntry(commit=commit, dirty=True))
-    assert variant_provenance(loaded(tmp_path), options.provenance) == ProvenanceEntry(
+    project = loaded(tmp_path)
+    assert variant_provenance(project, options.provenance, scan_sources(project)) == ProvenanceEntry(
         commit=commit, dirty=True
     )
     # Without them, the kernel's git work tree decides (here: none).
-    assert variant_provenance(loaded(tmp_path), BuildOptions().provenance) is None
+    assert variant_provenance(project, BuildOptions().provenance, scan_sources(project)) is None

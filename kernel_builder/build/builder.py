@@ -2,7 +2,10 @@
 
 The stages live in their own modules (``plan/``, ``generate/``, ``compile/``, ``package.py``, ``check/``); this
 one only sequences them, one build of a project at a time, variants in parallel where there are cores for it,
-reporting progress. Each variant records what it was made from (:mod:`kernel_builder.build.record`); when
+reporting progress. The project's sources are scanned once, when the build plans
+(:mod:`kernel_builder.build.plan.scan`): the unique id, the op-namespace lint (before anything compiles), the
+record, the assembled variants, their provenance and ``.kernel-builder/sources.json`` all read that one scan.
+Each variant records what it was made from (:mod:`kernel_builder.build.record`); when
 nothing changed, the build skips configure, the Torch check and the import check, and only lets Ninja confirm
 that nothing needs recompiling (docs/layout.md, "Up to date").
 """
@@ -26,12 +29,11 @@ from kernel_builder.build.compile import ninja_build, source_stage
 from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
-from kernel_builder.build.package import assemble, sync_card, variant_provenance
+from kernel_builder.build.package import assemble, lint_op_namespaces, sync_card, variant_provenance
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
 from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
-from kernel_builder.build.plan.sources import hidden_python_files, id_input_files, package_dir, user_ops_file
-from kernel_builder.build.plan.unique_id import compute_unique_id
+from kernel_builder.build.plan.scan import SourceScan, scan_sources
 from kernel_builder.build.record import Record, variant_inputs
 from kernel_builder.common import processes
 from kernel_builder.common.diagnostics import Diagnostic, Severity
@@ -142,7 +144,9 @@ class Builder:
 
     def _run(self) -> BuildReport:
         options = self.options
-        unique_id = options.unique_id or compute_unique_id(self.project)
+        sources = scan_sources(self.project)
+        lint_op_namespaces(sources)
+        unique_id = options.unique_id or sources.unique_id
         interpreter = self._probe()
         jobs: list[_Job] = []
         if options.selection.explicit:
@@ -152,7 +156,7 @@ class Builder:
             # --offline builds what this environment serves, so what other hosts' pip could bring is moot.
             check = None if options.offline else (lambda found: with_availability(found, served))
             selected = select_candidates(self.project, options.selection, check=check)
-            report = BuildReport(BuildPlan(unique_id, ()), diagnostics=[])
+            report = BuildReport(BuildPlan(unique_id, (), sources=sources), diagnostics=[])
             for name, reason in selected.skipped:
                 report.results.append(VariantResult(name, "skipped", message=reason))
             for name, reason in selected.failed:
@@ -169,17 +173,17 @@ class Builder:
                 backend=options.backend,
                 native_targets=targets,
                 explicit_archs=options.explicit_archs,
+                sources=sources,
             )
             report = BuildReport(plan, diagnostics=list(plan.diagnostics))
             for name, reason in plan.skipped:
                 report.results.append(VariantResult(name, "skipped", message=reason))
             jobs.extend((variant, interpreter) for variant in plan.variants)
         self.warnings = report.diagnostics
-        for rel in hidden_python_files(self.project):
-            self.warn(
-                f"{package_dir(self.project).relative_to(self.project.root)}/{rel}: hidden, not shipped"
-            )
-        if user_ops_file(self.project) is not None:
+        build = report.plan
+        for rel in sources.hidden:
+            self.warn(f"{sources.package}/{rel}: hidden, not shipped")
+        if sources.user_ops:
             self.warn(
                 f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant"
             )
@@ -192,14 +196,14 @@ class Builder:
         workers = options.parallel or default_parallel(len(jobs))
         self.capture = workers > 1 or options.compile_log
         if workers <= 1:
-            results = [self._run_job(job, unique_id, interpreter) for job in jobs]
+            results = [self._run_job(job, build, interpreter) for job in jobs]
         else:
             from concurrent.futures import ThreadPoolExecutor
 
             prefix = f"kernel-builder-variant-{id(self):x}"
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix) as pool:
                 try:
-                    results = list(pool.map(lambda job: self._run_job(job, unique_id, interpreter), jobs))
+                    results = list(pool.map(lambda job: self._run_job(job, build, interpreter), jobs))
                 except KeyboardInterrupt:
                     # Stop the other threads' commands (and refuse new ones) before the pool waits for them.
                     processes.GROUPS.stop_all()
@@ -208,18 +212,18 @@ class Builder:
                     raise
         report.results.extend(results)
         if results and not any(r.status == "failed" for r in results):
-            source_snapshot.write(self.root, id_input_files(self.project))  # for the loader's staleness check
+            source_snapshot.write(self.root, sources.inputs)  # for the loader's staleness check
         return report
 
-    def _run_job(self, job: _Job, unique_id: str, default: BuildInterpreter | None) -> VariantResult:
+    def _run_job(self, job: _Job, build: BuildPlan, default: BuildInterpreter | None) -> VariantResult:
         name = job.name if isinstance(job, Candidate) else job[0].name
         start = time.monotonic()
         try:
             if isinstance(job, Candidate):
-                plan, interpreter = self._plan_candidate(job, unique_id, default)
+                plan, interpreter = self._plan_candidate(job, build.unique_id, default)
             else:
                 plan, interpreter = job
-            status = self._build_variant(plan, unique_id, interpreter if plan.aot else interpreter or default)
+            status = self._build_variant(plan, build, interpreter if plan.aot else interpreter or default)
         except KernelBuilderError as exc:
             self.progress.stage(name, "failed")
             return VariantResult(name, "failed", time.monotonic() - start, message=str(exc))
@@ -253,15 +257,17 @@ class Builder:
                 self.warnings.append(diagnostic)
 
     def _build_variant(
-        self, variant: VariantPlan, unique_id: str, interpreter: BuildInterpreter | None
+        self, variant: VariantPlan, build: BuildPlan, interpreter: BuildInterpreter | None
     ) -> str:
-        inputs = variant_inputs(self.project, variant, interpreter, asdict(self.options))
+        """Build one variant of ``build`` (the plan, with its source scan), or confirm it is up to date."""
+        assert build.sources is not None  # a build's plan always carries its scan
+        inputs = variant_inputs(build.sources, variant, interpreter, asdict(self.options))
         record = Record.read(self.root, variant.name)
         up_to_date = record.matches(inputs) and (self.build_root / variant.name / "metadata.json").is_file()
         if not variant.aot:
             if up_to_date:
                 return "up to date"
-            self._package(variant, unique_id, interpreter, None)
+            self._package(variant, build.unique_id, build.sources, interpreter, None)
             record.save(inputs)
             return "built"
 
@@ -312,7 +318,7 @@ class Builder:
                 # (of the last good build) no longer matches it, so a failure must not leave it behind.
                 record.forget()
                 extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
-            found = self._package(variant, unique_id, interpreter, extension, worker)
+            found = self._package(variant, build.unique_id, build.sources, interpreter, extension, worker)
         finally:
             if worker is not None:
                 worker.close()
@@ -478,6 +484,7 @@ class Builder:
         self,
         variant: VariantPlan,
         unique_id: str,
+        sources: SourceScan,
         interpreter: BuildInterpreter | None,
         extension: Path | None,
         worker: ImportCheckWorker | None = None,
@@ -506,6 +513,8 @@ class Builder:
             elif extension is not None:
                 check_abi()
 
-        provenance = variant_provenance(self.project, self.options.provenance)
-        assemble(self.project, variant, unique_id, self.build_root, extension, provenance, checks)
+        provenance = variant_provenance(self.project, self.options.provenance, sources)
+        assemble(
+            self.project, variant, unique_id, self.build_root, extension, provenance, checks, sources=sources
+        )
         return findings

@@ -24,9 +24,8 @@ from kernel_builder.build.check.abi import Violation
 from kernel_builder.build.environment import toolchain
 from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
-from kernel_builder.build.plan.unique_id import id_text
+from kernel_builder.build.plan.scan import SourceScan
 from kernel_builder.build.state import STATE_DIR
-from kernel_builder.config.model import KernelProject
 
 RECORD_FILE = "record.json"
 
@@ -38,15 +37,16 @@ NOT_INPUTS = (
 
 
 def variant_inputs(
-    project: KernelProject,
+    sources: SourceScan,
     variant: VariantPlan,
     interpreter: BuildInterpreter | None,
     options: Mapping[str, object],
 ) -> dict[str, object]:
-    """Everything that decides the output of ``variant``; ``options`` are the build options as a mapping."""
+    """Everything that decides the output of ``variant``; ``sources`` is the plan's scan (its id inputs' digests
+    count, not the files as they are now), ``options`` are the build options as a mapping."""
     inputs: dict[str, object] = {
         "tool": __version__,
-        "id-inputs": hashlib.sha256(id_text(project).encode()).hexdigest(),
+        "id-inputs": hashlib.sha256(sources.id_text.encode()).hexdigest(),
         "plan": repr(variant),
         # Neither how the interpreter was named (its fingerprint counts) nor which backends were selected.
         "options": {k: v for k, v in options.items() if k not in NOT_INPUTS},

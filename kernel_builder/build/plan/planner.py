@@ -1,7 +1,8 @@
 """Planning: which variants a build produces and what goes into each (docs/layout.md, docs/build-toml.md).
 
 The plan is pure data computed from the model, the build interpreter and the options, so it can be shown,
-tested and recorded before anything is compiled.
+tested and recorded before anything is compiled. A build's plan also carries the scan of the project's sources
+it was made from (:mod:`kernel_builder.build.plan.scan`), which every later stage reads instead of the files.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import PurePosixPath
 from kernel_builder import backends
 from kernel_builder.backends import gpu_archs
 from kernel_builder.build.environment.interpreter import BuildInterpreter
+from kernel_builder.build.plan.scan import SourceScan
 from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
 from kernel_builder.config.archs import E20_HINT, applicable_entries, kernel_applies
@@ -70,6 +72,8 @@ class BuildPlan:
     variants: tuple[VariantPlan, ...]
     skipped: tuple[tuple[str, str], ...] = ()  # (variant or backend, reason)
     diagnostics: tuple[Diagnostic, ...] = field(default=(), compare=False)
+    #: The sources the build ships and records (None for a plan only shown, as ``generate`` makes).
+    sources: SourceScan | None = field(default=None, compare=False, repr=False)
 
 
 def host_system() -> str:
@@ -156,8 +160,10 @@ def plan_build(
     native_targets: tuple[str, ...] | None = None,
     explicit_archs: tuple[str, ...] | None = None,
     matrix: Matrix | None = None,
+    sources: SourceScan | None = None,
 ) -> BuildPlan:
-    """The default selection: this interpreter's variant for its AOT backend, plus every noarch variant."""
+    """The default selection: this interpreter's variant for its AOT backend, plus every noarch variant;
+    ``sources`` is the scan the plan carries (:attr:`BuildPlan.sources`)."""
     config = project.config
     diags = DiagnosticList(project.display_path)
     if isinstance(config.framework, TvmFfi):
@@ -207,7 +213,7 @@ def plan_build(
             plans.append(noarch)
     if diags.errors:
         raise ConfigError(diags.sorted())
-    return BuildPlan(unique_id, tuple(plans), tuple(skipped), tuple(diags.sorted()))
+    return BuildPlan(unique_id, tuple(plans), tuple(skipped), tuple(diags.sorted()), sources)
 
 
 def _aot_plan(
