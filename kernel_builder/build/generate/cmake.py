@@ -29,6 +29,7 @@ from kernel_builder.build.generate.namespace import (
     registration_source,
 )
 from kernel_builder.build.generate.ops import aot_ops_py
+from kernel_builder.build.generate.precompiled import Precompiled, choose_precompiled
 from kernel_builder.build.generate.registration import registration_header
 from kernel_builder.build.plan.planner import Component, VariantPlan
 from kernel_builder.errors import BuildError
@@ -79,6 +80,9 @@ class ProjectOptions:
     #: Where the compilers reach the kernel's sources, when not at the kernel root: the stage that every checkout
     #: shares (``kernel_builder.build.compile.source_stage``, for nvcc through sccache).
     source_stage: Path | None = None
+    #: ``kernel_builder.load``: a precompiled Torch header for each component an edit recompiles
+    #: (:mod:`.precompiled`). ``kernel-builder build`` never uses one.
+    precompiled_headers: bool = False
 
 
 def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
@@ -268,6 +272,27 @@ def _root_prefix_map(root: Path, cache: str | None) -> tuple[str, str]:
     return option, f"-Xcompiler={option}"
 
 
+def _precompiled(inputs: _Inputs, component: Component) -> Precompiled | None:
+    """The precompiled header of a component in a ``load`` build: one whose files an edit recompiles, i.e. a
+    kernel section, or the binding when its files are given the (per-build) namespace. A binding whose namespace
+    comes at link time compiles once, and its header would only make the first load slower. None when every file
+    is given the namespace (a header names it): the header's own compile would change, and run, at every edit."""
+    defined = inputs.namespace.defined
+    if not inputs.options.precompiled_headers or defined is None:
+        return None
+    if component.binding and not set(component.sources) & set(defined):
+        return None
+    return choose_precompiled(inputs.root, component.sources)
+
+
+def _precompile_args(precompiled: Precompiled | None, sources: Path) -> str:
+    if precompiled is None:
+        return ""
+    return _args("PRECOMPILE_HEADERS", [f"<{h}>" for h in precompiled.headers]) + _args(
+        "PRECOMPILE_SKIP", [sources / s for s in precompiled.skipped]
+    )
+
+
 def _cmakelists(
     inputs: _Inputs, project_dir: Path, late_includes: list[Path], compat: tuple[Path, Path] | None = None
 ) -> str:
@@ -309,8 +334,14 @@ def _cmakelists(
     cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + [root_cuda]
     cxx_options.append(root_cxx)
     cuda_options += torch_cuda_flags(details) if cuda else []
+    force_include: list[Path] = []
     if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
-        cxx_options.append(f"-include{compat[0]}")
+        if (
+            options.precompiled_headers
+        ):  # first in each precompiled header, or force-included (KernelBuilder.cmake)
+            force_include.append(compat[0])
+        else:
+            cxx_options.append(f"-include{compat[0]}")
         # Relative to the build directory (nvcc runs there): ccache rewrites g++'s -include under the root to a
         # relative path, but not nvcc's --pre-include, and an absolute path here would tie the cache to one checkout.
         cuda_options.append(f"--pre-include=../{compat[0].relative_to(project_dir.parent).as_posix()}")
@@ -356,6 +387,7 @@ def _cmakelists(
         + _args("LATE_INCLUDE_DIRS", late_includes)
         + _args("CXX_OPTIONS", cxx_options)
         + _args("CUDA_OPTIONS", cuda_options)
+        + _args("CXX_FORCE_INCLUDE", force_include)
         + ")",
     ]
     # The variant's CUDA version is torch.version.cuda, which the toolkit matches (checked before configuring).
@@ -370,6 +402,7 @@ def _cmakelists(
             + _args("CXX_FLAGS", component.cxx_flags)
             + _args("GENCODE", capabilities.gencode_flags(component.archs) if cuda else [])
             + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
+            + _precompile_args(_precompiled(inputs, component), sources)
             + ")"
         )
     if compat is not None:
