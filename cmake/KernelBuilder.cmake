@@ -99,7 +99,10 @@ function(kb_component name)
 endfunction()
 
 # The Python extension: a MODULE library named <ops_name>.abi3.so linking every component.
+#   kb_extension(NAME [FAST_LINK])
+# FAST_LINK (kernel_builder.load builds): link with GNU gold where the compiler can (a configure-time check).
 function(kb_extension name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "FAST_LINK" "" "")
   get_property(components GLOBAL PROPERTY KB_COMPONENTS)
   set(objects)
   foreach(component IN LISTS components)
@@ -117,6 +120,13 @@ function(kb_extension name)
     SKIP_BUILD_RPATH ON
     INSTALL_RPATH ""
     BUILD_WITH_INSTALL_RPATH OFF)
+  if(ARG_FAST_LINK)
+    include(CheckLinkerFlag)
+    check_linker_flag(CXX "-fuse-ld=gold" KB_LINKER_GOLD)
+    if(KB_LINKER_GOLD)
+      target_link_options(${name} PRIVATE "-fuse-ld=gold")
+    endif()
+  endif()
   install(TARGETS ${name} LIBRARY DESTINATION .)
   if(EXISTS "${PROJECT_SOURCE_DIR}/_ops.py")
     install(FILES "${PROJECT_SOURCE_DIR}/_ops.py" DESTINATION .)

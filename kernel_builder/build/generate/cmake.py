@@ -44,13 +44,18 @@ _GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
 #: The kernel root seen from the CMake build directory, .kernel-builder/<variant>/cmake-build.
 RELATIVE_ROOT = "../../.."
 #: CMake target names. Every kernel section's target starts with ``kb_kernel_``; the generated targets start with
-#: ``kb_`` and never ``kb_kernel_``; the extension's is the op namespace (``_<name>_<backend>_<id>``); CMake's own
+#: ``kb_`` and never ``kb_kernel_``; the extension's is the op namespace (``_<name>_<backend>_<id>``) or
+#: :data:`LOAD_EXTENSION_TARGET`; CMake's own
 #: (``all``, ``install``, ...) start with neither. So a section may have any name its syntax allows (``_fused``,
 #: ``kb_x``, ``all``) and still name no other target.
 SECTION_TARGET_PREFIX = "kb_kernel_"
 BINDING_TARGET = "kb_binding"
 MANYLINUX_TARGET = "kb_manylinux"
 NAMESPACE_TARGET = "kb_namespace"
+#: The project and extension target of a ``kernel_builder.load`` build whose CMakeLists.txt does not name the op
+#: namespace: the same file at every edit, so Ninja need not run CMake again (the installed library is renamed to
+#: ``<namespace>.abi3.so``: ``ninja_build.install``).
+LOAD_EXTENSION_TARGET = "kb_load_extension"
 
 
 def component_target(component: Component) -> str:
@@ -80,9 +85,10 @@ class ProjectOptions:
     #: Where the compilers reach the kernel's sources, when not at the kernel root: the stage that every checkout
     #: shares (``kernel_builder.build.compile.source_stage``, for nvcc through sccache).
     source_stage: Path | None = None
-    #: ``kernel_builder.load``: a precompiled Torch header for each component an edit recompiles
-    #: (:mod:`.precompiled`). ``kernel-builder build`` never uses one.
-    precompiled_headers: bool = False
+    #: ``kernel_builder.load``'s development build: a precompiled Torch header for each component an edit
+    #: recompiles (:mod:`.precompiled`), and GNU gold as the linker where the compiler can use it (it links the
+    #: extension against Torch's libraries in under half of GNU ld's time). ``kernel-builder build`` uses neither.
+    development: bool = False
 
 
 def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
@@ -278,7 +284,7 @@ def _precompiled(inputs: _Inputs, component: Component) -> Precompiled | None:
     comes at link time compiles once, and its header would only make the first load slower. None when every file
     is given the namespace (a header names it): the header's own compile would change, and run, at every edit."""
     defined = inputs.namespace.defined
-    if not inputs.options.precompiled_headers or defined is None:
+    if not inputs.options.development or defined is None:
         return None
     if component.binding and not set(component.sources) & set(defined):
         return None
@@ -310,6 +316,9 @@ def _cmakelists(
     languages = " ".join(spec.cmake_languages)
     standard = cxx_standard(interpreter.torch_major_minor)
     namespace = f"{NAMESPACE_MACRO}={plan.ops_name}"
+    # A load build names the namespace only where a file is given it: without such a file, the project is the
+    # same at every edit (the namespace is in the generated source alone).
+    extension_target = plan.ops_name if use.defined is None or use.defined else LOAD_EXTENSION_TARGET
     if spec.cmake_define is None:
         raise BuildError(f"backend {plan.backend} has no CMake build in this kernel-builder")
     definitions = [spec.cmake_define, "Py_LIMITED_API=0x03090000"]
@@ -336,9 +345,7 @@ def _cmakelists(
     cuda_options += torch_cuda_flags(details) if cuda else []
     force_include: list[Path] = []
     if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
-        if (
-            options.precompiled_headers
-        ):  # first in each precompiled header, or force-included (KernelBuilder.cmake)
+        if options.development:  # first in each precompiled header, or force-included (KernelBuilder.cmake)
             force_include.append(compat[0])
         else:
             cxx_options.append(f"-include{compat[0]}")
@@ -362,7 +369,7 @@ def _cmakelists(
             'set(TORCH_CUDA_ARCH_LIST "9.0")',
         ]
     lines += [
-        f"project({plan.ops_name} LANGUAGES {languages})",
+        f"project({extension_target} LANGUAGES {languages})",
         f"set(Python_EXECUTABLE {cmake_quote(interpreter.python)})",
         f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(details.cmake_prefix_path, list_element=True)})",
         f"set(CMAKE_CXX_STANDARD {standard})",
@@ -418,5 +425,5 @@ def _cmakelists(
                 + _args("", [sources / s for s in where]).lstrip("\n ")
                 + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
             )
-    lines.append(f"kb_extension({plan.ops_name})")
+    lines.append(f"kb_extension({extension_target}{' FAST_LINK' if options.development else ''})")
     return "\n".join(lines) + "\n"

@@ -65,7 +65,7 @@ def write_variant_project(
         dependency_includes=dependency_includes(variant, interpreter, log, offline=options.offline),
         manylinux_compiler=compiler if sys.platform == "linux" else None,
         namespace_where_used=options.namespace_where_used,
-        precompiled_headers=options.namespace_where_used,  # kernel_builder.load: the edit → load loop
+        development=options.namespace_where_used,  # kernel_builder.load: the edit → load loop
         debug_info=options.debug_build,
         compiler_cache=compiler_cache,
         python_include=python_include,
