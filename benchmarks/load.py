@@ -299,6 +299,7 @@ RELOAD_WORKER = textwrap.dedent(
     import torch
     if side.startswith("kernel_builder"):
         import kernel_builder
+        print(f"{side}: kernel_builder from {Path(kernel_builder.__file__).parent}", file=sys.stderr, flush=True)
     else:
         from torch.utils import cpp_extension
     x = torch.tensor([-2.0, 3.0])
@@ -341,9 +342,10 @@ class _Side:
         # cpp_extension runs `ninja` from PATH: the one kernel-builder uses.
         env["PATH"] = os.pathsep.join([str(toolchain.ninja().path.parent), env.get("PATH", "")])
         self.log = log.open("w", encoding="utf-8")
+        # In the checkout: `python -c` puts the current directory first on the search path, before PYTHONPATH.
         self.process = subprocess.Popen(
             [sys.executable, "-c", RELOAD_WORKER, side, str(root), py_name], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+            stdout=subprocess.PIPE, stderr=self.log, text=True, env=env, cwd=checkout,
         )  # fmt: skip
 
     def load(self) -> tuple[float, float]:
@@ -405,6 +407,10 @@ def reload_main(rounds: int, baseline: Path | None = None) -> int:
             for side, worker in sides.items():
                 first[side] = worker.load()[0]
                 print(f"  first load, {side}: {first[side]:.1f} s", file=sys.stderr, flush=True)
+                if side.startswith("kernel_builder"):  # which checkout it runs (the worker's first line)
+                    worker.log.flush()
+                    origin = Path(worker.log.name).read_text(encoding="utf-8").splitlines()[:1]
+                    print(f"  {''.join(origin)}", file=sys.stderr, flush=True)
             for index in range(rounds):
                 order = list(sides.items()) if index % 2 == 0 else list(reversed(sides.items()))
                 for side, worker in order:
