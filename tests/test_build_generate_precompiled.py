@@ -34,7 +34,9 @@ void relu(at::Tensor &out, at::Tensor const &input) {}
 def test_leading_includes_stop_at_the_first_other_line() -> None:
     assert leading_includes(KERNEL) == ("ATen/Dispatch.h", "ATen/core/Tensor.h", "cstdint")
     # A macro defined first could change what the headers mean: no run at all.
-    assert leading_includes("#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n#include <ATen/core/Tensor.h>\n") == ()
+    assert (
+        leading_includes("#define TORCH_ASSERT_ONLY_METHOD_OPERATORS\n#include <ATen/core/Tensor.h>\n") == ()
+    )
     assert leading_includes('#include "local.h"\n#include <ATen/core/Tensor.h>\n') == ()
     assert leading_includes("int x;\n#include <ATen/core/Tensor.h>\n") == ()
     assert leading_includes("") == ()
@@ -149,7 +151,7 @@ def test_a_load_project_is_the_same_text_at_every_edit(tmp_path: Path) -> None:
 
 def test_a_binding_given_the_namespace_is_precompiled_too(tmp_path: Path) -> None:
     # STRINGIFY(TORCH_EXTENSION_NAME): the binding gets the definition, and so recompiles at every edit.
-    binding = BINDING + 'const char *name = STRINGIFY(TORCH_EXTENSION_NAME);\n'
+    binding = BINDING + "const char *name = STRINGIFY(TORCH_EXTENSION_NAME);\n"
     text = project_text(tmp_path, "0123456789", LOAD, binding)
     assert 'PRECOMPILE_HEADERS "<torch/library.h\\$<ANGLE-R>"' in call(text, "kb_component(kb_binding")
     # The definition is the binding's own (its header's compile is the same at every edit); the project names it.
