@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from stage_fixtures import fake_interpreter, load, write_files
+from stage_fixtures import CU130_213, fake_interpreter, load, write_files
 
 from kernel_builder.build.compile.interpreter import TorchDetails
+from kernel_builder.build.compile.toolchain import CudaToolkit
 from kernel_builder.build.generate.cmake import LOAD_EXTENSION_TARGET, ProjectOptions, write_project
 from kernel_builder.build.generate.precompiled import Precompiled, choose_precompiled, leading_includes
 from kernel_builder.build.plan.planner import plan_build
@@ -102,11 +103,15 @@ REGISTER_EXTENSION(TORCH_EXTENSION_NAME)
 DETAILS = TorchDetails("/opt/torch/share/cmake", True, (), "2.13.0")
 
 
-def project_text(tmp_path: Path, unique_id: str, options: ProjectOptions, binding: str = BINDING) -> str:
+def project_text(
+    tmp_path: Path, unique_id: str, options: ProjectOptions, binding: str = BINDING, *, cuda: bool = False
+) -> str:
+    toml = TOML.replace('"cpu"', '"cuda"').replace('"pch_cpu/helper.cpp"', '"pch_cpu/k.cu"') if cuda else TOML
     root = write_files(
         tmp_path / "pch",
         {
-            "build.toml": TOML,
+            "build.toml": toml,
+            "pch_cpu/k.cu": "__global__ void k() {}\n",
             "torch-ext/torch_binding.cpp": binding,
             "torch-ext/torch_binding.h": "#pragma once\n#include <ATen/core/Tensor.h>\n",
             "torch-ext/pch/__init__.py": "",
@@ -114,10 +119,15 @@ def project_text(tmp_path: Path, unique_id: str, options: ProjectOptions, bindin
             "pch_cpu/helper.cpp": "int helper(int x) { return x + 1; }\n",
         },
     )
-    interpreter = fake_interpreter("2.13.0+cpu")
+    interpreter = CU130_213 if cuda else fake_interpreter("2.13.0+cpu")
+    toolkit = (
+        CudaToolkit(Path("/opt/cuda/bin/nvcc"), (13, 0), Path("/opt/cuda"), "Build cuda_13.0")
+        if cuda
+        else None
+    )
     [variant] = [v for v in plan_build(load(root), interpreter, unique_id).variants if v.aot]
     project_dir = tmp_path / "out" / "project"
-    write_project(project_dir, root, variant, interpreter, DETAILS, None, options)
+    write_project(project_dir, root, variant, interpreter, DETAILS, toolkit, options)
     return (project_dir / "CMakeLists.txt").read_text(encoding="utf-8")
 
 
@@ -162,3 +172,12 @@ def test_kernel_builder_build_has_none(tmp_path: Path) -> None:
     text = project_text(tmp_path, "0123456789", ProjectOptions())
     assert "PRECOMPILE" not in text and "FAST_LINK" not in text and "CXX_FORCE_INCLUDE" not in text
     assert "kb_extension(_pch_cpu_0123456789)" in text
+
+
+def test_a_cuda_load_build_has_none(tmp_path: Path) -> None:
+    """nvcc's objects and their link were not measured with a precompiled header or gold: CUDA variants keep the
+    plain build (and still the same project text at every edit)."""
+    text = project_text(tmp_path, "0123456789", LOAD, cuda=True)
+    assert "LANGUAGES CXX CUDA" in text
+    assert "PRECOMPILE" not in text and "FAST_LINK" not in text and "CXX_FORCE_INCLUDE" not in text
+    assert f"kb_extension({LOAD_EXTENSION_TARGET})" in text

@@ -85,9 +85,10 @@ class ProjectOptions:
     #: Where the compilers reach the kernel's sources, when not at the kernel root: the stage that every checkout
     #: shares (``kernel_builder.build.compile.source_stage``, for nvcc through sccache).
     source_stage: Path | None = None
-    #: ``kernel_builder.load``'s development build: a precompiled Torch header for each component an edit
-    #: recompiles (:mod:`.precompiled`), and GNU gold as the linker where the compiler can use it (it links the
-    #: extension against Torch's libraries in under half of GNU ld's time). ``kernel-builder build`` uses neither.
+    #: ``kernel_builder.load``'s development build of a C++-only backend (CPU, ...; not CUDA, whose nvcc objects
+    #: and link were not measured with them): a precompiled Torch header for each component an edit recompiles
+    #: (:mod:`.precompiled`), and GNU gold as the linker where the compiler can use it (it links the extension
+    #: against Torch's libraries in under half of GNU ld's time). ``kernel-builder build`` uses neither.
     development: bool = False
 
 
@@ -284,11 +285,16 @@ def _precompiled(inputs: _Inputs, component: Component) -> Precompiled | None:
     comes at link time compiles once, and its header would only make the first load slower. None when every file
     is given the namespace (a header names it): the header's own compile would change, and run, at every edit."""
     defined = inputs.namespace.defined
-    if not inputs.options.development or defined is None:
+    if not _development(inputs) or defined is None:
         return None
     if component.binding and not set(component.sources) & set(defined):
         return None
     return choose_precompiled(inputs.root, component.sources)
+
+
+def _development(inputs: _Inputs) -> bool:
+    """Whether the project is a development build (:attr:`ProjectOptions.development`): C++ compilers only."""
+    return inputs.options.development and registry.get(inputs.plan.backend).cmake_languages == ("CXX",)
 
 
 def _precompile_args(precompiled: Precompiled | None, sources: Path) -> str:
@@ -345,7 +351,7 @@ def _cmakelists(
     cuda_options += torch_cuda_flags(details) if cuda else []
     force_include: list[Path] = []
     if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
-        if options.development:  # first in each precompiled header, or force-included (KernelBuilder.cmake)
+        if _development(inputs):  # first in each precompiled header, or force-included (KernelBuilder.cmake)
             force_include.append(compat[0])
         else:
             cxx_options.append(f"-include{compat[0]}")
@@ -425,5 +431,5 @@ def _cmakelists(
                 + _args("", [sources / s for s in where]).lstrip("\n ")
                 + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
             )
-    lines.append(f"kb_extension({extension_target}{' FAST_LINK' if options.development else ''})")
+    lines.append(f"kb_extension({extension_target}{' FAST_LINK' if _development(inputs) else ''})")
     return "\n".join(lines) + "\n"
