@@ -294,8 +294,9 @@ class Builder:
             and self._recompile(variant, cmake_build, jobs)
         ):
             extension = ninja_build.install(
-                cmake_build, variant_state / "stage", verbose=self.options.verbose
-            )
+                cmake_build, variant_state / "stage", verbose=self.options.verbose,
+                name=f"{variant.ops_name}.abi3.so",
+            )  # fmt: skip
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
             elif record.describes(extension):
@@ -425,8 +426,9 @@ class Builder:
             for warning in header_warnings(self.project, cmake_build, staged):
                 self.warn(warning)
             return ninja_build.install(
-                cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose
-            )
+                cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose,
+                name=f"{variant.ops_name}.abi3.so",
+            )  # fmt: skip
 
     def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> bool:
         """Ninja over a project that is up to date, through the source stage it was generated for (if any);

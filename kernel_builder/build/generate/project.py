@@ -67,6 +67,7 @@ def write_variant_project(
         ),
         manylinux_compiler=compiler if sys.platform == "linux" else None,
         namespace_where_used=options.namespace_where_used,
+        development=options.namespace_where_used,  # kernel_builder.load: the edit → load loop
         debug_info=options.debug_build,
         compiler_cache=compiler_cache,
         python_include=python_include,
