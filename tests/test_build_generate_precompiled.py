@@ -15,9 +15,10 @@ from stage_fixtures import CU130_213, fake_interpreter, load, write_files
 
 from kernel_builder.build.environment.interpreter import TorchDetails
 from kernel_builder.build.environment.toolchain import CudaToolkit
-from kernel_builder.build.generate.cmake import LOAD_EXTENSION_TARGET, ProjectOptions, write_project
+from kernel_builder.build.generate.cmake import ProjectOptions, write_project
 from kernel_builder.build.generate.precompiled import Precompiled, choose_precompiled, leading_includes
 from kernel_builder.build.plan.planner import plan_build
+from kernel_builder.build.state import LOAD_EXTENSION_TARGET
 
 KERNEL = """// The kernel (a comment first, as in the init template).
 /* a block

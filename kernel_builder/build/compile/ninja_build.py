@@ -213,7 +213,7 @@ def install(build_dir: Path, stage_dir: Path, *, verbose: bool, name: str | None
     """Install into ``stage_dir`` and return the extension (a changed id renames it, so start clean).
 
     ``name``: the file name it must have, given when the project may build it under a fixed name
-    (``generate.cmake.LOAD_EXTENSION_TARGET``, a ``kernel_builder.load`` project the same at every edit)."""
+    (``state.LOAD_EXTENSION_TARGET``, a ``kernel_builder.load`` project the same at every edit)."""
     for stale in stage_dir.glob("*.abi3.so"):
         stale.unlink()
     run(
@@ -225,7 +225,7 @@ def install(build_dir: Path, stage_dir: Path, *, verbose: bool, name: str | None
     libraries = sorted(stage_dir.glob("*.abi3.so"))
     if len(libraries) != 1:
         raise BuildError(f"expected one .abi3.so in {stage_dir}, found {len(libraries)}")
-    from kernel_builder.build.generate.cmake import LOAD_EXTENSION_TARGET
+    from kernel_builder.build.state import LOAD_EXTENSION_TARGET
 
     if name is not None and libraries[0].name == f"{LOAD_EXTENSION_TARGET}.abi3.so":
         return libraries[0].rename(stage_dir / name)

@@ -31,6 +31,7 @@ from kernel_builder.build.generate.ops import aot_ops_py
 from kernel_builder.build.generate.precompiled import Precompiled, choose_precompiled
 from kernel_builder.build.generate.registration import registration_header
 from kernel_builder.build.plan.planner import Component, VariantPlan
+from kernel_builder.build.state import LOAD_EXTENSION_TARGET
 from kernel_builder.errors import BuildError
 
 _NO_HALF = {
@@ -51,10 +52,6 @@ SECTION_TARGET_PREFIX = "kb_kernel_"
 BINDING_TARGET = "kb_binding"
 MANYLINUX_TARGET = "kb_manylinux"
 NAMESPACE_TARGET = "kb_namespace"
-#: The project and extension target of a ``kernel_builder.load`` build whose CMakeLists.txt does not name the op
-#: namespace: the same file at every edit, so Ninja need not run CMake again (the installed library is renamed to
-#: ``<namespace>.abi3.so``: ``ninja_build.install``).
-LOAD_EXTENSION_TARGET = "kb_load_extension"
 
 
 def component_target(component: Component) -> str:
