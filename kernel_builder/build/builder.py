@@ -23,13 +23,11 @@ import kernel_builder.backends as registry
 from kernel_builder.build import state
 from kernel_builder.build.check import abi
 from kernel_builder.build.compile import ninja_build as compile_stage
-from kernel_builder.build.compile import source_stage
 from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.package import assemble, sync_card, variant_provenance
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
-from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
 from kernel_builder.build.plan.sources import hidden_python_files, id_input_files, package_dir, user_ops_file
 from kernel_builder.build.plan.unique_id import compute_unique_id
@@ -43,6 +41,10 @@ from kernel_builder.formats import source_snapshot
 
 if TYPE_CHECKING:
     from kernel_builder.build.check.import_check import ImportCheckWorker
+    from kernel_builder.build.compile.source_stage import SourceStage
+
+# What only a real build needs (the source stage, --arch native's probe) is imported where it is used: a no-op
+# build is mostly Python's start-up and these imports (docs/performance.md).
 
 __all__ = [
     "BUILD_DIR",
@@ -145,9 +147,11 @@ class Builder:
                 report.results.append(VariantResult(name, "failed", message=reason))
             jobs.extend(selected.chosen)
         else:
-            targets = (
-                native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
-            )
+            targets = None
+            if options.arch == "native" and interpreter is not None:
+                from kernel_builder.build.plan.native import native_targets
+
+                targets = native_targets(interpreter)
             plan = plan_build(
                 self.project,
                 interpreter,
@@ -304,6 +308,8 @@ class Builder:
 
     def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:
         """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
+        from kernel_builder.build.compile import source_stage
+
         watched = compile_stage.watched_files(cmake_build, variant_state / "stage")
         stage = source_stage.remembered(variant_state, self.root)
         return stage.with_originals(watched) if stage is not None else watched
@@ -335,7 +341,7 @@ class Builder:
         cmake_build: Path,
         jobs: int,
     ) -> Path:
-        from kernel_builder.build.compile import compiler_cache
+        from kernel_builder.build.compile import compiler_cache, source_stage
         from kernel_builder.build.compile.header_accounting import header_warnings
         from kernel_builder.build.generate.project import write_variant_project
 
@@ -389,6 +395,8 @@ class Builder:
     def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> bool:
         """Ninja over a project that is up to date, through the source stage it was generated for (if any);
         False, compiling nothing, when that stage can no longer be used (the caller configures again)."""
+        from kernel_builder.build.compile import source_stage
+
         stage = source_stage.remembered(cmake_build.parent, self.root)
         with self._staged(variant, stage) as staged:
             if stage is not None and staged is None:
@@ -397,11 +405,12 @@ class Builder:
         return True
 
     @contextlib.contextmanager
-    def _staged(self, variant: VariantPlan, stage: source_stage.SourceStage | None) -> Iterator[Path | None]:
+    def _staged(self, variant: VariantPlan, stage: SourceStage | None) -> Iterator[Path | None]:
         """Hold ``stage`` up to date for the compile inside (``source_stage``); None: compile in place."""
         if stage is None:
             yield None
             return
+        from kernel_builder.build.compile import source_stage
         with contextlib.ExitStack() as stack:
             changed: int | None = None
             try:

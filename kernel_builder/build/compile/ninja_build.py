@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernel_builder.build.compile import compiler_output, toolchain
+from kernel_builder.build.compile import toolchain
 from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
 from kernel_builder.common.runner import format_command, run
@@ -124,6 +124,8 @@ def build(
     there (and ``[n/m]`` steps to ``on_step``). Either way, paths in the project ``root`` are shown relative to
     it (also those in ``aliases``, directories that stand for it: the source stage) and Ninja's failed commands
     are dropped unless ``verbose``; a failure names the first compiler error (``compiler_output``)."""
+    from kernel_builder.build.compile import compiler_output  # a compile's only: a no-op build needs ``stamp``
+
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
         "--build",

@@ -70,18 +70,46 @@ def _cmake_package_binary() -> Tool | None:
     ``__init__`` lists every file of the distribution (thousands of ``stat`` calls, a third of a second of
     every no-op rebuild on a slow file system). ``None`` where the layout differs; the import then decides."""
     import importlib.util
-    from importlib.metadata import PackageNotFoundError, version
 
     spec = importlib.util.find_spec("cmake")
     if spec is None or not spec.submodule_search_locations:
         return None
-    binary = Path(next(iter(spec.submodule_search_locations))) / "data" / "bin" / "cmake"
+    package = Path(next(iter(spec.submodule_search_locations)))
+    binary = package / "data" / "bin" / "cmake"
     if not (binary.is_file() and os.access(binary, os.X_OK)):
         return None
-    try:
-        return Tool(binary.resolve(), version("cmake"))
-    except PackageNotFoundError:
+    version = _dist_info_version(package.parent, "cmake")
+    if version is None:  # another layout (an egg, several dist-info folders): importlib.metadata decides
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as metadata_version
+
+        try:
+            version = metadata_version("cmake")
+        except PackageNotFoundError:
+            return None
+    return Tool(binary.resolve(), version)
+
+
+def _dist_info_version(site: Path, name: str) -> str | None:
+    """The ``Version`` of the one ``<name>-*.dist-info`` in ``site`` (what ``importlib.metadata.version`` reads),
+    read directly: importing ``importlib.metadata`` and the ``email`` parser costs more than a no-op rebuild
+    spends anywhere else. ``None`` unless exactly one such folder names ``name`` with a version."""
+    found = [
+        entry for entry in site.glob(f"{name}-*.dist-info") if entry.name.split("-", 1)[0].lower() == name
+    ]
+    if len(found) != 1:
         return None
+    try:
+        with (found[0] / "METADATA").open(encoding="utf-8") as metadata:
+            for line in metadata:
+                if not line.strip():
+                    break  # the end of the headers
+                key, _, value = line.partition(":")
+                if key.strip().lower() == "version" and value.strip():
+                    return value.strip()
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
 
 
 @functools.cache
