@@ -34,8 +34,9 @@ NOT_IMPORTED = (
 )
 #: Nor what only a real build needs, so that a no-op is Python's start-up and little more (docs/performance.md):
 #: the source stage, --arch native's GPU probe, the compiler-output reader, metadata.json's model (written by
-#: assembly), importlib.metadata with its email parser (CMake's version is read from its dist-info),
-#: importlib.resources' readers (package data is read beside its module) and logging (the loader's).
+#: assembly), importlib.metadata with its email parser (CMake's version is read from its dist-info), the ninja
+#: package and sysconfig (its answer is kept per environment), importlib.resources' readers (package data is
+#: read beside its module) and logging (the loader's).
 SLOW_PATHS = (
     "kernel_builder.build.compile.source_stage",
     "kernel_builder.build.plan.native",
@@ -44,6 +45,8 @@ SLOW_PATHS = (
     "kernel_builder.loader",
     "importlib.metadata",
     "email",
+    "ninja",
+    "sysconfig",
     "importlib.resources",
     "importlib.readers",
     "zipfile",

@@ -411,6 +411,7 @@ class Builder:
             yield None
             return
         from kernel_builder.build.compile import source_stage
+
         with contextlib.ExitStack() as stack:
             changed: int | None = None
             try:

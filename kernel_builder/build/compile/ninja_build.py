@@ -124,7 +124,8 @@ def build(
     there (and ``[n/m]`` steps to ``on_step``). Either way, paths in the project ``root`` are shown relative to
     it (also those in ``aliases``, directories that stand for it: the source stage) and Ninja's failed commands
     are dropped unless ``verbose``; a failure names the first compiler error (``compiler_output``)."""
-    from kernel_builder.build.compile import compiler_output  # a compile's only: a no-op build needs ``stamp``
+    # A compile's only (a no-op build imports this module for ``stamp``).
+    from kernel_builder.build.compile import compiler_output
 
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,

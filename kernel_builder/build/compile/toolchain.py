@@ -114,13 +114,35 @@ def _dist_info_version(site: Path, name: str) -> str | None:
 
 @functools.cache
 def ninja() -> Tool:
-    """Ninja of the ``ninja`` PyPI package, else (as for :func:`cmake`) the one on ``PATH``."""
-    try:
-        import ninja as ninja_pkg
-    except ImportError:
+    """Ninja of the ``ninja`` PyPI package, else (as for :func:`cmake`) the one on ``PATH``.
+
+    The package's answer (its ``BIN_DIR``, which it finds through ``sysconfig`` at import, and its version) is
+    kept per environment (``env_facts``) until the package, the binary or the scripts folder changes: a no-op
+    rebuild needs it for the build record and does not import the package."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec("ninja")
+    if spec is None or spec.origin is None:
         return _on_path("ninja", "Ninja", MIN_NINJA)
-    path = Path(ninja_pkg.BIN_DIR) / "ninja"
-    return Tool(path, getattr(ninja_pkg, "__version__", "unknown"))
+    package = Path(spec.origin).parent
+
+    def ask() -> tuple[list[str] | None, list[Path]]:
+        try:
+            import ninja as ninja_pkg
+        except ImportError:
+            return None, [package / "__init__.py"]
+        import sysconfig
+
+        path = Path(ninja_pkg.BIN_DIR) / "ninja"
+        scripts = Path(sysconfig.get_path("scripts"))
+        answer = [str(path), str(getattr(ninja_pkg, "__version__", "unknown"))]
+        return answer, [package / "__init__.py", package / "_version.py", path, scripts]
+
+    found = remembered("ninja-package", [sys.executable, str(package)], ask)
+    if not (isinstance(found, list) and len(found) == 2):
+        return _on_path("ninja", "Ninja", MIN_NINJA)
+    return Tool(Path(found[0]), str(found[1]))
 
 
 def _on_path(name: str, label: str, minimum: tuple[int, int]) -> Tool:
