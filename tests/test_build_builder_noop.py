@@ -36,7 +36,7 @@ NOT_IMPORTED = (
 #: the source stage, --arch native's GPU probe, the compiler-output reader, metadata.json's model (written by
 #: assembly), importlib.metadata with its email parser (CMake's version is read from its dist-info), the ninja
 #: package and sysconfig (its answer is kept per environment), importlib.resources' readers (package data is
-#: read beside its module) and logging (the loader's).
+#: read beside its module), logging (the loader's) and difflib (for did-you-mean messages only).
 SLOW_PATHS = (
     "kernel_builder.build.compile.source_stage",
     "kernel_builder.build.plan.native",
@@ -47,6 +47,7 @@ SLOW_PATHS = (
     "email",
     "ninja",
     "sysconfig",
+    "difflib",
     "importlib.resources",
     "importlib.readers",
     "zipfile",
