@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING
 
 import kernel_builder.backends as registry
 from kernel_builder.build import state
-from kernel_builder.build.check import abi
-from kernel_builder.build.compile import ninja_build as compile_stage
 from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
@@ -40,11 +38,12 @@ from kernel_builder.errors import BuildError, KernelBuilderError
 from kernel_builder.formats import source_snapshot
 
 if TYPE_CHECKING:
+    from kernel_builder.build.check.abi import Violation
     from kernel_builder.build.check.import_check import ImportCheckWorker
     from kernel_builder.build.compile.source_stage import SourceStage
 
-# What only a real build needs (the source stage, --arch native's probe) is imported where it is used: a no-op
-# build is mostly Python's start-up and these imports (docs/performance.md).
+# What only a real build needs (CMake and Ninja's stage, the source stage, the ELF reader, --arch native's probe)
+# is imported where it is used: a no-op build is mostly Python's start-up and these imports (docs/performance.md).
 
 __all__ = [
     "BUILD_DIR",
@@ -268,6 +267,8 @@ class Builder:
             if findings is not None:
                 self._judge_abi(variant, findings)
                 return "up to date"
+        from kernel_builder.build.compile import ninja_build as compile_stage
+
         jobs = self._jobs(variant)
         if (
             up_to_date
@@ -308,6 +309,7 @@ class Builder:
 
     def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:
         """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
+        from kernel_builder.build.compile import ninja_build as compile_stage
         from kernel_builder.build.compile import source_stage
 
         watched = compile_stage.watched_files(cmake_build, variant_state / "stage")
@@ -315,6 +317,7 @@ class Builder:
         return stage.with_originals(watched) if stage is not None else watched
 
     def _jobs(self, variant: VariantPlan) -> int:
+        from kernel_builder.build.compile import ninja_build as compile_stage
         from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
 
         threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
@@ -342,6 +345,7 @@ class Builder:
         jobs: int,
     ) -> Path:
         from kernel_builder.build.compile import compiler_cache, source_stage
+        from kernel_builder.build.compile import ninja_build as compile_stage
         from kernel_builder.build.compile.header_accounting import header_warnings
         from kernel_builder.build.generate.project import write_variant_project
 
@@ -427,6 +431,8 @@ class Builder:
 
     def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int, staged: Path | None) -> None:
         """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
+        from kernel_builder.build.compile import ninja_build as compile_stage
+
         aliases = (staged,) if staged is not None else ()
         if not self.capture:
             compile_stage.build(
@@ -439,13 +445,19 @@ class Builder:
             on_step=lambda done, total: self.progress.step(variant.name, done, total),
         )  # fmt: skip
 
-    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[abi.Violation]:
+    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[Violation]:
+        from kernel_builder.build.check import abi
+
         stable = variant.variant.kind == "torch-stable-abi"
         return abi.check_extension(
             variant.name, extension, stable_abi=stable, werror=self.options.werror, warn=self.warn
         )
 
-    def _judge_abi(self, variant: VariantPlan, findings: list[abi.Violation]) -> None:
+    def _judge_abi(self, variant: VariantPlan, findings: list[Violation]) -> None:
+        if not findings:
+            return  # nothing to warn about or fail on (``abi.judge`` of none), and no ELF module to import
+        from kernel_builder.build.check import abi
+
         abi.judge(variant.name, findings, werror=self.options.werror, warn=self.warn)
 
     def _package(
@@ -455,11 +467,11 @@ class Builder:
         interpreter: BuildInterpreter | None,
         extension: Path | None,
         worker: ImportCheckWorker | None = None,
-    ) -> list[abi.Violation]:
+    ) -> list[Violation]:
         """Assemble ``build/<variant>/``, checked before it is published: the extension's ABI (in this process)
         while the build interpreter imports the assembled variant (unless disabled). Returns the ABI findings."""
         self.progress.stage(variant.name, "assembling")
-        findings: list[abi.Violation] = []
+        findings: list[Violation] = []
 
         def check_abi() -> None:
             assert extension is not None

@@ -251,17 +251,3 @@ def watched_files(build_dir: Path, stage_dir: Path) -> list[str]:
         os.path.normpath(base / line.rpartition(": ")[0]) for line in targets.splitlines() if ": " in line
     )
     return sorted(files)
-
-
-def stamp(files: Sequence[str]) -> str:
-    """A digest of the identity (size, time, inode) of ``files``, missing ones included."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in files:
-        try:
-            st = os.stat(name)
-            digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
-        except OSError:
-            digest.update(f"{name}\0-\n".encode())
-    return digest.hexdigest()
