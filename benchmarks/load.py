@@ -331,7 +331,7 @@ class _Side:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
                "KERNEL_BUILDER_COMPILER_CACHE": "off", "CCACHE_DISABLE": "1",
                "MAX_JOBS": str(os.cpu_count() or 1)}  # fmt: skip
-        from kernel_builder.build.compile import toolchain
+        from kernel_builder.build.environment import toolchain
 
         # cpp_extension runs `ninja` from PATH: the one kernel-builder uses.
         env["PATH"] = os.pathsep.join([str(toolchain.ninja().path.parent), env.get("PATH", "")])

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from build_fixtures import CPU_VARIANT, copy_example, run_cli
 
-from kernel_builder.build.check.abi import check_library, manylinux_policy
+from kernel_builder.build.abi_policy import manylinux_policy
+from kernel_builder.build.check.abi import check_library
 from kernel_builder.build.generate.manylinux import (
     COMPAT_SOURCE,
     check_compiler,

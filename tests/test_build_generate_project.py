@@ -11,7 +11,7 @@ import pytest
 from build_fixtures import CPU_VARIANT, quick_project
 from stage_fixtures import load
 
-from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
+from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.project import write_variant_project
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.plan.planner import VariantPlan, plan_build

@@ -20,14 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import kernel_builder.backends as registry
-from kernel_builder import __version__
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder import __version__, backends
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
-from kernel_builder.build.plan.unique_id import id_text
+from kernel_builder.build.plan.scan import SourceScan
 from kernel_builder.build.state import STATE_DIR
-from kernel_builder.config.model import KernelProject
 
 if TYPE_CHECKING:
     from kernel_builder.build.check.abi import Violation
@@ -42,15 +40,16 @@ NOT_INPUTS = (
 
 
 def variant_inputs(
-    project: KernelProject,
+    sources: SourceScan,
     variant: VariantPlan,
     interpreter: BuildInterpreter | None,
     options: Mapping[str, object],
 ) -> dict[str, object]:
-    """Everything that decides the output of ``variant``; ``options`` are the build options as a mapping."""
+    """Everything that decides the output of ``variant``; ``sources`` is the plan's scan (its id inputs' digests
+    count, not the files as they are now), ``options`` are the build options as a mapping."""
     inputs: dict[str, object] = {
         "tool": __version__,
-        "id-inputs": hashlib.sha256(id_text(project).encode()).hexdigest(),
+        "id-inputs": hashlib.sha256(sources.id_text.encode()).hexdigest(),
         "plan": repr(variant),
         # Neither how the interpreter was named (its fingerprint counts) nor which backends were selected.
         "options": {k: v for k, v in options.items() if k not in NOT_INPUTS},
@@ -63,7 +62,7 @@ def variant_inputs(
             from kernel_builder.build.generate.manylinux import compat_fingerprint
 
             inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
-        if registry.get(variant.backend).needs_nvcc:
+        if backends.get(variant.backend).needs_nvcc:
             inputs["nvcc"] = toolchain.fingerprint(toolchain.toolkit_for(interpreter))
     return inputs
 

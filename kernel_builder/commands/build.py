@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
@@ -10,6 +11,7 @@ from kernel_builder.commands._shared import (
     add_common,
     add_path,
     arch_option,
+    build_table,
     load,
     log,
     options_from,
@@ -19,7 +21,9 @@ from kernel_builder.commands._shared import (
 from kernel_builder.errors import UsageError
 
 if TYPE_CHECKING:
+    from kernel_builder.build.builder import VariantResult
     from kernel_builder.commands._shared import Subparsers
+    from kernel_builder.common.diagnostics import Diagnostic
     from kernel_builder.formats.metadata import ProvenanceEntry
 
 
@@ -112,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
     from kernel_builder.build.plan.candidates import Selection
     from kernel_builder.build.plan.unique_id import check_unique_id
     from kernel_builder.common.progress import progress_display
-    from kernel_builder.config.summary import build_table
 
     started = time.monotonic()
     if args.unique_id is not None:
@@ -137,8 +140,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         import json
         from pathlib import Path
-
-        from kernel_builder.config.summary import build_report_json
 
         data = build_report_json(
             report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id
@@ -166,3 +167,34 @@ def provenance_option(commit: str | None, dirty: bool) -> ProvenanceEntry | None
             "refuses metadata with an abbreviated commit"
         )
     return ProvenanceEntry(commit=commit, dirty=dirty)
+
+
+def build_report_json(
+    results: Sequence[VariantResult], diagnostics: Sequence[Diagnostic], total: float, unique_id: str
+) -> dict[str, object]:
+    """``build --json``: what ``build_table`` shows, plus the warnings (findings), for CI and tests."""
+    return {
+        "unique_id": unique_id,
+        "seconds": round(total, 3),
+        "failed": any(r.status == "failed" for r in results),
+        "variants": [
+            {
+                "name": r.name,
+                "status": r.status,
+                "seconds": round(r.seconds, 3),
+                "size": r.size,
+                "message": r.message or None,
+            }
+            for r in results
+        ],
+        "findings": [
+            {
+                "severity": d.severity.value,
+                "message": d.message,
+                "path": d.path,
+                "line": d.line,
+                "hint": d.hint,
+            }
+            for d in diagnostics
+        ],
+    }

@@ -50,6 +50,21 @@ def normalize_cpu(machine: str) -> str:
     return cpu
 
 
+def host_cpu_os() -> tuple[str, str]:
+    """This host's CPU and OS as variant names spell them: ``x86_64`` or ``aarch64`` (any other machine in lower
+    case, for messages) and ``platform.system().lower()`` (``linux``, ``darwin``, ...).
+
+    The one reading of the host: the running environment (:func:`detect_environment`), the build interpreter's
+    variant and the plan's ``<cpu>-<os>`` all come from here, so they cannot disagree.
+    """
+    machine = platform.machine()
+    try:
+        cpu = normalize_cpu(machine)
+    except ValueError:
+        cpu = machine.lower()
+    return cpu, platform.system().lower()
+
+
 def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
     """Return the compute backend of a Torch module and its version ``(major, minor)``, if it has one.
 
@@ -196,12 +211,7 @@ def detect_environment() -> Environment:
 
     Without Torch the backend is CUDA when a ``cudart`` library can be loaded (its runtime version), else CPU.
     """
-    machine = platform.machine()
-    try:
-        cpu = normalize_cpu(machine)
-    except ValueError:
-        cpu = machine.lower()
-    os_name = platform.system().lower()
+    cpu, os_name = host_cpu_os()
 
     macos_version = _parse_major_minor(platform.mac_ver()[0]) if os_name == "darwin" else None
 

@@ -34,7 +34,7 @@ import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.env import env_flag
 from kernel_builder.common.hub_env import cache_location, endpoint, offline_requested, repo_folder_name
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.files import scan_variant, variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, ref_name_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
@@ -259,7 +259,7 @@ def _load_cached(
     if not _real_folder(snapshot):
         return None
     where = label(repo_id, found.sha, version)
-    env = environment.detect_environment()
+    env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     lookup = _metadata_lookup(snapshot, repo_id)
     decisions = resolve.resolve_variants(

@@ -10,8 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from kernel_builder.build.compile.ninja_build import included_files
-from kernel_builder.build.generate.registration import KERNEL_TREE_COPY
-from kernel_builder.build.state import BUILD_DIR, STATE_DIR
+from kernel_builder.build.state import BUILD_DIR, KERNEL_TREE_COPY, STATE_DIR
 from kernel_builder.config.model import KernelProject
 
 #: Compiled sources: they are listed in ``src`` by construction, or compiled by another component.

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-import kernel_builder.backends as registry
-from kernel_builder import __version__
-from kernel_builder.backends import gpu_archs as capabilities
-from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
-from kernel_builder.build.compile.toolchain import CudaToolkit
+from kernel_builder import __version__, backends
+from kernel_builder.backends import gpu_archs
+from kernel_builder.build.environment.interpreter import BuildInterpreter, TorchDetails
+from kernel_builder.build.environment.toolchain import CudaToolkit
 from kernel_builder.build.generate.namespace import (
     AT_LINK_DEFINE,
     NAMESPACE_MACRO,
@@ -280,7 +279,7 @@ def _cmakelists(
         inputs.options,
         inputs.namespace,
     )
-    spec = registry.get(plan.backend)
+    spec = backends.get(plan.backend)
     cuda = "CUDA" in spec.cmake_languages
     languages = " ".join(spec.cmake_languages)
     standard = cxx_standard(interpreter.torch_major_minor)
@@ -368,7 +367,7 @@ def _cmakelists(
             + _args("SOURCES", [sources / s for s in component.sources])
             + _args("INCLUDE_DIRS", [sources / i for i in component.include])
             + _args("CXX_FLAGS", component.cxx_flags)
-            + _args("GENCODE", capabilities.gencode_flags(component.archs) if cuda else [])
+            + _args("GENCODE", gpu_archs.gencode_flags(component.archs) if cuda else [])
             + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
             + ")"
         )

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import kernel_builder.backends as registry
-from kernel_builder.build.compile.env_facts import remembered
+from kernel_builder import backends
+from kernel_builder.build.environment.env_facts import remembered
 from kernel_builder.errors import BuildError
 
 if TYPE_CHECKING:
-    from kernel_builder.build.compile.interpreter import BuildInterpreter
+    from kernel_builder.build.environment.interpreter import BuildInterpreter
 
 _NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
@@ -285,7 +285,7 @@ def _toolkit_from(fields: list[Any]) -> CudaToolkit:
 def toolkit_for(interpreter: BuildInterpreter) -> CudaToolkit:
     """nvcc of the interpreter's CUDA version: the system's, or one its environment brought from PyPI."""
     backend, version = interpreter.backend()
-    return cuda_toolkit(interpreter.purelib, version if registry.get(backend).needs_nvcc else None)
+    return cuda_toolkit(interpreter.purelib, version if backends.get(backend).needs_nvcc else None)
 
 
 def check_cuda_match(toolkit: CudaToolkit, torch_cuda: str | None) -> None:
