@@ -274,6 +274,29 @@ def test_cmake_is_found_without_importing_its_package() -> None:
     assert out == [str(Path(cmake_pkg.CMAKE_BIN_DIR) / "cmake"), "False"]
 
 
+def test_ninja_is_found_without_importing_its_package_once_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``ninja`` package finds its binary through ``sysconfig`` at import; its answer is kept per environment
+    (``env_facts``), so the next process (a no-op rebuild) imports neither, and gets the same tool."""
+    import ninja as ninja_pkg
+
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
+    code = (
+        "import sys; from kernel_builder.build.environment import toolchain; tool = toolchain.ninja(); "
+        "print(tool.path, tool.version, 'ninja' in sys.modules, 'sysconfig' in sys.modules)"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    expected = [str(Path(ninja_pkg.BIN_DIR) / "ninja"), ninja_pkg.__version__]
+    assert runs[0] == [*expected, "True", "True"]  # asked: the package imported
+    assert runs[1] == [*expected, "False", "False"]  # remembered
+
+
 @pytest.fixture
 def no_pypi_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     """As in a Nix build, where nixpkgs' cmake and ninja are on PATH and their PyPI packages are absent."""

@@ -24,14 +24,11 @@ from typing import TYPE_CHECKING
 
 from kernel_builder import backends
 from kernel_builder.build import state
-from kernel_builder.build.check import abi
-from kernel_builder.build.compile import ninja_build, source_stage
 from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.package import assemble, lint_op_namespaces, sync_card, variant_provenance
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
-from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
 from kernel_builder.build.plan.scan import SourceScan, scan_sources
 from kernel_builder.build.record import Record, variant_inputs
@@ -43,8 +40,13 @@ from kernel_builder.errors import BuildError, KernelBuilderError
 from kernel_builder.formats import source_snapshot
 
 if TYPE_CHECKING:
+    from kernel_builder.build.check.abi import Violation
     from kernel_builder.build.check.import_check import ImportCheckWorker
     from kernel_builder.build.compile.compiler_cache import DistStatus
+    from kernel_builder.build.compile.source_stage import SourceStage
+
+# What only a real build needs (CMake and Ninja's stage, the source stage, the ELF reader, --arch native's probe)
+# is imported where it is used: a no-op build is mostly Python's start-up and these imports (docs/performance.md).
 
 __all__ = [
     "BUILD_DIR",
@@ -163,9 +165,11 @@ class Builder:
                 report.results.append(VariantResult(name, "failed", message=reason))
             jobs.extend(selected.chosen)
         else:
-            targets = (
-                native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
-            )
+            targets = None
+            if options.arch == "native" and interpreter is not None:
+                from kernel_builder.build.plan.native import native_targets
+
+                targets = native_targets(interpreter)
             plan = plan_build(
                 self.project,
                 interpreter,
@@ -287,6 +291,8 @@ class Builder:
             if findings is not None:
                 self._judge_abi(variant, findings)
                 return "up to date"
+        from kernel_builder.build.compile import ninja_build
+
         jobs = self._jobs(variant)
         if (
             up_to_date
@@ -328,11 +334,14 @@ class Builder:
 
     def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:
         """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
+        from kernel_builder.build.compile import ninja_build, source_stage
+
         watched = ninja_build.watched_files(cmake_build, variant_state / "stage")
         stage = source_stage.remembered(variant_state, self.root)
         return stage.with_originals(watched) if stage is not None else watched
 
     def _jobs(self, variant: VariantPlan) -> int:
+        from kernel_builder.build.compile import ninja_build
         from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
 
         threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
@@ -378,7 +387,7 @@ class Builder:
         cmake_build: Path,
         jobs: int,
     ) -> Path:
-        from kernel_builder.build.compile import compiler_cache
+        from kernel_builder.build.compile import compiler_cache, ninja_build, source_stage
         from kernel_builder.build.compile.header_accounting import header_warnings
         from kernel_builder.build.generate.project import write_variant_project
 
@@ -433,6 +442,8 @@ class Builder:
     def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> bool:
         """Ninja over a project that is up to date, through the source stage it was generated for (if any);
         False, compiling nothing, when that stage can no longer be used (the caller configures again)."""
+        from kernel_builder.build.compile import source_stage
+
         stage = source_stage.remembered(cmake_build.parent, self.root)
         with self._staged(variant, stage) as staged:
             if stage is not None and staged is None:
@@ -441,11 +452,13 @@ class Builder:
         return True
 
     @contextlib.contextmanager
-    def _staged(self, variant: VariantPlan, stage: source_stage.SourceStage | None) -> Iterator[Path | None]:
+    def _staged(self, variant: VariantPlan, stage: SourceStage | None) -> Iterator[Path | None]:
         """Hold ``stage`` up to date for the compile inside (``source_stage``); None: compile in place."""
         if stage is None:
             yield None
             return
+        from kernel_builder.build.compile import source_stage
+
         with contextlib.ExitStack() as stack:
             changed: int | None = None
             try:
@@ -461,6 +474,8 @@ class Builder:
 
     def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int, staged: Path | None) -> None:
         """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
+        from kernel_builder.build.compile import ninja_build
+
         aliases = (staged,) if staged is not None else ()
         if not self.capture:
             ninja_build.build(
@@ -473,13 +488,19 @@ class Builder:
             on_step=lambda done, total: self.progress.step(variant.name, done, total),
         )  # fmt: skip
 
-    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[abi.Violation]:
+    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[Violation]:
+        from kernel_builder.build.check import abi
+
         stable = variant.variant.kind == "torch-stable-abi"
         return abi.check_extension(
             variant.name, extension, stable_abi=stable, werror=self.options.werror, warn=self.warn
         )
 
-    def _judge_abi(self, variant: VariantPlan, findings: list[abi.Violation]) -> None:
+    def _judge_abi(self, variant: VariantPlan, findings: list[Violation]) -> None:
+        if not findings:
+            return  # nothing to warn about or fail on (``abi.judge`` of none), and no ELF module to import
+        from kernel_builder.build.check import abi
+
         abi.judge(variant.name, findings, werror=self.options.werror, warn=self.warn)
 
     def _package(
@@ -490,11 +511,11 @@ class Builder:
         interpreter: BuildInterpreter | None,
         extension: Path | None,
         worker: ImportCheckWorker | None = None,
-    ) -> list[abi.Violation]:
+    ) -> list[Violation]:
         """Assemble ``build/<variant>/``, checked before it is published: the extension's ABI (in this process)
         while the build interpreter imports the assembled variant (unless disabled). Returns the ABI findings."""
         self.progress.stage(variant.name, "assembling")
-        findings: list[abi.Violation] = []
+        findings: list[Violation] = []
 
         def check_abi() -> None:
             assert extension is not None

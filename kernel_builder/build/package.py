@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel_builder import __version__, backends
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
@@ -24,7 +25,10 @@ from kernel_builder.build.state import exchange, make_staging, staging_for, writ
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
-from kernel_builder.formats.metadata import Digest, Metadata, Provenance, ProvenanceEntry, digest_files
+
+if TYPE_CHECKING:
+    # metadata.json's model is imported where a variant is assembled: a no-op build only syncs the card.
+    from kernel_builder.formats.metadata import Metadata, ProvenanceEntry
 
 _CARD_LIMIT = 16 << 20  # a model card is text; far larger means a wrong file (or a device)
 _REGISTERING_DECORATORS = (
@@ -79,6 +83,8 @@ def git_provenance(project: KernelProject, inputs: list[str]) -> ProvenanceEntry
             "D" in code and rel.startswith(package + "/") and is_shipped(rel[len(package) + 1 :], pyext)
         )
         dirty = dirty or rel in wanted or deleted_shipped
+    from kernel_builder.formats.metadata import ProvenanceEntry
+
     return ProvenanceEntry(commit=head.stdout.strip(), dirty=dirty)
 
 
@@ -87,6 +93,8 @@ def variant_metadata(
 ) -> Metadata:
     """The ``metadata.json`` record of one variant (docs/layout.md): ``digest`` is the files' sha256 digest
     (:func:`~kernel_builder.formats.metadata.digest_files`), ``kernel`` the sources' provenance, if known."""
+    from kernel_builder.formats.metadata import Digest, Metadata, Provenance, ProvenanceEntry
+
     general = project.config.general
     has_archs = backends.get(plan.backend).gpu is not None and bool(plan.archs)
     return Metadata(
@@ -225,6 +233,8 @@ def _fill(
     if extension is not None:
         shutil.copyfile(extension, tmp / f"{plan.ops_name}.abi3.so")
         os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
+    from kernel_builder.formats.metadata import digest_files
+
     metadata = variant_metadata(project, plan, digest_files(tmp), provenance)
     (tmp / "metadata.json").write_text(metadata.to_json(), encoding="utf-8")
     os.chmod(tmp, 0o755)

@@ -15,17 +15,20 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel_builder import __version__, backends
-from kernel_builder.build.check.abi import Violation
 from kernel_builder.build.environment import toolchain
 from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.build.plan.scan import SourceScan
 from kernel_builder.build.state import STATE_DIR
+
+if TYPE_CHECKING:
+    from kernel_builder.build.check.abi import Violation
 
 RECORD_FILE = "record.json"
 
@@ -68,6 +71,19 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def stamp(files: Sequence[str]) -> str:
+    """A digest of the identity (size, time, inode) of ``files``, missing ones included (what :meth:`Record.watch`
+    keeps; here, not in ``ninja_build``, so that a no-op build does not import the compile stage)."""
+    digest = hashlib.sha256()
+    for name in files:
+        try:
+            st = os.stat(name)
+            digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
+        except OSError:
+            digest.update(f"{name}\0-\n".encode())
+    return digest.hexdigest()
+
+
 def _is_finding(value: object) -> bool:
     """A recorded ABI finding: ``[kind, detail]``."""
     return isinstance(value, list) and len(value) == 2 and all(isinstance(x, str) for x in value)
@@ -102,6 +118,10 @@ class Record:
         before findings were kept. Same digest and same tool version (an input): the same findings."""
         findings = None if self.data is None else self.data.get("abi")
         if isinstance(findings, list) and all(_is_finding(f) for f in findings):
+            if not findings:
+                return []  # the common case: no module of the ELF check to import
+            from kernel_builder.build.check.abi import Violation
+
             return [Violation(kind, extension, detail) for kind, detail in findings]
         return None
 
@@ -109,8 +129,6 @@ class Record:
         """No file Ninja and the install would look at changed since the record was written (:meth:`watch`).
         ``build_ninja``, this build tree's, must be among them: a record copied or moved with its project
         describes the files at the old place."""
-        from kernel_builder.build.compile.ninja_build import stamp
-
         watched = None if self.data is None else self.data.get("watched")
         return (
             isinstance(watched, list)
@@ -143,8 +161,6 @@ class Record:
 
     @staticmethod
     def _watch(watched: list[str]) -> dict[str, object]:
-        from kernel_builder.build.compile.ninja_build import stamp
-
         return {"watched": watched, "stamp": stamp(watched)}
 
     def add_findings(self, findings: list[Violation]) -> None:

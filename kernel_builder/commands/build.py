@@ -151,15 +151,15 @@ def run(args: argparse.Namespace) -> int:
 def provenance_option(commit: str | None, dirty: bool) -> ProvenanceEntry | None:
     """``--provenance-commit`` / ``--provenance-dirty``: the ``provenance.kernel`` that metadata.json records
     instead of git's answer."""
-    from kernel_builder.formats.identifiers import is_git_object_id
-    from kernel_builder.formats.metadata import ProvenanceEntry
-
     if commit is None:
         if dirty:
             raise UsageError(
                 "--provenance-dirty needs --provenance-commit (the commit the sources differ from)"
             )
         return None
+    from kernel_builder.formats.identifiers import is_git_object_id
+    from kernel_builder.formats.metadata import ProvenanceEntry
+
     if not (is_git_object_id(commit) and commit == commit.lower()):
         raise UsageError(
             f"--provenance-commit {commit!r} is not a full git commit id: expected 40 (or, for a SHA-256 "

@@ -18,7 +18,6 @@ import importlib
 import platform
 import re
 import sys
-import sysconfig
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,6 +194,18 @@ def _tvm_ffi_version() -> tuple[int, int] | None:
     return _parse_major_minor(str(getattr(tvm_ffi, "__version__", "")))
 
 
+def _free_threaded() -> bool:
+    """Whether this is a free-threaded build (``Py_GIL_DISABLED``). Where Python has ``sys.abiflags`` (POSIX),
+    its ``t`` says so without importing ``sysconfig`` and its build data (a warm ``get_kernel`` pays for every
+    import); elsewhere ``sysconfig`` answers."""
+    abiflags = getattr(sys, "abiflags", None)
+    if isinstance(abiflags, str):
+        return "t" in abiflags
+    import sysconfig
+
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
 def detect_environment() -> Environment:
     """Detect the running environment. Imports Torch (if installed) and ``tvm_ffi`` (if installed).
 
@@ -227,7 +238,7 @@ def detect_environment() -> Environment:
         backend=backend,
         backend_version=backend_version,
         macos_version=macos_version,
-        free_threaded=bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        free_threaded=_free_threaded(),
         python_version=_current_python(),
         tvm_ffi_version=_tvm_ffi_version(),
     )

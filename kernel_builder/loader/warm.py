@@ -26,9 +26,9 @@ import logging
 import os
 import stat
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.env import env_flag
@@ -74,16 +74,18 @@ logger = logging.getLogger("kernel_builder")
 # --- reading the cache (each name checked before it becomes a path) -----------------------------------------
 
 
-@dataclass(frozen=True)
-class _Cache:
+# The two records below are named tuples, not dataclasses: a frozen dataclass costs a few milliseconds to
+# define (its methods are compiled from source at import), and this module is on every warm load's path.
+
+
+class _Cache(NamedTuple):
     """The cache directory and endpoint of one load (what :mod:`~kernel_builder.loader.trust` reads)."""
 
     cache_dir: Path
     endpoint: str
 
 
-@dataclass(frozen=True)
-class _Found:
+class _Found(NamedTuple):
     """A commit of a repository the cache answers for, and the variant names to choose from."""
 
     repo_type: str

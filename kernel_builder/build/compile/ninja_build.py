@@ -15,7 +15,6 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernel_builder.build.compile import compiler_output
 from kernel_builder.build.environment import toolchain
 from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
@@ -155,6 +154,9 @@ def build(
     there (and ``[n/m]`` steps to ``on_step``). Either way, paths in the project ``root`` are shown relative to
     it (also those in ``aliases``, directories that stand for it: the source stage) and Ninja's failed commands
     are dropped unless ``verbose``; a failure names the first compiler error (``compiler_output``)."""
+    # A compile's only (a no-op build does not import this module at all).
+    from kernel_builder.build.compile import compiler_output
+
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
         "--build",
@@ -291,7 +293,7 @@ _NINJA_STATE = ("build.ninja", "CMakeCache.txt", ".ninja_log", ".ninja_deps")
 
 def watched_files(build_dir: Path, stage_dir: Path) -> list[str]:
     """Every file Ninja reads to decide whether ``build_dir`` is up to date, its outputs, and the installed
-    extension in ``stage_dir``: while none of them changed (:func:`stamp`), building and installing again would
+    extension in ``stage_dir``: while none of them changed (``record.stamp``), building and installing again would
     do nothing. That is what lets a no-op rebuild start no process (``record``)."""
     base = build_dir.absolute()
     files = {str(base / name) for name in _NINJA_STATE}
@@ -308,17 +310,3 @@ def watched_files(build_dir: Path, stage_dir: Path) -> list[str]:
         os.path.normpath(base / line.rpartition(": ")[0]) for line in targets.splitlines() if ": " in line
     )
     return sorted(files)
-
-
-def stamp(files: Sequence[str]) -> str:
-    """A digest of the identity (size, time, inode) of ``files``, missing ones included."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in files:
-        try:
-            st = os.stat(name)
-            digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
-        except OSError:
-            digest.update(f"{name}\0-\n".encode())
-    return digest.hexdigest()
