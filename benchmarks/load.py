@@ -84,7 +84,8 @@ PROBE = textwrap.dedent(
     network = sorted(n for n in ("huggingface_hub", "httpx", "httpx2", "httpcore", "requests") if n in sys.modules)
     if module is not None:
         assert hasattr(module, "relu"), dir(module)
-        x = torch.tensor([-1.0, 0.5])
+        # On the device the loaded variant is for: a CUDA torch loads the CUDA variant, whose op has no CPU kernel.
+        x = torch.tensor([-1.0, 0.5], device="cuda" if torch.cuda.is_available() else "cpu")
         assert module.relu(x).tolist() == [0.0, 0.5], module.relu(x)
     print(json.dumps({"torch_ms": (t1 - t0) * 1e3, "load_ms": (t2 - t1) * 1e3, "network": network}))
     """
