@@ -10,6 +10,7 @@ that nothing needs recompiling (docs/layout.md, "Up to date").
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import shutil
 import threading
@@ -51,6 +52,7 @@ __all__ = [
     "BuildReport",
     "Builder",
     "VariantResult",
+    "VariantStatus",
     "default_parallel",
 ]
 
@@ -58,10 +60,23 @@ STATE_DIR = state.STATE_DIR
 BUILD_DIR = state.BUILD_DIR
 
 
+class VariantStatus(str, enum.Enum):
+    """What became of one variant. The value is the text the summary table, the progress lines and ``--json``
+    show; a ``str`` subclass, so it serializes and compares as that text."""
+
+    BUILT = "built"
+    UP_TO_DATE = "up to date"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass
 class VariantResult:
     name: str
-    status: str  # built, up to date, skipped, failed
+    status: VariantStatus
     seconds: float = 0.0
     size: int = 0
     message: str = ""
@@ -75,7 +90,7 @@ class BuildReport:
 
     @property
     def failed(self) -> bool:
-        return any(r.status == "failed" for r in self.results)
+        return any(r.status == VariantStatus.FAILED for r in self.results)
 
 
 def _dir_size(path: Path) -> int:
@@ -140,9 +155,9 @@ class Builder:
             selected = select_candidates(self.project, options.selection, check=check)
             report = BuildReport(BuildPlan(unique_id, ()), diagnostics=[])
             for name, reason in selected.skipped:
-                report.results.append(VariantResult(name, "skipped", message=reason))
+                report.results.append(VariantResult(name, VariantStatus.SKIPPED, message=reason))
             for name, reason in selected.failed:
-                report.results.append(VariantResult(name, "failed", message=reason))
+                report.results.append(VariantResult(name, VariantStatus.FAILED, message=reason))
             jobs.extend(selected.chosen)
         else:
             targets = (
@@ -158,7 +173,7 @@ class Builder:
             )
             report = BuildReport(plan, diagnostics=list(plan.diagnostics))
             for name, reason in plan.skipped:
-                report.results.append(VariantResult(name, "skipped", message=reason))
+                report.results.append(VariantResult(name, VariantStatus.SKIPPED, message=reason))
             jobs.extend((variant, interpreter) for variant in plan.variants)
         self.warnings = report.diagnostics
         for rel in hidden_python_files(self.project):
@@ -190,7 +205,7 @@ class Builder:
                     processes.GROUPS.stop_all()
                     raise
         report.results.extend(results)
-        if results and not any(r.status == "failed" for r in results):
+        if results and not any(r.status == VariantStatus.FAILED for r in results):
             source_snapshot.write(self.root, id_input_files(self.project))  # for the loader's staleness check
         return report
 
@@ -204,13 +219,13 @@ class Builder:
                 plan, interpreter = job
             status = self._build_variant(plan, unique_id, interpreter if plan.aot else interpreter or default)
         except KernelBuilderError as exc:
-            self.progress.stage(name, "failed")
-            return VariantResult(name, "failed", time.monotonic() - start, message=str(exc))
+            self.progress.stage(name, VariantStatus.FAILED)
+            return VariantResult(name, VariantStatus.FAILED, time.monotonic() - start, message=str(exc))
         except OSError as exc:  # the state directory or the toolchain: name what failed, no traceback
-            self.progress.stage(name, "failed")
+            self.progress.stage(name, VariantStatus.FAILED)
             what = f"{exc.filename}: " if exc.filename else ""
             return VariantResult(
-                name, "failed", time.monotonic() - start, message=f"{what}{exc.strerror or exc}"
+                name, VariantStatus.FAILED, time.monotonic() - start, message=f"{what}{exc.strerror or exc}"
             )
         self.progress.stage(name, status)
         return VariantResult(name, status, time.monotonic() - start, _dir_size(self.build_root / name))
@@ -237,16 +252,16 @@ class Builder:
 
     def _build_variant(
         self, variant: VariantPlan, unique_id: str, interpreter: BuildInterpreter | None
-    ) -> str:
+    ) -> VariantStatus:
         inputs = variant_inputs(self.project, variant, interpreter, asdict(self.options))
         record = Record.read(self.root, variant.name)
         up_to_date = record.matches(inputs) and (self.build_root / variant.name / "metadata.json").is_file()
         if not variant.aot:
             if up_to_date:
-                return "up to date"
+                return VariantStatus.UP_TO_DATE
             self._package(variant, unique_id, interpreter, None)
             record.save(inputs)
-            return "built"
+            return VariantStatus.BUILT
 
         assert interpreter is not None
         variant_state = self.root / STATE_DIR / variant.name
@@ -263,7 +278,7 @@ class Builder:
             findings = record.findings(variant_state / "stage" / f"{variant.ops_name}.abi3.so")
             if findings is not None:
                 self._judge_abi(variant, findings)
-                return "up to date"
+                return VariantStatus.UP_TO_DATE
         jobs = self._jobs(variant)
         if (
             up_to_date
@@ -284,7 +299,7 @@ class Builder:
                 else:  # a record written before findings were kept
                     record.add_findings(self._check_abi(variant, extension))
                 record.watch(self._watched(variant_state, cmake_build))
-                return "up to date"
+                return VariantStatus.UP_TO_DATE
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
         # The import check's interpreter imports Torch and the loaders while the variant configures and compiles.
@@ -300,7 +315,7 @@ class Builder:
             if worker is not None:
                 worker.close()
         record.save(inputs, extension, found, self._watched(variant_state, cmake_build))
-        return "built"
+        return VariantStatus.BUILT
 
     def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:
         """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
