@@ -122,6 +122,7 @@ class Builder:
         self.progress: ProgressSink = progress or LogProgress(log)
         self.capture = False  # set when variants build in parallel: output goes to per-variant logs
         self.warnings: list[Diagnostic] = []
+        self._warned: set[Diagnostic] = set()  # the same diagnostics: warn() de-duplicates against it
         self.root = project.root
         self.build_root = project.root / BUILD_DIR
         self._lock = threading.Lock()
@@ -175,6 +176,7 @@ class Builder:
             for name, reason in plan.skipped:
                 report.results.append(VariantResult(name, VariantStatus.SKIPPED, message=reason))
             jobs.extend((variant, interpreter) for variant in plan.variants)
+        self._warned = set(report.diagnostics)
         self.warnings = report.diagnostics
         for rel in hidden_python_files(self.project):
             self.warn(
@@ -247,7 +249,8 @@ class Builder:
     def warn(self, message: str) -> None:
         diagnostic = Diagnostic(Severity.WARNING, message, self.project.display_path)
         with self._lock:
-            if diagnostic not in self.warnings:
+            if diagnostic not in self._warned:
+                self._warned.add(diagnostic)
                 self.warnings.append(diagnostic)
 
     def _build_variant(
