@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import os
 import shutil
 import threading
@@ -102,8 +103,19 @@ def default_parallel(variant_count: int) -> int:
     return max(1, min(variant_count, (os.cpu_count() or 1) // 4))
 
 
-# A job: a plan already made (default selection), or a selected candidate planned in its own environment.
-_Job = tuple[VariantPlan, "BuildInterpreter | None"] | Candidate
+@dataclass(frozen=True)
+class _Job:
+    """One variant to build: its name, and what gives its plan and build interpreter. The default selection is
+    planned before any job runs; a selected candidate is planned when its job runs, in its own environment."""
+
+    name: str
+    plan: Callable[[], tuple[VariantPlan, BuildInterpreter | None]]
+
+
+def _planned(
+    variant: VariantPlan, interpreter: BuildInterpreter | None
+) -> tuple[VariantPlan, BuildInterpreter | None]:
+    return variant, interpreter
 
 
 class Builder:
@@ -159,7 +171,10 @@ class Builder:
                 report.results.append(VariantResult(name, VariantStatus.SKIPPED, message=reason))
             for name, reason in selected.failed:
                 report.results.append(VariantResult(name, VariantStatus.FAILED, message=reason))
-            jobs.extend(selected.chosen)
+            jobs.extend(
+                _Job(c.name, functools.partial(self._plan_candidate, c, unique_id, interpreter))
+                for c in selected.chosen
+            )
         else:
             targets = (
                 native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
@@ -175,7 +190,7 @@ class Builder:
             report = BuildReport(plan, diagnostics=list(plan.diagnostics))
             for name, reason in plan.skipped:
                 report.results.append(VariantResult(name, VariantStatus.SKIPPED, message=reason))
-            jobs.extend((variant, interpreter) for variant in plan.variants)
+            jobs.extend(_Job(v.name, functools.partial(_planned, v, interpreter)) for v in plan.variants)
         self._warned = set(report.diagnostics)
         self.warnings = report.diagnostics
         for rel in hidden_python_files(self.project):
@@ -212,13 +227,10 @@ class Builder:
         return report
 
     def _run_job(self, job: _Job, unique_id: str, default: BuildInterpreter | None) -> VariantResult:
-        name = job.name if isinstance(job, Candidate) else job[0].name
+        name = job.name
         start = time.monotonic()
         try:
-            if isinstance(job, Candidate):
-                plan, interpreter = self._plan_candidate(job, unique_id, default)
-            else:
-                plan, interpreter = job
+            plan, interpreter = job.plan()
             status = self._build_variant(plan, unique_id, interpreter if plan.aot else interpreter or default)
         except KernelBuilderError as exc:
             self.progress.stage(name, VariantStatus.FAILED)
