@@ -530,7 +530,7 @@ def built_variants(monkeypatch: pytest.MonkeyPatch) -> Recorder:
         return SimpleNamespace(name=candidate.name, aot=False), None
 
     def build_variant(
-        self: Builder, plan: SimpleNamespace, unique_id: str, interpreter: object
+        self: Builder, plan: SimpleNamespace, unique_id: str, interpreter: object, *, capture: bool
     ) -> VariantStatus:
         out = self.build_root / plan.name
         out.mkdir(parents=True, exist_ok=True)
@@ -803,7 +803,9 @@ def no_environments(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     seen: list[str] = []
 
-    def build_variant(self: Builder, plan: object, unique_id: str, interpreter: object) -> VariantStatus:
+    def build_variant(
+        self: Builder, plan: object, unique_id: str, interpreter: object, *, capture: bool
+    ) -> VariantStatus:
         seen.append(f"{plan.name} {getattr(interpreter, 'torch_version', None)}")  # type: ignore[attr-defined]
         return VariantStatus.BUILT
 

@@ -132,7 +132,6 @@ class Builder:
         self.options = options
         self.log = log
         self.progress: ProgressSink = progress or LogProgress(log)
-        self.capture = False  # set when variants build in parallel: output goes to per-variant logs
         self.warnings: list[Diagnostic] = []
         self._warned: set[Diagnostic] = set()  # the same diagnostics: warn() de-duplicates against it
         self.root = project.root
@@ -208,15 +207,17 @@ class Builder:
             raise BuildError(f"cannot write {exc.filename}: {exc.strerror}") from None
 
         workers = options.parallel or default_parallel(len(jobs))
-        self.capture = workers > 1 or options.compile_log
+        capture = workers > 1 or options.compile_log  # compiler output to per-variant logs, not the terminal
         if workers <= 1:
-            results = [self._run_job(job, unique_id, interpreter) for job in jobs]
+            results = [self._run_job(job, unique_id, interpreter, capture) for job in jobs]
         else:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 try:
-                    results = list(pool.map(lambda job: self._run_job(job, unique_id, interpreter), jobs))
+                    results = list(
+                        pool.map(lambda job: self._run_job(job, unique_id, interpreter, capture), jobs)
+                    )
                 except KeyboardInterrupt:
                     # Stop the other threads' commands (and refuse new ones) before the pool waits for them.
                     processes.GROUPS.stop_all()
@@ -226,12 +227,15 @@ class Builder:
             source_snapshot.write(self.root, id_input_files(self.project))  # for the loader's staleness check
         return report
 
-    def _run_job(self, job: _Job, unique_id: str, default: BuildInterpreter | None) -> VariantResult:
+    def _run_job(
+        self, job: _Job, unique_id: str, default: BuildInterpreter | None, capture: bool
+    ) -> VariantResult:
         name = job.name
         start = time.monotonic()
         try:
             plan, interpreter = job.plan()
-            status = self._build_variant(plan, unique_id, interpreter if plan.aot else interpreter or default)
+            chosen = interpreter if plan.aot else interpreter or default
+            status = self._build_variant(plan, unique_id, chosen, capture=capture)
         except KernelBuilderError as exc:
             self.progress.stage(name, VariantStatus.FAILED)
             return VariantResult(name, VariantStatus.FAILED, time.monotonic() - start, message=str(exc))
@@ -266,7 +270,12 @@ class Builder:
                 self.warnings.append(diagnostic)
 
     def _build_variant(
-        self, variant: VariantPlan, unique_id: str, interpreter: BuildInterpreter | None
+        self,
+        variant: VariantPlan,
+        unique_id: str,
+        interpreter: BuildInterpreter | None,
+        *,
+        capture: bool,
     ) -> VariantStatus:
         inputs = variant_inputs(self.project, variant, interpreter, asdict(self.options))
         record = Record.read(self.root, variant.name)
@@ -298,7 +307,7 @@ class Builder:
         if (
             up_to_date
             and (cmake_build / "CMakeCache.txt").is_file()
-            and self._recompile(variant, cmake_build, jobs)
+            and self._recompile(variant, cmake_build, jobs, capture)
         ):
             extension = compile_stage.install(
                 cmake_build, variant_state / "stage", verbose=self.options.verbose
@@ -324,7 +333,9 @@ class Builder:
                 # The build directory is about to describe another project: until this build succeeds, the record
                 # (of the last good build) no longer matches it, so a failure must not leave it behind.
                 record.forget()
-                extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
+                extension = self._configure_and_compile(
+                    variant, interpreter, project_dir, cmake_build, jobs, capture
+                )
             found = self._package(variant, unique_id, interpreter, extension, worker)
         finally:
             if worker is not None:
@@ -364,6 +375,7 @@ class Builder:
         project_dir: Path,
         cmake_build: Path,
         jobs: int,
+        capture: bool,
     ) -> Path:
         from kernel_builder.build.compile import compiler_cache
         from kernel_builder.build.compile.header_accounting import header_warnings
@@ -402,10 +414,10 @@ class Builder:
             )  # fmt: skip
             compile_stage.link_compile_commands(self.root, cmake_build, staged)
             self.progress.stage(variant.name, "compiling")
-            self._compile(variant, cmake_build, jobs, staged)
+            self._compile(variant, cmake_build, jobs, staged, capture)
             after = wrapper.statistics() if wrapper is not None else None
             if wrapper is not None and before is not None and after is not None:
-                shared = " and of builds running beside it" if self.capture else ""
+                shared = " and of builds running beside it" if capture else ""
                 self.log(
                     f"{variant.name}: compiler cache: {(after - before).describe()} "
                     f"({wrapper.tool}'s statistics over this compile{shared})"
@@ -416,14 +428,14 @@ class Builder:
                 cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose
             )
 
-    def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> bool:
+    def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int, capture: bool) -> bool:
         """Ninja over a project that is up to date, through the source stage it was generated for (if any);
         False, compiling nothing, when that stage can no longer be used (the caller configures again)."""
         stage = source_stage.remembered(cmake_build.parent, self.root)
         with self._staged(variant, stage) as staged:
             if stage is not None and staged is None:
                 return False
-            self._compile(variant, cmake_build, jobs, staged)
+            self._compile(variant, cmake_build, jobs, staged, capture)
         return True
 
     @contextlib.contextmanager
@@ -445,10 +457,13 @@ class Builder:
                 self.log(f"{variant.name}: sources through {stage.path} (for sccache; {changed} updated)")
             yield stage.path if changed is not None else None
 
-    def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int, staged: Path | None) -> None:
-        """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
+    def _compile(
+        self, variant: VariantPlan, cmake_build: Path, jobs: int, staged: Path | None, capture: bool
+    ) -> None:
+        """Ninja's output streams through as written, or, when ``capture`` (parallel builds, ``--compile-log``),
+        goes to the variant's log."""
         aliases = (staged,) if staged is not None else ()
-        if not self.capture:
+        if not capture:
             compile_stage.build(
                 cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root, aliases=aliases
             )
