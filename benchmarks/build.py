@@ -215,7 +215,7 @@ class Bench:
 
     def theirs(self, root: Path) -> Sample:
         """cpp_extension.load of the binding and the kernel, with the defines and flags kernel-builder uses."""
-        from kernel_builder.build.compile import toolchain
+        from kernel_builder.build.environment import toolchain
         from kernel_builder.build.generate.registration import registration_header
 
         self.count += 1

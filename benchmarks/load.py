@@ -19,14 +19,16 @@ Without the ``kernels`` package its cases are left out. The interpreters may wri
 package has its ``.pyc`` files; ``PYTHONDONTWRITEBYTECODE`` would make ours, run from the checkout, compile
 every module at every load while upstream's come compiled from pip).
 
-    python benchmarks/load.py --reload [--reload-rounds 5]
+    python benchmarks/load.py --reload [--reload-rounds 5] [--baseline CHECKOUT]
 
 The author's loop instead (``reload``, written to ``results/reload.json``): in a fresh ``kernel-builder init``
 project (CPU template), one edit of the kernel source (a constant changed, so every compiler really compiles)
 and ``kernel_builder.load(".")`` until it returns, against the same edit and ``torch.utils.cpp_extension.load``
 of the same sources (binding and kernel, as ``benchmarks/build.py``'s cold case builds them). Each side runs in
 one long-lived interpreter, the author's Python session, and is timed there around the call; the two sides
-alternate, in rounds. Compiler caches are off on both sides.
+alternate, in rounds. Compiler caches are off on both sides. ``--baseline`` adds a third side, the same
+``kernel_builder.load`` loop run from another checkout (e.g. a worktree of the previous commit), in the same
+rounds: before and after a change, at the same machine load.
 """
 
 from __future__ import annotations
@@ -101,13 +103,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=RESULTS / "load.json", help="where to write the results")
     parser.add_argument("--reload", action="store_true", help="the edit → load case alone (see above)")
     parser.add_argument("--reload-rounds", type=int, default=5, help="edits timed on each side of --reload")
+    parser.add_argument(
+        "--baseline", type=Path, help="--reload: another checkout whose kernel_builder.load is timed too"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reload:
-        return reload_main(args.reload_rounds)
+        return reload_main(args.reload_rounds, args.baseline)
     build = args.kernel / "build"
     if not build.is_dir() or not any(build.glob("*/metadata.json")):
         print(
@@ -292,8 +297,9 @@ RELOAD_WORKER = textwrap.dedent(
     warnings.simplefilter("ignore")
     side, root, py = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     import torch
-    if side == "kernel_builder":
+    if side.startswith("kernel_builder"):
         import kernel_builder
+        print(f"{side}: kernel_builder from {Path(kernel_builder.__file__).parent}", file=sys.stderr, flush=True)
     else:
         from torch.utils import cpp_extension
     x = torch.tensor([-2.0, 3.0])
@@ -301,7 +307,7 @@ RELOAD_WORKER = textwrap.dedent(
         return sum(sum(resource.getrusage(w)[:2]) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     for line in sys.stdin:
         t0, c0 = time.perf_counter(), cpu()
-        if side == "kernel_builder":
+        if side.startswith("kernel_builder"):
             module = kernel_builder.load(root)
             relu = module.ops.relu  # the op itself, as on the other side
         else:
@@ -326,19 +332,20 @@ RELOAD_WORKER = textwrap.dedent(
 class _Side:
     """A worker interpreter (one side of the reload case) and the project copy it loads."""
 
-    def __init__(self, side: str, root: Path, py_name: str, log: Path) -> None:
+    def __init__(self, side: str, root: Path, py_name: str, log: Path, checkout: Path = REPO) -> None:
         self.side, self.root = side, root
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(checkout), os.environ.get("PYTHONPATH")) if p),
                "KERNEL_BUILDER_COMPILER_CACHE": "off", "CCACHE_DISABLE": "1",
                "MAX_JOBS": str(os.cpu_count() or 1)}  # fmt: skip
-        from kernel_builder.build.compile import toolchain
+        from kernel_builder.build.environment import toolchain
 
         # cpp_extension runs `ninja` from PATH: the one kernel-builder uses.
         env["PATH"] = os.pathsep.join([str(toolchain.ninja().path.parent), env.get("PATH", "")])
         self.log = log.open("w", encoding="utf-8")
+        # In the checkout: `python -c` puts the current directory first on the search path, before PYTHONPATH.
         self.process = subprocess.Popen(
             [sys.executable, "-c", RELOAD_WORKER, side, str(root), py_name], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+            stdout=subprocess.PIPE, stderr=self.log, text=True, env=env, cwd=checkout,
         )  # fmt: skip
 
     def load(self) -> tuple[float, float]:
@@ -371,7 +378,7 @@ class _Side:
         self.log.close()
 
 
-def reload_main(rounds: int) -> int:
+def reload_main(rounds: int, baseline: Path | None = None) -> int:
     """The reload case (module docstring): first loads, then ``rounds`` interleaved edits on each side."""
     use_repository()
     from kernel_builder.authoring.scaffold import InitOptions, init_project
@@ -381,21 +388,29 @@ def reload_main(rounds: int) -> int:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="kb-reload-bench-") as tmp:
         sides: dict[str, _Side] = {}
-        for side in ("kernel_builder", "cpp_extension"):
-            root = Path(tmp) / side / name
+        names = ["kernel_builder", "cpp_extension"] + (["kernel_builder (baseline)"] if baseline else [])
+        for side in names:
+            root = Path(tmp) / side.replace(" ", "_").strip("()") / name
             init_project(root, InitOptions(name=name, template="cpu"))
             if side == "cpp_extension":  # registration.h, which kernel-builder generates into the build
                 (root / "include").mkdir()
                 (root / "cpp-extension-build").mkdir()
                 (root / "include" / "registration.h").write_text(registration_header(), encoding="utf-8")
-            sides[side] = _Side(side, root, py_name, Path(tmp) / f"{side}.log")
+            checkout = baseline.resolve() if baseline is not None and "baseline" in side else REPO
+            log = Path(tmp) / f"{root.parent.name}.log"
+            sides[side] = _Side(side, root, py_name, log, checkout)
         first: dict[str, float] = {}
         samples: dict[str, list[float]] = {side: [] for side in sides}
         cpu: dict[str, list[float]] = {side: [] for side in sides}
+        loads: list[float] = []  # the 1-minute load average after each timed load
         try:
             for side, worker in sides.items():
                 first[side] = worker.load()[0]
                 print(f"  first load, {side}: {first[side]:.1f} s", file=sys.stderr, flush=True)
+                if side.startswith("kernel_builder"):  # which checkout it runs (the worker's first line)
+                    worker.log.flush()
+                    origin = Path(worker.log.name).read_text(encoding="utf-8").splitlines()[:1]
+                    print(f"  {''.join(origin)}", file=sys.stderr, flush=True)
             for index in range(rounds):
                 order = list(sides.items()) if index % 2 == 0 else list(reversed(sides.items()))
                 for side, worker in order:
@@ -403,6 +418,7 @@ def reload_main(rounds: int) -> int:
                     seconds, cpu_seconds = worker.load()
                     samples[side].append(seconds)
                     cpu[side].append(cpu_seconds)
+                    loads.append(os.getloadavg()[0])
                     print(
                         f"  edit {index + 1}, {side}: {samples[side][-1]:.2f} s", file=sys.stderr, flush=True
                     )
@@ -421,6 +437,10 @@ def reload_main(rounds: int) -> int:
         ],
         ["edit → cpp_extension.load", theirs, spread(samples["cpp_extension"]), median(cpu["cpp_extension"])],
     ]
+    if baseline is not None:
+        side = "kernel_builder (baseline)"
+        rows[2:2] = [[f"first load, {side}", first[side], "-", None]]
+        rows.append([f"edit → {side}", median(samples[side]), spread(samples[side]), median(cpu[side])])
     print(table(["case (in-process, init project, CPU)", "median s", "min–max s", "median CPU s"], rows))
     targets: list[list[object]] = [
         [f"edit → load < {RELOAD_TARGET_S:.0f} s", ours, verdict(ours, RELOAD_TARGET_S, at_most=True)],
@@ -433,7 +453,10 @@ def reload_main(rounds: int) -> int:
     print()
     print(table(["target", "measured", "verdict"], targets))
     load_after = os.getloadavg()[0]
-    print(f"\nload average (1 min) before {load_before:.1f}, after {load_after:.1f}")
+    print(
+        f"\nload average (1 min) before {load_before:.1f}, after {load_after:.1f}; "
+        f"after each timed load {min(loads, default=0):.1f}–{max(loads, default=0):.1f}"
+    )
     write_json(RESULTS / "reload.json", {
         "machine": machine(),
         "load-average-before": load_before,
@@ -442,7 +465,9 @@ def reload_main(rounds: int) -> int:
         "samples_s": samples,
         "cpu_s": cpu,
         "load-average-after": load_after,
-        "median_s": {"kernel_builder": ours, "cpp_extension": theirs},
+        "load-average-per-load": loads,
+        "baseline": str(baseline) if baseline is not None else None,
+        "median_s": {side: median(values) for side, values in samples.items()},
         "targets": [{"target": t, "measured": m, "verdict": v} for t, m, v in targets],
     })  # fmt: skip
     return 0

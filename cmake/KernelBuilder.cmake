@@ -41,9 +41,12 @@ macro(kb_find_torch)
 endmacro()
 
 # Settings shared by every compiled file: definitions, standard, PIC, include order.
-#   kb_common(DEFINITIONS ... INCLUDE_DIRS ... CXX_OPTIONS ... CUDA_OPTIONS ...)
+#   kb_common(DEFINITIONS ... INCLUDE_DIRS ... CXX_OPTIONS ... CUDA_OPTIONS ... [CXX_FORCE_INCLUDE header])
+# CXX_FORCE_INCLUDE (kernel_builder.load builds, which precompile headers): a header every C++ file reads first,
+# through its component's precompiled header or, for a file without one, through -include (kb_component).
 function(kb_common)
-  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "" "DEFINITIONS;INCLUDE_DIRS;LATE_INCLUDE_DIRS;CXX_OPTIONS;CUDA_OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "CXX_FORCE_INCLUDE" "DEFINITIONS;INCLUDE_DIRS;LATE_INCLUDE_DIRS;CXX_OPTIONS;CUDA_OPTIONS")
+  set(KB_CXX_FORCE_INCLUDE "${ARG_CXX_FORCE_INCLUDE}" PARENT_SCOPE)
   add_library(kb_common INTERFACE)
   target_compile_definitions(kb_common INTERFACE ${ARG_DEFINITIONS})
   target_compile_options(kb_common INTERFACE
@@ -56,9 +59,13 @@ endfunction()
 
 # One component per [kernel.*] section (plus the binding component for [torch] src): an object library
 # with its own sources, include directories, flags and CUDA architectures.
-#   kb_component(NAME SOURCES ... INCLUDE_DIRS ... CXX_FLAGS ... CUDA_FLAGS ... GENCODE ...)
+#   kb_component(NAME SOURCES ... INCLUDE_DIRS ... CXX_FLAGS ... CUDA_FLAGS ... GENCODE ...
+#                [PRECOMPILE_HEADERS <header> ... PRECOMPILE_SKIP source ...])
+# PRECOMPILE_HEADERS (kernel_builder.load builds): the component's C++ files are compiled with a precompiled
+# header of the force-included header and these, in this order (the run of includes they begin with), except
+# the PRECOMPILE_SKIP files. Ninja rebuilds it when the headers it read or the component's flags change.
 function(kb_component name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;INCLUDE_DIRS;CXX_FLAGS;CUDA_FLAGS;GENCODE")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;INCLUDE_DIRS;CXX_FLAGS;CUDA_FLAGS;GENCODE;PRECOMPILE_HEADERS;PRECOMPILE_SKIP")
   add_library(${name} OBJECT ${ARG_SOURCES})
   # Common directories first, then Torch's and Python's, then the component's own.
   target_include_directories(${name} PRIVATE ${KB_COMMON_INCLUDE_DIRS} ${ARG_INCLUDE_DIRS})
@@ -68,11 +75,34 @@ function(kb_component name)
     "$<$<COMPILE_LANGUAGE:CXX>:${ARG_CXX_FLAGS}>"
     "$<$<COMPILE_LANGUAGE:CUDA>:${ARG_GENCODE};${KB_NVCC_THREADS_FLAG};${ARG_CUDA_FLAGS}>")
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON CUDA_ARCHITECTURES OFF)
+  set(force_include "")
+  if(NOT "${KB_CXX_FORCE_INCLUDE}" STREQUAL "")
+    set(force_include "$<$<COMPILE_LANGUAGE:CXX>:-include${KB_CXX_FORCE_INCLUDE}>")
+  endif()
+  if(ARG_PRECOMPILE_HEADERS)
+    # GCC uses a precompiled header only before the first declaration: the force-included header goes first in it.
+    set(headers)
+    foreach(header IN LISTS KB_CXX_FORCE_INCLUDE ARG_PRECOMPILE_HEADERS)
+      list(APPEND headers "$<$<COMPILE_LANGUAGE:CXX>:${header}>")
+    endforeach()
+    target_precompile_headers(${name} PRIVATE ${headers})
+    if(ARG_PRECOMPILE_SKIP)
+      set_source_files_properties(${ARG_PRECOMPILE_SKIP} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+      if(force_include)
+        set_property(SOURCE ${ARG_PRECOMPILE_SKIP} APPEND PROPERTY COMPILE_OPTIONS "${force_include}")
+      endif()
+    endif()
+  elseif(force_include)
+    target_compile_options(${name} PRIVATE "${force_include}")
+  endif()
   set_property(GLOBAL APPEND PROPERTY KB_COMPONENTS ${name})
 endfunction()
 
 # The Python extension: a MODULE library named <ops_name>.abi3.so linking every component.
+#   kb_extension(NAME [FAST_LINK])
+# FAST_LINK (kernel_builder.load builds): link with GNU gold where the compiler can (a configure-time check).
 function(kb_extension name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "FAST_LINK" "" "")
   get_property(components GLOBAL PROPERTY KB_COMPONENTS)
   set(objects)
   foreach(component IN LISTS components)
@@ -90,6 +120,13 @@ function(kb_extension name)
     SKIP_BUILD_RPATH ON
     INSTALL_RPATH ""
     BUILD_WITH_INSTALL_RPATH OFF)
+  if(ARG_FAST_LINK)
+    include(CheckLinkerFlag)
+    check_linker_flag(CXX "-fuse-ld=gold" KB_LINKER_GOLD)
+    if(KB_LINKER_GOLD)
+      target_link_options(${name} PRIVATE "-fuse-ld=gold")
+    endif()
+  endif()
   install(TARGETS ${name} LIBRARY DESTINATION .)
   if(EXISTS "${PROJECT_SOURCE_DIR}/_ops.py")
     install(FILES "${PROJECT_SOURCE_DIR}/_ops.py" DESTINATION .)

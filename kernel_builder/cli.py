@@ -22,6 +22,9 @@ from kernel_builder.errors import ConfigError, KernelBuilderError, exit_status
 
 Handler = Callable[[argparse.Namespace], int]
 
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse exits with 2 on usage errors already; keep its message but drop the full usage dump."""
@@ -96,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         # The commands it started are stopped by then (their process groups); build/ keeps complete variants only.
         print("interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: stop quietly, as other command-line tools do.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -111,11 +114,21 @@ def entry() -> None:
         status = main()
     except KeyboardInterrupt:  # one that came before the command could catch it, or after it returned
         print("interrupted", file=sys.stderr)
-        status = 130
+        status = INTERRUPTED
     finally:
         # The command is over: a Ctrl-C while the interpreter joins its threads and exits must not turn the
         # command's outcome into a death by signal (exit -2 instead of 0 or 130).
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if status == INTERRUPTED:
+        # CPython (3.11 here) can still end a process whose Ctrl-C was handled by death by SIGINT (exit -2) when
+        # the interrupt surfaced inside code that exec() ran (dataclasses build their methods so, at import
+        # time). The command has stopped what it started; end with its status, after the exit handlers.
+        import atexit
+
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(INTERRUPTED)
     sys.exit(status)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.config import KernelProject, load_project
 
 

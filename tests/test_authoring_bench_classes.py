@@ -624,7 +624,7 @@ def test_compare_compile_times_the_compiled_reference_once_compiled() -> None:
     counters.clear()
     (result,) = run_classes([(Path("benchmark.py"), Declared)], fake_kernel(), "cpu", warmup=1, runs=3,
                             compile=True)  # fmt: skip
-    assert result.compile_error == "" and result.compiled is not None
+    assert result.compile_error == "" and result.compiled is not None, result.compile_error
     assert result.compiled.sets == result.kernel.sets if result.kernel else False
     assert counters["stats"]["unique_graphs"] == 1  # the instances are arguments: no recompiles
     table = render_table([result], "cpu")

@@ -24,12 +24,18 @@ root = Path(sys.argv[1])
 log = root / ".kernel-builder" / sys.argv[2] / "build.log"
 x = torch.tensor([-2.0, 3.0])
 
+ninja = log.parent / "cmake-build" / "build.ninja"
 first = kernel_builder.load(root)
 first_log = log.read_text()
+first_ninja = ninja.stat().st_mtime_ns
 source = root / "my_kernel_cpu" / "relu_cpu.cpp"
 source.write_text(source.read_text().replace("acc_t(0) : v)", "acc_t(0) : v + acc_t(1))"))
 second = kernel_builder.load(root)
 second_log = log.read_text()
+commands = json.loads((log.parent / "cmake-build" / "compile_commands.json").read_text())
+def objects():
+    return {str(p): p.stat().st_mtime_ns for p in (log.parent / "cmake-build").rglob("*.o")}
+second_objects = objects()
 third = kernel_builder.load(root)
 print(json.dumps({
     "first": first.relu(x).tolist(),
@@ -40,7 +46,9 @@ print(json.dumps({
     "third_is_second": third is second,
     "first_log": first_log,
     "second_log": second_log,
-    "third_log": log.read_text(),
+    "third_compiled": objects() != second_objects,
+    "cmake_ran_again": ninja.stat().st_mtime_ns != first_ninja,
+    "commands": {Path(c["file"]).name: c["command"] for c in commands},
 }))
 """
 
@@ -88,9 +96,19 @@ def test_edit_recompiles_only_what_changed_and_both_modules_work(tmp_path: Path)
     # op namespace from the generated one-line source (its object is the only other one compiled).
     assert compiled_sources(out["second_log"]) == {"relu_cpu.cpp"}
     assert generated_objects(out["second_log"]) == {"kb_namespace.cpp"}
+    # The kernel's precompiled Torch header: built by the first load only, used by the kernel file, which begins
+    # with Torch's headers, and not by the helper, which does not (it gets the manylinux header itself); GCC took
+    # it (-Winvalid-pch would say why not). Nor did CMake run again: the project is the same after an edit.
+    precompiled = re.compile(r"Building CXX object \S+/kb_kernel_my_kernel_cpu\.dir/cmake_pch\.hxx\.gch")
+    assert precompiled.search(out["first_log"]) and not precompiled.search(out["second_log"])
+    assert "not used because" not in out["first_log"] + out["second_log"]
+    assert "cmake_pch.hxx" in out["commands"]["relu_cpu.cpp"]
+    assert "cmake_pch.hxx" not in out["commands"]["helper.cpp"]
+    assert re.search(r"-include\S*kb_manylinux\.h", out["commands"]["helper.cpp"])
+    assert out["cmake_ran_again"] is False
     # Nothing changed: the same module, nothing compiled.
     assert out["third_is_second"] is True
-    assert compiled_sources(out["third_log"]) == set()
+    assert out["third_compiled"] is False
     # The build is the publishable layout: the variant directory holds the second build.
     metadata = json.loads((root / "build" / CPU_VARIANT / "metadata.json").read_text())
     assert metadata["id"] == second_ns

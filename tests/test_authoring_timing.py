@@ -14,6 +14,7 @@ from kernel_builder.authoring.timing import (
     Ceiling,
     Timing,
     _cpu_cache_bytes,
+    failure_line,
     format_time,
     grouped_notes,
     measure,
@@ -148,3 +149,14 @@ def test_the_copy_ceiling_is_a_row_and_json() -> None:
 
 def test_the_timer_is_named() -> None:
     assert timer_name("cpu") == "CPU timer" and timer_name("cuda") == "CUDA events"
+
+
+def test_a_failure_that_only_introduces_its_cause_names_the_cause() -> None:
+    try:
+        try:
+            raise OSError("c++: not found")
+        except OSError as inner:
+            raise RuntimeError("backend='inductor' raised:\n(long text)") from inner
+    except RuntimeError as outer:
+        assert failure_line(outer) == "RuntimeError: backend='inductor' raised: OSError: c++: not found"
+    assert failure_line(ValueError("bad\nmore")) == "ValueError: bad"

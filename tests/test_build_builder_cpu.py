@@ -492,10 +492,11 @@ def _state(built: Built) -> dict[str, object]:
 
 
 def test_noop_rebuild_is_fast_and_touches_nothing(mutable: Built) -> None:
+    """What makes a no-op fast: it runs no command and changes no file. How fast is benchmarks/build.py's to
+    say (``noop``): a wall-clock bound here would only measure how busy the machine is."""
     before = _state(mutable)
     run = run_cli(["build", mutable.root, "--verbose"]).check()
     printed("no-op rebuild (cpu + noarch, whole CLI call)", run.seconds)
-    assert run.seconds < 2.0
     assert _state(mutable) == before
     # Nothing Ninja would read changed since the last build (the record keeps their identity): no CMake, no Ninja.
     assert "ninja: no work to do." not in run.output and "+ " not in run.stderr, run.output

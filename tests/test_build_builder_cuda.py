@@ -453,9 +453,11 @@ def test_noop_rebuild_leaves_every_file_identical(
     extra = ["--unique-id", PROBE_ID] if fixture == "probe" else []
     before = snapshot(built.build)
     cache = (built.cmake_build / "CMakeCache.txt").stat().st_mtime_ns
-    run = run_cli(["build", built.root, *extra, "--python", cuda_py]).check()
+    run = run_cli(["build", built.root, *extra, "--python", cuda_py, "--verbose"]).check()
     printed(f"no-op rebuild of the {fixture} cuda variant (whole CLI call)", run.seconds)
-    assert run.seconds < 2.0
+    # No command ran (``--verbose`` prints each as ``+ …``): not CMake, not Ninja, not nvcc. The time is
+    # benchmarks/build.py's to measure (``noop``), not a test's on a machine of unknown load.
+    assert "+ " not in run.stderr, run.stderr
     assert snapshot(built.build) == before
     assert (built.cmake_build / "CMakeCache.txt").stat().st_mtime_ns == cache
     assert any(line.split()[:3] == [CUDA_VARIANT, "up", "to"] for line in run.stdout.splitlines()), run.stdout

@@ -15,7 +15,7 @@ from hub_server import HubServer
 from publish_fixtures import REPO, write_kernel
 from publish_fixtures import run_cli as run_publish_cli
 
-from kernel_builder.build.compile import toolchain
+from kernel_builder.build.environment import toolchain
 from kernel_builder.build.generate import cmake as cmake_module
 from kernel_builder.build.generate.registration import registration_header
 

@@ -23,8 +23,9 @@ def _hook(event, args):
     if event in ("subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork", "os.forkpty", "os.system"):
         spawned.append(f"{event} {str(args)[:200]}")
 sys.addaudithook(_hook)
-atexit.register(lambda: print("KB-AUDIT " + json.dumps({"spawned": spawned, "modules": sorted(sys.modules)}),
-                              file=sys.stderr))
+started = sorted(sys.modules)  # the interpreter's own start-up (site hooks included), before the CLI
+atexit.register(lambda: print("KB-AUDIT " + json.dumps({"spawned": spawned, "modules": sorted(sys.modules),
+                                                        "started": started}), file=sys.stderr))
 """
 #: What a no-op rebuild must not import: Torch, the ELF reader, and the stages it skips.
 NOT_IMPORTED = (
@@ -33,6 +34,28 @@ NOT_IMPORTED = (
     "kernel_builder.build.check.import_check",
     "kernel_builder.build.compile.configure_cache",
     "kernel_builder.build.generate.project",
+)
+#: Nor what only a real build needs, so that a no-op is Python's start-up and little more (docs/performance.md):
+#: CMake and Ninja's stage, the source stage, --arch native's GPU probe, the compiler-output reader, metadata.json's model (written by
+#: assembly), importlib.metadata with its email parser (CMake's version is read from its dist-info), the ninja
+#: package and sysconfig (its answer is kept per environment), importlib.resources' readers (package data is
+#: read beside its module), logging (the loader's) and difflib (for did-you-mean messages only).
+SLOW_PATHS = (
+    "kernel_builder.build.compile.ninja_build",
+    "kernel_builder.build.compile.source_stage",
+    "kernel_builder.build.plan.native",
+    "kernel_builder.build.compile.compiler_output",
+    "kernel_builder.formats.metadata",
+    "kernel_builder.loader",
+    "importlib.metadata",
+    "email",
+    "ninja",
+    "sysconfig",
+    "difflib",
+    "importlib.resources",
+    "importlib.readers",
+    "zipfile",
+    "logging",
 )
 
 
@@ -57,6 +80,18 @@ def test_noop_starts_no_process_and_imports_no_torch(quick: Path) -> None:
     assert imported == [], imported
     assert f"{CPU_VARIANT}  up to date" in output and "torch-cuda" in output
     assert snapshot(quick / "build") == before
+
+
+def test_noop_imports_nothing_only_a_real_build_needs(quick: Path) -> None:
+    """Counted from the CLI's start: whatever the interpreter's site hooks import first does not count. The ELF
+    check's module is needed only to judge recorded findings, so it is absent where the record holds none."""
+    output, audit = _audited(quick)
+    assert "up to date" in output
+    record = json.loads((quick / STATE_DIR / CPU_VARIANT / "record.json").read_text(encoding="utf-8"))
+    absent = SLOW_PATHS + (() if record["abi"] else ("kernel_builder.build.check.abi",))
+    imported = set(audit["modules"]) - set(audit["started"])
+    slow = sorted(m for m in imported if m in absent or m.startswith(tuple(f"{p}." for p in absent)))
+    assert slow == [], slow
 
 
 def test_werror_still_judges_the_recorded_findings_without_a_process(quick: Path) -> None:

@@ -15,9 +15,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
+from typing import IO
 
 import pytest
 from build_outputs import complete_variants, snapshot
@@ -66,6 +68,42 @@ def start_build(root: Path, tag: str, *args: str) -> subprocess.Popen[str]:
         text=True,
         env={**os.environ, MARKER_VARIABLE: tag},
     )
+
+
+class RunningBuild:
+    """A build in a child process, its output read by threads as it comes, so that a test can wait until the
+    build has begun (its first line): a Ctrl-C during the interpreter's own start-up, before kernel-builder's
+    code runs, ends it as any Python program (death by SIGINT), which is not what these tests are about."""
+
+    def __init__(self, root: Path, tag: str, *args: str) -> None:
+        self.process = start_build(root, tag, *args)
+        self.begun = threading.Event()
+        self._text: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self._readers = [
+            threading.Thread(
+                target=self._read, args=(getattr(self.process, name), self._text[name]), daemon=True
+            )
+            for name in ("stdout", "stderr")
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream: IO[str] | None, into: list[str]) -> None:
+        assert stream is not None
+        with stream:
+            for line in stream:
+                into.append(line)
+                self.begun.set()
+        self.begun.set()  # it ended without a word
+
+    def wait_begun(self, timeout: float = 60.0) -> None:
+        assert self.begun.wait(timeout), "the build printed nothing within a minute"
+
+    def communicate(self, timeout: float) -> tuple[str, str]:
+        self.process.wait(timeout=timeout)
+        for reader in self._readers:
+            reader.join(timeout=timeout)
+        return "".join(self._text["stdout"]), "".join(self._text["stderr"])
 
 
 @pytest.fixture
@@ -145,14 +183,16 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
         parallel = (
             ["--parallel", "2"] if index % 4 >= 2 else []
         )  # variants in threads, each with its commands
-        process = start_build(quick, tag, *parallel)
+        build = RunningBuild(quick, tag, *parallel)
+        process = build.process
+        build.wait_begun()  # the delay counts from the build's first line, past the interpreter's start-up
         try:
             process.wait(timeout=delay)
             finished_first = True
         except subprocess.TimeoutExpired:
             finished_first = False
             process.send_signal(sig)
-        stdout, stderr = process.communicate(timeout=60)
+        stdout, stderr = build.communicate(timeout=60)
         outcomes.append(
             f"{sig.name} at {delay:.1f} s{' (parallel)' if parallel else ''}: exit {process.returncode}"
         )
@@ -261,3 +301,27 @@ def test_unwritable_build_directory_names_it(quick: Path) -> None:
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.output
     assert f"{quick / 'build'}" in run.stderr and "Permission denied" in run.stderr
     assert snapshot(quick / "build") == before
+
+
+def test_an_interrupted_parallel_build_waits_for_every_variant_thread() -> None:
+    """A worker the pool was starting when Ctrl-C came is not in the pool's own list: the builder waits for
+    every thread named after its pool, so that no variant logs after the command said "interrupted"."""
+    from kernel_builder.build.builder import _join_threads
+
+    done = threading.Event()
+
+    def late_variant() -> None:
+        time.sleep(0.3)
+        done.set()
+
+    prefix = f"kernel-builder-variant-test-{uuid.uuid4().hex[:8]}"
+    threading.Thread(target=late_variant, name=f"{prefix}_0").start()
+    other = threading.Event()
+    bystander = threading.Thread(target=other.wait, name="another-pool_0")  # not ours: not waited for
+    bystander.start()
+    try:
+        _join_threads(prefix)
+        assert done.is_set()
+    finally:
+        other.set()
+        bystander.join()

@@ -17,11 +17,9 @@ from kernel_builder.build.check.abi import (
     check_extension,
     check_library,
     judge,
-    manylinux_policy,
     python_abi_problem,
     read_elf,
     torch_cxx_namespace,
-    version_allowed,
 )
 from kernel_builder.cli import main
 from kernel_builder.errors import BuildError
@@ -206,20 +204,7 @@ def test_check_abi_reports_damaged_extensions_without_a_traceback(
     assert f"{files['empty']}: unreadable: not a readable ELF shared object: empty file" in lines
 
 
-# --- the policy data comes from auditwheel and abi3info ------------------------------------------------------
-
-
-def test_symbol_versions_follow_auditwheels_manylinux_2_28_policy() -> None:
-    policy = manylinux_policy("x86_64")
-    assert policy is not None and policy.name == "manylinux_2_28_x86_64"
-    assert version_allowed(policy, "GLIBC_2.28") and not version_allowed(policy, "GLIBC_2.29")
-    assert version_allowed(policy, "GLIBCXX_3.4.24") and not version_allowed(policy, "GLIBCXX_3.4.25")
-    assert version_allowed(policy, "CXXABI_1.3.11") and not version_allowed(policy, "CXXABI_1.3.12")
-    assert version_allowed(policy, "libcudart.so.12")  # a family the policy does not govern
-    aarch64 = manylinux_policy("aarch64")
-    assert aarch64 is not None and aarch64.name == "manylinux_2_28_aarch64"
-    assert "libstdc++.so.6" in policy.whitelist and "libpython3.11.so.1.0" not in policy.whitelist
-    assert manylinux_policy("sparc") is None
+# --- the policy data comes from auditwheel (test_build_abi_policy.py) and abi3info ------------------------------------------------------
 
 
 def test_python_symbols_follow_the_stable_abi_manifest() -> None:

@@ -16,7 +16,7 @@ from build_runs import build
 from cpu_projects import quick_project
 
 from kernel_builder.build.check.import_check import ImportCheckWorker, check_import
-from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
+from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.metadata import digest_files
 

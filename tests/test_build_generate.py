@@ -22,9 +22,9 @@ from stage_fixtures import CU130_213, fake_host, fake_interpreter, load, write_f
 
 import kernel_builder
 from kernel_builder.backends import gpu_archs
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
-from kernel_builder.build.compile.toolchain import CudaToolkit
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.interpreter import BuildInterpreter, TorchDetails
+from kernel_builder.build.environment.toolchain import CudaToolkit
 from kernel_builder.build.generate.cmake import (
     ProjectOptions,
     component_target,

@@ -19,7 +19,8 @@ from build_runs import run_cli
 from cpu_projects import copy_example
 from matrix_data import CPU_VARIANT
 
-from kernel_builder.build.check.abi import check_library, manylinux_policy
+from kernel_builder.build.abi_policy import manylinux_policy
+from kernel_builder.build.check.abi import check_library
 from kernel_builder.build.generate.manylinux import (
     COMPAT_SOURCE,
     check_compiler,

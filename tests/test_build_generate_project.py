@@ -12,7 +12,7 @@ from cpu_projects import quick_project
 from matrix_data import CPU_VARIANT
 from stage_fixtures import load
 
-from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
+from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.project import write_variant_project
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.plan.planner import VariantPlan, plan_build

@@ -11,11 +11,11 @@ from cpu_projects import quick_project
 from stage_fixtures import load, write_files
 
 from kernel_builder.build.generate.registration import (
-    KERNEL_TREE_COPY,
     is_generated,
     registration_header,
     write_kernel_tree_copy,
 )
+from kernel_builder.build.state import KERNEL_TREE_COPY
 
 
 @pytest.fixture

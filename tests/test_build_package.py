@@ -26,10 +26,12 @@ from kernel_builder.build.package import (
     assemble,
     check_op_namespaces,
     git_provenance,
+    lint_op_namespaces,
     sync_card,
     variant_metadata,
 )
 from kernel_builder.build.plan.planner import VariantPlan, plan_build
+from kernel_builder.build.plan.scan import scan_sources
 from kernel_builder.build.plan.sources import id_input_files
 from kernel_builder.config import KernelProject
 from kernel_builder.errors import BuildError
@@ -150,7 +152,7 @@ def build_aot(tmp_path: Path, backend: str = "cpu", **kwargs: Any) -> tuple[Kern
     project = aot_project(tmp_path)
     plan = variant_plan(project, backend, native=kwargs.pop("native", None))
     out = assemble(project, plan, UID, project.root / "build", extension(tmp_path), kwargs.pop("provenance", None),
-                   kwargs.pop("import_check", None))  # fmt: skip
+                   kwargs.pop("import_check", None), sources=scan_sources(project))  # fmt: skip
     return project, plan, out
 
 
@@ -200,7 +202,9 @@ def test_aot_layout(tmp_path: Path) -> None:
 def test_noarch_layout_and_pyext(tmp_path: Path) -> None:
     project = noarch_project(tmp_path)
     plan = variant_plan(project, "cann")
-    out = assemble(project, plan, UID, project.root / "build", None, None, None)
+    out = assemble(
+        project, plan, UID, project.root / "build", None, None, None, sources=scan_sources(project)
+    )
     assert out.name == "torch-npu"
     # pyext = ["json"]: .json shipped; .txt never; .pyi only when listed (it is not, here).
     assert files_of(out) == [
@@ -219,7 +223,16 @@ def test_assembling_again_replaces_the_variant(tmp_path: Path) -> None:
     project, plan, out = build_aot(tmp_path)
     (project.root / "torch-ext/pack/layers/sub/deep.py").unlink()
     (project.root / "torch-ext/pack/layers/new.py").write_text("", encoding="utf-8")
-    again = assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
+    again = assemble(
+        project,
+        plan,
+        UID,
+        project.root / "build",
+        extension(tmp_path),
+        None,
+        None,
+        sources=scan_sources(project),
+    )
     assert again == out
     assert "layers/new.py" in files_of(out) and "layers/sub/deep.py" not in files_of(out)
     assert [p.name for p in (project.root / "build").iterdir()] == [out.name]  # no temporary leftovers
@@ -229,7 +242,14 @@ def test_other_variants_are_untouched(tmp_path: Path) -> None:
     project, _, cpu = build_aot(tmp_path)
     before = {rel: (cpu / rel).read_bytes() for rel in files_of(cpu)}
     cuda = assemble(
-        project, variant_plan(project, "cuda"), UID, project.root / "build", extension(tmp_path), None, None
+        project,
+        variant_plan(project, "cuda"),
+        UID,
+        project.root / "build",
+        extension(tmp_path),
+        None,
+        None,
+        sources=scan_sources(project),
     )
     assert cuda.name == "torch213-cxx11-cu130-x86_64-linux"
     assert {rel: (cpu / rel).read_bytes() for rel in files_of(cpu)} == before
@@ -299,7 +319,16 @@ def test_metadata_of_noarch_variants(tmp_path: Path) -> None:
     project = noarch_project(tmp_path)
     backends = {}
     for backend in ("cpu", "cuda", "rocm", "cann"):
-        out = assemble(project, variant_plan(project, backend), UID, project.root / "build", None, None, None)
+        out = assemble(
+            project,
+            variant_plan(project, backend),
+            UID,
+            project.root / "build",
+            None,
+            None,
+            None,
+            sources=scan_sources(project),
+        )
         data = read_json(out / "metadata.json")
         assert list(data) == [
             "name", "id", "version", "license", "python-depends", "kernel-depends", "backend", "digest", "provenance",
@@ -323,7 +352,9 @@ def test_the_kernels_loader_reads_what_we_write(tmp_path: Path, backend: str) ->
     if backend.startswith("noarch-"):
         project = noarch_project(tmp_path)
         plan = variant_plan(project, backend.removeprefix("noarch-"))
-        out = assemble(project, plan, UID, project.root / "build", None, kernel, None)
+        out = assemble(
+            project, plan, UID, project.root / "build", None, kernel, None, sources=scan_sources(project)
+        )
     else:
         _, _, out = build_aot(
             tmp_path, backend, native=("9.0", "12.0") if backend == "cuda" else None, provenance=kernel
@@ -441,7 +472,16 @@ def test_provenance_is_dirty_when_an_id_input_changes(
 @needs_git
 def test_provenance_in_metadata(repo: KernelProject, tmp_path: Path) -> None:
     plan = variant_plan(repo, "cpu")
-    out = assemble(repo, plan, UID, repo.root / "build", extension(tmp_path), provenance(repo), None)
+    out = assemble(
+        repo,
+        plan,
+        UID,
+        repo.root / "build",
+        extension(tmp_path),
+        provenance(repo),
+        None,
+        sources=scan_sources(repo),
+    )
     assert read_json(out / "metadata.json")["provenance"] == {
         "kernel-builder": {"version": kernel_builder.__version__},
         "kernel": {"commit": git(tmp_path, "rev-parse", "HEAD"), "dirty": False},
@@ -474,7 +514,16 @@ def test_failing_import_check_keeps_the_previous_variant(tmp_path: Path) -> None
 
     (project.root / "torch-ext/pack/layers/new.py").write_text("", encoding="utf-8")
     with pytest.raises(BuildError, match="boom"):
-        assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, import_check)
+        assemble(
+            project,
+            plan,
+            UID,
+            project.root / "build",
+            extension(tmp_path),
+            None,
+            import_check,
+            sources=scan_sources(project),
+        )
     [candidate] = checked
     assert candidate.parent == project.root / ".kernel-builder" / "tmp"  # never inside build/
     assert not candidate.exists()
@@ -490,7 +539,16 @@ def test_interrupted_assembly_leaves_no_temporary_directory(tmp_path: Path) -> N
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, interrupt)
+        assemble(
+            project,
+            plan,
+            UID,
+            project.root / "build",
+            extension(tmp_path),
+            None,
+            interrupt,
+            sources=scan_sources(project),
+        )
     assert list((project.root / "build").iterdir()) == []
     assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []
 
@@ -499,7 +557,16 @@ def test_replacing_swaps_in_one_step_and_leaves_no_temporary(tmp_path: Path) -> 
     project, plan, out = build_aot(tmp_path)
     inode = out.stat().st_ino
     (project.root / "torch-ext/pack/layers/new.py").write_text("", encoding="utf-8")
-    assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
+    assemble(
+        project,
+        plan,
+        UID,
+        project.root / "build",
+        extension(tmp_path),
+        None,
+        None,
+        sources=scan_sources(project),
+    )
     assert out.stat().st_ino != inode and (out / "layers/new.py").is_file()
     assert [p.name for p in (project.root / "build").iterdir()] == [out.name]
     assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []
@@ -530,7 +597,16 @@ def test_failed_rename_puts_the_previous_variant_back(
         monkeypatch.setattr(os, "rename", rename)
         problem = "Permission denied"
     with pytest.raises(BuildError) as info:
-        assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
+        assemble(
+            project,
+            plan,
+            UID,
+            project.root / "build",
+            extension(tmp_path),
+            None,
+            None,
+            sources=scan_sources(project),
+        )
     assert str(info.value) == (
         f"cannot write {out}: {problem}; {out} is unchanged. Free some space or fix the permissions, then build again"
     )
@@ -551,7 +627,16 @@ def test_unwritable_staging_names_the_path(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(shutil, "copyfile", copyfile)
     with pytest.raises(BuildError) as info:
-        assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
+        assemble(
+            project,
+            plan,
+            UID,
+            project.root / "build",
+            extension(tmp_path),
+            None,
+            None,
+            sources=scan_sources(project),
+        )
     message = str(info.value)
     assert message.startswith(f"cannot write {project.root / '.kernel-builder' / 'tmp'}/")
     assert message.endswith(
@@ -579,23 +664,46 @@ def op(x: torch.Tensor) -> torch.Tensor:
 def test_literal_namespace_fails_with_file_and_line(tmp_path: Path) -> None:
     project = aot_project(tmp_path)
     write_files(project.root, {"torch-ext/pack/layers/ops.py": LITERAL})
-    plan = variant_plan(project, "cpu")
     with pytest.raises(BuildError) as info:
-        assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None)
+        lint_op_namespaces(scan_sources(project))
     assert str(info.value) == (
         "op registrations must use the unique namespace:\n"
         "  torch-ext/pack/layers/ops.py:6: `custom_op` registers an op without add_op_namespace_prefix(...)\n"
         '  hint: use add_op_namespace_prefix("name") from ._ops (a literal namespace breaks side-by-side loading)'
     )
-    assert list((project.root / "build").iterdir()) == []
+
+
+def test_the_variant_ships_the_bytes_of_the_scan(tmp_path: Path) -> None:
+    """A package file edited after the plan's scan (while the extension compiles) is shipped as scanned: the
+    variant holds the bytes its id hashed, and a file added since is not shipped."""
+    project = aot_project(tmp_path)
+    plan = variant_plan(project, "cpu")
+    sources = scan_sources(project)
+    init = project.root / "torch-ext/pack/__init__.py"
+    scanned = init.read_bytes()
+    init.write_text("raise RuntimeError('edited during the compile')\n", encoding="utf-8")
+    write_files(project.root, {"torch-ext/pack/added.py": ""})
+    out = assemble(
+        project, plan, UID, project.root / "build", extension(tmp_path), None, None, sources=sources
+    )
+    assert (out / "__init__.py").read_bytes() == scanned
+    assert not (out / "added.py").exists()
 
 
 def test_prefixed_namespace_passes(tmp_path: Path) -> None:
     project = aot_project(tmp_path)
     fixed = LITERAL.replace('"myns::op"', 'add_op_namespace_prefix("op")')
     write_files(project.root, {"torch-ext/pack/layers/ops.py": fixed})
+    lint_op_namespaces(scan_sources(project))
     out = assemble(
-        project, variant_plan(project, "cpu"), UID, project.root / "build", extension(tmp_path), None, None
+        project,
+        variant_plan(project, "cpu"),
+        UID,
+        project.root / "build",
+        extension(tmp_path),
+        None,
+        None,
+        sources=scan_sources(project),
     )
     assert (out / "layers/ops.py").read_text(encoding="utf-8") == fixed
 
@@ -646,9 +754,9 @@ def outer():
 """
 
 
-def test_check_op_namespaces_cases(tmp_path: Path) -> None:
-    write_files(tmp_path, {"ops.py": CHECKED, "broken.py": "def f(:\n", "data.json": "{"})
-    problems = check_op_namespaces(tmp_path, ["broken.py", "data.json", "ops.py"])
+def test_check_op_namespaces_cases() -> None:
+    files = {"broken.py": b"def f(:\n", "data.json": b"{", "ops.py": CHECKED.encode()}
+    problems = check_op_namespaces(files)
     assert problems == [
         "broken.py:1: syntax error: invalid syntax",
         "ops.py:20: `triton_op` registers an op without add_op_namespace_prefix(...)",

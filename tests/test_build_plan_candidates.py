@@ -27,9 +27,10 @@ from kernel_builder.build.builder import Builder, BuildOptions, VariantResult, V
 from kernel_builder.build.plan import selected as selected_plans
 from kernel_builder.build.plan.candidates import Candidate, Selection, all_candidates, select_candidates
 from kernel_builder.build.plan.planner import BUILDABLE_HOST
+from kernel_builder.commands._shared import build_table
+from kernel_builder.commands.list_variants import variants_table
 from kernel_builder.common.progress import PlainProgress, RichProgress, progress_display
 from kernel_builder.config.model import KernelProject
-from kernel_builder.config.summary import build_table, variants_table
 from kernel_builder.errors import BuildError, ConfigError, UsageError
 from kernel_builder.formats import matrix as matrix_module
 from kernel_builder.formats.matrix import Matrix, load_matrix, parse_matrix
@@ -515,7 +516,7 @@ class Recorder:
 def built_variants(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     """Replaces planning and building of a selected variant: records its name, then "builds" it (or fails, for
     a name in ``fail``). No environment is created and nothing is compiled, and whether this host could obtain
-    each variant's Torch and compiler is not asked (tests/test_build_compile_provision.py covers that)."""
+    each variant's Torch and compiler is not asked (tests/test_build_environment_provision.py covers that)."""
     recorder = Recorder()
     monkeypatch.setattr(builder_module, "with_availability", lambda found, served=(): found)
     lock = threading.Lock()
@@ -862,12 +863,14 @@ def test_provenance_flags_are_checked(
 
 def test_provenance_flags_replace_git(tmp_path: Path, use_matrix: Matrix) -> None:
     from kernel_builder.build.package import variant_provenance
+    from kernel_builder.build.plan.scan import scan_sources
     from kernel_builder.formats.metadata import ProvenanceEntry
 
     commit = "0123456789abcdef0123456789abcdef01234567"
     options = BuildOptions(provenance=ProvenanceEntry(commit=commit, dirty=True))
-    assert variant_provenance(loaded(tmp_path), options.provenance) == ProvenanceEntry(
+    project = loaded(tmp_path)
+    assert variant_provenance(project, options.provenance, scan_sources(project)) == ProvenanceEntry(
         commit=commit, dirty=True
     )
     # Without them, the kernel's git work tree decides (here: none).
-    assert variant_provenance(loaded(tmp_path), BuildOptions().provenance) is None
+    assert variant_provenance(project, BuildOptions().provenance, scan_sources(project)) is None

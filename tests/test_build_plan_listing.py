@@ -3,7 +3,7 @@ asked, the verdict, the elapsed time) and answers every torch question from one 
 project with CUDA candidates and nothing cached is listed in seconds.
 
 The sources hold metadata-only torch wheels: a loopback simple-API index (``simple_index.py``) or a local
-find-links directory (no configuration file), as in ``test_build_compile_provision.py``; the CUDA compiler is
+find-links directory (no configuration file), as in ``test_build_environment_provision.py``; the CUDA compiler is
 looked for as usual.
 """
 
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 from simple_index import SimpleIndex, serve
-from test_build_compile_provision import CU130_RUNTIME, write_wheel
+from test_build_environment_provision import CU130_RUNTIME, write_wheel
 
-import kernel_builder.build.compile.provision as provision
-from kernel_builder.build.compile import wheel_index
+import kernel_builder.build.environment.provision as provision
+from kernel_builder.build.environment import wheel_index
 from kernel_builder.build.plan.listing import list_variants
 from kernel_builder.config import load_project
 

@@ -8,7 +8,7 @@ import matrix_data as md
 import pytest
 from stage_fixtures import CPU_213, CU130_213, fake_host, fake_interpreter, load, write_files
 
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import BuildPlan, host_system, plan_build
 from kernel_builder.common.diagnostics import Severity
 from kernel_builder.errors import BuildError, ConfigError
@@ -187,7 +187,7 @@ def test_cpu_interpreter_skips_the_cuda_variant_once(tmp_path: Path) -> None:
 def test_backend_cuda_with_a_cpu_torch_says_how_to_build_one(tmp_path: Path) -> None:
     """The next step: a CUDA variant of this torch for the system's nvcc, built in an isolated environment,
     or another interpreter."""
-    from kernel_builder.build.compile.toolchain import cuda_toolkit
+    from kernel_builder.build.environment.toolchain import cuda_toolkit
 
     text = GENERAL.format(backends='["cpu", "cuda"]') + TORCH + CUDA_KERNEL
     with pytest.raises(BuildError) as info:

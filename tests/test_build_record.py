@@ -17,6 +17,7 @@ from kernel_builder.build.check.abi import Violation
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.plan.candidates import Selection
 from kernel_builder.build.plan.planner import VariantPlan, plan_build
+from kernel_builder.build.plan.scan import scan_sources
 from kernel_builder.build.record import NOT_INPUTS, Record, variant_inputs
 from kernel_builder.config.model import KernelProject
 
@@ -32,7 +33,7 @@ def noarch(tmp_path: Path) -> tuple[KernelProject, VariantPlan]:
 
 
 def inputs(project: KernelProject, variant: VariantPlan, options: BuildOptions) -> dict[str, object]:
-    return variant_inputs(project, variant, None, asdict(options))
+    return variant_inputs(scan_sources(project), variant, None, asdict(options))
 
 
 def test_options_that_do_not_shape_the_output_are_no_inputs(

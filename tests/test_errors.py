@@ -19,7 +19,13 @@ from kernel_builder.errors import (
 )
 
 #: Exceptions that never leave their module (caught where they are raised).
-PRIVATE = {"kernel_builder.build.check.abi.UnreadableElf"}
+PRIVATE = {
+    "kernel_builder.build.check.abi.UnreadableElf",
+    # a signal between two modules of build/environment: the listing cannot answer, so pip is asked instead
+    "kernel_builder.build.environment.wheel_index.ListingUnsupported",
+    # the source stage cannot be used: the builder logs why and compiles in place
+    "kernel_builder.build.compile.source_stage.StageError",
+}
 
 
 def package_exceptions() -> dict[str, type[BaseException]]:

@@ -106,7 +106,7 @@ def _current_python() -> tuple[int, int]:
 
 def test_detect_environment_linux_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     install_fake_torch(monkeypatch, make_fake_torch("2.14.1+cu130", cuda="13.0"), machine="x86_64")
-    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: 0)
+    monkeypatch.setattr(sys, "abiflags", "")
     assert detect_environment() == Environment(
         cpu="x86_64",
         os="linux",
@@ -158,9 +158,19 @@ def test_detect_environment_unknown_machine_is_kept_lowercase(monkeypatch: pytes
 
 
 def test_detect_environment_free_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A free-threaded build: ``t`` in ``sys.abiflags`` (POSIX), else ``sysconfig``'s ``Py_GIL_DISABLED``."""
     install_fake_torch(monkeypatch, make_fake_torch())
+    monkeypatch.setattr(sys, "abiflags", "t")
+    assert detect_environment().free_threaded is True
+    monkeypatch.setattr(sys, "abiflags", "d")
+    assert detect_environment().free_threaded is False
+    monkeypatch.delattr(sys, "abiflags")  # Windows
     monkeypatch.setattr(sysconfig, "get_config_var", lambda name: 1 if name == "Py_GIL_DISABLED" else None)
     assert detect_environment().free_threaded is True
+
+
+def test_abiflags_and_sysconfig_agree_here() -> None:
+    assert ("t" in sys.abiflags) == bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
 def test_detect_environment_tvm_ffi(monkeypatch: pytest.MonkeyPatch) -> None:

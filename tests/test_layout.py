@@ -42,13 +42,12 @@ TESTED_ELSEWHERE = {
     "config.positions": "the file:line of every message in test_config_load_errors.py",
     "config.readers": "test_config_load_*.py",
     "config.schema": "test_config_jsonschema.py and test_docs_build_toml.py",
-    "config.summary": "the tables of test_build_plan_candidates.py and test_cli_check_config.py",
     "config.values": "test_config_load_*.py",
     # exceptions
     "layers.errors": "test_layers_kernelizer.py, test_layers_mapping.py",
     "loader.errors": "test_loader_*.py",
     # formats
-    "formats.dependencies": "test_config_forms.py and test_build_compile_cutlass.py",
+    "formats.dependencies": "test_config_forms.py and test_build_environment_cutlass.py",
     "formats.lockfile": "test_loader_lock.py",
     # layers (the kernelize API)
     "layers.checks": "test_layers_marks.py",

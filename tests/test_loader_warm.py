@@ -68,8 +68,22 @@ def move_v1(hub: HubServer, tmp_path: Path, tag: str) -> str:
 
 #: The Hub client and the HTTP libraries it may sit on (huggingface_hub 2 uses httpx2).
 NETWORK = ("huggingface_hub", "httpx", "httpx2", "httpcore", "requests", "urllib3")
+#: Modules only slower paths need (docs/performance.md): the Hub path, the signature policy (off unless
+#: KERNEL_BUILDER_REQUIRE_SIGNATURE is set), kernel dependencies (this kernel has none), the GPU-architecture
+#: rules (no GPU variant is judged) and the build side's stages.
+SLOW_PATHS = (
+    "kernel_builder.hub",
+    "kernel_builder.loader.remote",
+    "kernel_builder.loader.signatures",
+    "kernel_builder.loader.dependencies",
+    "kernel_builder.loader.hub_dependencies",
+    "kernel_builder.backends.gpu_archs",
+    "kernel_builder.build",
+    "kernel_builder.config",
+)
 PROBE = f"""
 NETWORK = {NETWORK!r}
+SLOW_PATHS = {SLOW_PATHS!r}
 import json, sys
 from kernel_builder import get_kernel
 module = get_kernel(sys.argv[1], version=1)
@@ -77,16 +91,19 @@ print(json.dumps({{
     "ops": module.ops,
     "relu": module.relu(-2.0),
     "network": sorted(name for name in NETWORK if name in sys.modules),
+    "slow": sorted(name for name in sys.modules if name.startswith(SLOW_PATHS)),
 }}))
 """
 
 
-def test_a_warm_load_in_a_fresh_interpreter_imports_no_network_stack(
+def test_a_warm_load_in_a_fresh_interpreter_imports_no_network_stack_nor_slow_paths(
     hub: HubServer, tmp_path: Path, ttl: None
 ) -> None:
     """After one online load, a new interpreter loads the kernel from the cache: no request, and neither
     ``huggingface_hub`` nor its HTTP library imported (the real environment chooses the pure-Python
-    ``torch-cpu``). Before the cache path, the second interpreter imported the whole client."""
+    ``torch-cpu``). Before the cache path, the second interpreter imported the whole client; before the
+    loader's slow paths were imported where used, it also imported the signature policy, the kernel-dependency
+    resolver and the GPU-architecture rules (``SLOW_PATHS``)."""
     reset_loader()
     hub.add_organization("org", trusted=True)
     hub.create_repo(REPO)
@@ -108,7 +125,7 @@ def test_a_warm_load_in_a_fresh_interpreter_imports_no_network_stack(
     second = subprocess.run(run, capture_output=True, text=True, env=env, check=False)
     assert second.returncode == 0, second.stderr
     result = json.loads(second.stdout)
-    assert result == {"ops": "ops of _relu_warm_cpu._ops", "relu": 0.0, "network": []}
+    assert result == {"ops": "ops of _relu_warm_cpu._ops", "relu": 0.0, "network": [], "slow": []}
     assert hub.requests == []
     assert (snapshot(sha) / "build" / "torch-cpu" / "metadata.json").is_file()
 
@@ -117,6 +134,7 @@ def test_a_warm_load_in_a_fresh_interpreter_imports_no_network_stack(
     )
     assert offline.returncode == 0, offline.stderr
     assert json.loads(offline.stdout)["network"] == []
+    assert json.loads(offline.stdout)["slow"] == []
     assert hub.requests == []
     reset_loader()
 

@@ -40,6 +40,7 @@ from kernel_builder.authoring.timing import (
     Timing,
     cache_bytes,
     compile_reference,
+    failure_line,
     format_bytes,
     grouped_notes,
     measure,
@@ -208,10 +209,6 @@ def _buffer_sets(case: Case, cache: int | None) -> tuple[list[tuple[Any, ...]] |
     return sets, rotation_note(count, footprint, cache)
 
 
-def _first_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
-
-
 def run_cases(
     cases: Iterator[Case],
     device: str,
@@ -245,7 +242,7 @@ def run_cases(
                         result, case.reference, sets, device, warmup=warmup, runs=runs, sides=sides
                     )
         except Exception as exc:  # noqa: BLE001  (one failing case is reported; the others still run)
-            result.error = _first_line(exc)
+            result.error = failure_line(exc)
         results.append(result)
     return results
 
@@ -274,7 +271,7 @@ def _time_compiled(
         compiled[0]()  # compiles
         result.compiled = measure(compiled, device, warmup=warmup, runs=runs)
     except Exception as exc:  # noqa: BLE001  (inductor's errors are many kinds; report the first line)
-        result.compile_error = _first_line(exc)
+        result.compile_error = failure_line(exc)
         return
     _collect(sides, f"{result.name}: torch.compile(reference)", compiled)
 

@@ -36,6 +36,7 @@ from kernel_builder.authoring.timing import (
     Timing,
     cache_bytes,
     compile_reference,
+    failure_line,
     measure,
     render_rows,
     rotation_note,
@@ -398,7 +399,7 @@ def _time_compiled(
         calls[0]()  # compiles
         result.compiled = measure(calls, device, warmup=warmup, runs=runs)
     except Exception as exc:  # noqa: BLE001  (inductor's errors are many kinds; report the first line)
-        result.compile_error = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+        result.compile_error = failure_line(exc)
         return
     if sides is not None:
         sides.append((f"{result.name}: torch.compile(verify_<w>)", calls[0]))

@@ -181,6 +181,19 @@ def rotation_note(count: int, footprint: int, cache: int | None) -> str:
             f"({format_bytes(total)}, {reach} 2x the {format_bytes(cache)} cache)")  # fmt: skip
 
 
+def failure_line(exc: BaseException) -> str:
+    """One line for a failed call: its type and first line, and, when that line only introduces its cause (as
+    ``torch.compile``'s ``backend='inductor' raised:`` does), the innermost cause's first line after it."""
+    line = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+    cause = exc
+    while cause.__cause__ is not None and cause.__cause__ is not cause:
+        cause = cause.__cause__
+    if cause is not exc:
+        inner = f"{type(cause).__name__}: {cause}".strip().splitlines()[0]
+        line = f"{line.rstrip(':')}: {inner}"
+    return line
+
+
 def compile_reference(reference: Callable[..., Any]) -> Callable[..., Any]:
     """``torch.compile`` of the reference: the baseline of what the compiler fuses from the same torch code."""
     import torch

@@ -9,17 +9,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kernel_builder.backends.gpu_archs import CAPABILITY_RE, device_runs
 from kernel_builder.backends.registry import Backend, GpuArchs
+
+# The capability rules (``gpu_archs``) are imported when first used: a warm ``get_kernel`` on a machine without a
+# GPU, or a no-op build, never asks them (docs/performance.md).
 
 
 def _runs(device: tuple[int, int]) -> Callable[[str], bool]:
+    from kernel_builder.backends.gpu_archs import device_runs
+
     return lambda entry: device_runs(device, entry)
+
+
+def _valid(entry: str) -> bool:
+    from kernel_builder.backends.gpu_archs import CAPABILITY_RE
+
+    return CAPABILITY_RE.fullmatch(entry) is not None
 
 
 GPU = GpuArchs(
     kind="capability",
-    entry_valid=lambda entry: CAPABILITY_RE.fullmatch(entry) is not None,
+    entry_valid=_valid,
     device_runs=_runs,
     describe_device=lambda device: f"compute capability {device[0]}.{device[1]}",
 )

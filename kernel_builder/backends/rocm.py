@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kernel_builder.backends.gpu_archs import rocm_device_runs
 from kernel_builder.backends.registry import Backend, GpuArchs
 
 
 def _runs(device: str) -> Callable[[str], bool]:
+    from kernel_builder.backends.gpu_archs import rocm_device_runs  # when first used, as in ``cuda``
+
     return lambda entry: rocm_device_runs(device, entry)
 
 

@@ -2,7 +2,10 @@
 
 The stages live in their own modules (``plan/``, ``generate/``, ``compile/``, ``package.py``, ``check/``); this
 one only sequences them, one build of a project at a time, variants in parallel where there are cores for it,
-reporting progress. Each variant records what it was made from (:mod:`kernel_builder.build.record`); when
+reporting progress. The project's sources are scanned once, when the build plans
+(:mod:`kernel_builder.build.plan.scan`): the unique id, the op-namespace lint (before anything compiles), the
+record, the assembled variants, their provenance and ``.kernel-builder/sources.json`` all read that one scan.
+Each variant records what it was made from (:mod:`kernel_builder.build.record`); when
 nothing changed, the build skips configure, the Torch check and the import check, and only lets Ninja confirm
 that nothing needs recompiling (docs/layout.md, "Up to date").
 """
@@ -21,20 +24,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import kernel_builder.backends as registry
+from kernel_builder import backends
 from kernel_builder.build import state
-from kernel_builder.build.check import abi
-from kernel_builder.build.compile import ninja_build as compile_stage
-from kernel_builder.build.compile import source_stage
-from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
+from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
-from kernel_builder.build.package import assemble, sync_card, variant_provenance
+from kernel_builder.build.package import assemble, lint_op_namespaces, sync_card, variant_provenance
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
-from kernel_builder.build.plan.native import native_targets
 from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
-from kernel_builder.build.plan.sources import hidden_python_files, id_input_files, package_dir, user_ops_file
-from kernel_builder.build.plan.unique_id import compute_unique_id
+from kernel_builder.build.plan.scan import SourceScan, scan_sources
 from kernel_builder.build.record import Record, variant_inputs
 from kernel_builder.common import processes
 from kernel_builder.common.diagnostics import Diagnostic, Severity
@@ -44,7 +42,13 @@ from kernel_builder.errors import BuildError, KernelBuilderError
 from kernel_builder.formats import source_snapshot
 
 if TYPE_CHECKING:
+    from kernel_builder.build.check.abi import Violation
     from kernel_builder.build.check.import_check import ImportCheckWorker
+    from kernel_builder.build.compile.compiler_cache import DistStatus
+    from kernel_builder.build.compile.source_stage import SourceStage
+
+# What only a real build needs (CMake and Ninja's stage, the source stage, the ELF reader, --arch native's probe)
+# is imported where it is used: a no-op build is mostly Python's start-up and these imports (docs/performance.md).
 
 __all__ = [
     "BUILD_DIR",
@@ -98,6 +102,18 @@ def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def _join_threads(prefix: str) -> None:
+    """Wait for every thread of the pool named ``prefix``. A Ctrl-C that lands while the pool starts a worker
+    leaves that worker running but outside the pool's own list, so the pool's shutdown does not wait for it: its
+    variant would go on logging after the command said "interrupted"."""
+    import threading
+
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and thread.name.startswith(prefix + "_"):
+            thread.join()
+
+
 def default_parallel(variant_count: int) -> int:
     """Variants built at once: one per 4 cores (each compiles with several jobs itself)."""
     return max(1, min(variant_count, (os.cpu_count() or 1) // 4))
@@ -137,6 +153,8 @@ class Builder:
         self.root = project.root
         self.build_root = project.root / BUILD_DIR
         self._lock = threading.Lock()
+        self._dist_asked = False
+        self._dist: DistStatus | None = None
 
     def _probe(self) -> BuildInterpreter | None:
         try:
@@ -155,7 +173,9 @@ class Builder:
 
     def _run(self) -> BuildReport:
         options = self.options
-        unique_id = options.unique_id or compute_unique_id(self.project)
+        sources = scan_sources(self.project)
+        lint_op_namespaces(sources)
+        unique_id = options.unique_id or sources.unique_id
         interpreter = self._probe()
         jobs: list[_Job] = []
         if options.selection.explicit:
@@ -165,7 +185,7 @@ class Builder:
             # --offline builds what this environment serves, so what other hosts' pip could bring is moot.
             check = None if options.offline else (lambda found: with_availability(found, served))
             selected = select_candidates(self.project, options.selection, check=check)
-            report = BuildReport(BuildPlan(unique_id, ()), diagnostics=[])
+            report = BuildReport(BuildPlan(unique_id, (), sources=sources), diagnostics=[])
             for name, reason in selected.skipped:
                 report.results.append(VariantResult(name, VariantStatus.SKIPPED, message=reason))
             for name, reason in selected.failed:
@@ -175,9 +195,11 @@ class Builder:
                 for c in selected.chosen
             )
         else:
-            targets = (
-                native_targets(interpreter) if options.arch == "native" and interpreter is not None else None
-            )
+            targets = None
+            if options.arch == "native" and interpreter is not None:
+                from kernel_builder.build.plan.native import native_targets
+
+                targets = native_targets(interpreter)
             plan = plan_build(
                 self.project,
                 interpreter,
@@ -185,6 +207,7 @@ class Builder:
                 backend=options.backend,
                 native_targets=targets,
                 explicit_archs=options.explicit_archs,
+                sources=sources,
             )
             report = BuildReport(plan, diagnostics=list(plan.diagnostics))
             for name, reason in plan.skipped:
@@ -192,11 +215,10 @@ class Builder:
             jobs.extend(_Job(v.name, functools.partial(_planned, v, interpreter)) for v in plan.variants)
         self._warned = set(report.diagnostics)
         self.warnings = report.diagnostics
-        for rel in hidden_python_files(self.project):
-            self.warn(
-                f"{package_dir(self.project).relative_to(self.project.root)}/{rel}: hidden, not shipped"
-            )
-        if user_ops_file(self.project) is not None:
+        build = report.plan
+        for rel in sources.hidden:
+            self.warn(f"{sources.package}/{rel}: hidden, not shipped")
+        if sources.user_ops:
             self.warn(
                 f"torch-ext/{self.project.py_name}/_ops.py is replaced by the generated _ops.py in every variant"
             )
@@ -209,33 +231,36 @@ class Builder:
         workers = options.parallel or default_parallel(len(jobs))
         capture = workers > 1 or options.compile_log  # compiler output to per-variant logs, not the terminal
         if workers <= 1:
-            results = [self._run_job(job, unique_id, interpreter, capture) for job in jobs]
+            results = [self._run_job(job, build, interpreter, capture) for job in jobs]
         else:
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=workers) as pool:
+            prefix = f"kernel-builder-variant-{id(self):x}"
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix) as pool:
                 try:
                     results = list(
-                        pool.map(lambda job: self._run_job(job, unique_id, interpreter, capture), jobs)
+                        pool.map(lambda job: self._run_job(job, build, interpreter, capture), jobs)
                     )
                 except KeyboardInterrupt:
                     # Stop the other threads' commands (and refuse new ones) before the pool waits for them.
                     processes.GROUPS.stop_all()
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    _join_threads(prefix)
                     raise
         report.results.extend(results)
         if results and not any(r.status == VariantStatus.FAILED for r in results):
-            source_snapshot.write(self.root, id_input_files(self.project))  # for the loader's staleness check
+            source_snapshot.write(self.root, sources.inputs)  # for the loader's staleness check
         return report
 
     def _run_job(
-        self, job: _Job, unique_id: str, default: BuildInterpreter | None, capture: bool
+        self, job: _Job, build: BuildPlan, default: BuildInterpreter | None, capture: bool
     ) -> VariantResult:
         name = job.name
         start = time.monotonic()
         try:
             plan, interpreter = job.plan()
             chosen = interpreter if plan.aot else interpreter or default
-            status = self._build_variant(plan, unique_id, chosen, capture=capture)
+            status = self._build_variant(plan, build, chosen, capture=capture)
         except KernelBuilderError as exc:
             self.progress.stage(name, VariantStatus.FAILED)
             return VariantResult(name, VariantStatus.FAILED, time.monotonic() - start, message=str(exc))
@@ -272,18 +297,20 @@ class Builder:
     def _build_variant(
         self,
         variant: VariantPlan,
-        unique_id: str,
+        build: BuildPlan,
         interpreter: BuildInterpreter | None,
         *,
         capture: bool,
     ) -> VariantStatus:
-        inputs = variant_inputs(self.project, variant, interpreter, asdict(self.options))
+        """Build one variant of ``build`` (the plan, with its source scan), or confirm it is up to date."""
+        assert build.sources is not None  # a build's plan always carries its scan
+        inputs = variant_inputs(build.sources, variant, interpreter, asdict(self.options))
         record = Record.read(self.root, variant.name)
         up_to_date = record.matches(inputs) and (self.build_root / variant.name / "metadata.json").is_file()
         if not variant.aot:
             if up_to_date:
                 return VariantStatus.UP_TO_DATE
-            self._package(variant, unique_id, interpreter, None)
+            self._package(variant, build.unique_id, build.sources, interpreter, None)
             record.save(inputs)
             return VariantStatus.BUILT
 
@@ -303,15 +330,18 @@ class Builder:
             if findings is not None:
                 self._judge_abi(variant, findings)
                 return VariantStatus.UP_TO_DATE
+        from kernel_builder.build.compile import ninja_build
+
         jobs = self._jobs(variant)
         if (
             up_to_date
             and (cmake_build / "CMakeCache.txt").is_file()
             and self._recompile(variant, cmake_build, jobs, capture)
         ):
-            extension = compile_stage.install(
-                cmake_build, variant_state / "stage", verbose=self.options.verbose
-            )
+            extension = ninja_build.install(
+                cmake_build, variant_state / "stage", verbose=self.options.verbose,
+                name=f"{variant.ops_name}.abi3.so",
+            )  # fmt: skip
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
                 extension = None
             elif record.describes(extension):
@@ -336,7 +366,7 @@ class Builder:
                 extension = self._configure_and_compile(
                     variant, interpreter, project_dir, cmake_build, jobs, capture
                 )
-            found = self._package(variant, unique_id, interpreter, extension, worker)
+            found = self._package(variant, build.unique_id, build.sources, interpreter, extension, worker)
         finally:
             if worker is not None:
                 worker.close()
@@ -345,15 +375,37 @@ class Builder:
 
     def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:
         """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
-        watched = compile_stage.watched_files(cmake_build, variant_state / "stage")
+        from kernel_builder.build.compile import ninja_build, source_stage
+
+        watched = ninja_build.watched_files(cmake_build, variant_state / "stage")
         stage = source_stage.remembered(variant_state, self.root)
         return stage.with_originals(watched) if stage is not None else watched
 
     def _jobs(self, variant: VariantPlan) -> int:
+        from kernel_builder.build.compile import ninja_build
         from kernel_builder.build.generate.cmake import ProjectOptions, nvcc_threads
 
         threads = nvcc_threads(variant, ProjectOptions(nvcc_threads=self.options.nvcc_threads))
-        return self.options.jobs or compile_stage.default_jobs(threads)
+        if self.options.jobs:
+            return self.options.jobs
+        local = ninja_build.default_jobs(threads)
+        if os.environ.get("MAX_JOBS", "").isdigit():  # the user's count, as for a local build
+            return local
+        dist = self._dist_status()
+        return dist.jobs(local) if dist is not None else local
+
+    def _dist_status(self) -> DistStatus | None:
+        """sccache-dist's state, asked once per build and logged once, when sccache wraps the compilers."""
+        from kernel_builder.build.compile import compiler_cache
+
+        with self._lock:
+            if not self._dist_asked:
+                self._dist_asked = True
+                wrapper = compiler_cache.in_use()
+                self._dist = wrapper.dist_status(self.root) if wrapper is not None else None
+                if self._dist is not None:
+                    self.log(self._dist.describe())
+            return self._dist
 
     def _import_worker(self, interpreter: BuildInterpreter) -> ImportCheckWorker | None:
         if not self.options.import_check:
@@ -377,7 +429,7 @@ class Builder:
         jobs: int,
         capture: bool,
     ) -> Path:
-        from kernel_builder.build.compile import compiler_cache
+        from kernel_builder.build.compile import compiler_cache, ninja_build, source_stage
         from kernel_builder.build.compile.header_accounting import header_warnings
         from kernel_builder.build.generate.project import write_variant_project
 
@@ -390,7 +442,7 @@ class Builder:
             cache or compiler_cache.in_use()
         )  # also a ccache or sccache the environment's launcher names
         stage = source_stage.choose(
-            self.root, self.project.name, variant.name, nvcc=registry.get(variant.backend).needs_nvcc,
+            self.root, self.project.name, variant.name, nvcc=backends.get(variant.backend).needs_nvcc,
             cache_tool=wrapper.tool if wrapper else None,
             paths=[p for c in variant.components for p in (*c.sources, *c.include)],
         )  # fmt: skip
@@ -408,11 +460,11 @@ class Builder:
             before = wrapper.statistics() if wrapper is not None else None
             cmake_build.mkdir(parents=True, exist_ok=True)
             state.stamp_tree(cmake_build)
-            compile_stage.configure(
+            ninja_build.configure(
                 project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
                 verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
             )  # fmt: skip
-            compile_stage.link_compile_commands(self.root, cmake_build, staged)
+            ninja_build.link_compile_commands(self.root, cmake_build, staged)
             self.progress.stage(variant.name, "compiling")
             self._compile(variant, cmake_build, jobs, staged, capture)
             after = wrapper.statistics() if wrapper is not None else None
@@ -424,13 +476,16 @@ class Builder:
                 )
             for warning in header_warnings(self.project, cmake_build, staged):
                 self.warn(warning)
-            return compile_stage.install(
-                cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose
-            )
+            return ninja_build.install(
+                cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose,
+                name=f"{variant.ops_name}.abi3.so",
+            )  # fmt: skip
 
     def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int, capture: bool) -> bool:
         """Ninja over a project that is up to date, through the source stage it was generated for (if any);
         False, compiling nothing, when that stage can no longer be used (the caller configures again)."""
+        from kernel_builder.build.compile import source_stage
+
         stage = source_stage.remembered(cmake_build.parent, self.root)
         with self._staged(variant, stage) as staged:
             if stage is not None and staged is None:
@@ -439,11 +494,13 @@ class Builder:
         return True
 
     @contextlib.contextmanager
-    def _staged(self, variant: VariantPlan, stage: source_stage.SourceStage | None) -> Iterator[Path | None]:
+    def _staged(self, variant: VariantPlan, stage: SourceStage | None) -> Iterator[Path | None]:
         """Hold ``stage`` up to date for the compile inside (``source_stage``); None: compile in place."""
         if stage is None:
             yield None
             return
+        from kernel_builder.build.compile import source_stage
+
         with contextlib.ExitStack() as stack:
             changed: int | None = None
             try:
@@ -462,39 +519,48 @@ class Builder:
     ) -> None:
         """Ninja's output streams through as written, or, when ``capture`` (parallel builds, ``--compile-log``),
         goes to the variant's log."""
+        from kernel_builder.build.compile import ninja_build
+
         aliases = (staged,) if staged is not None else ()
         if not capture:
-            compile_stage.build(
+            ninja_build.build(
                 cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root, aliases=aliases
             )
             return
         log = cmake_build.parent / "build.log"
-        compile_stage.build(
+        ninja_build.build(
             cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log, root=self.root, aliases=aliases,
             on_step=lambda done, total: self.progress.step(variant.name, done, total),
         )  # fmt: skip
 
-    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[abi.Violation]:
+    def _check_abi(self, variant: VariantPlan, extension: Path) -> list[Violation]:
+        from kernel_builder.build.check import abi
+
         stable = variant.variant.kind == "torch-stable-abi"
         return abi.check_extension(
             variant.name, extension, stable_abi=stable, werror=self.options.werror, warn=self.warn
         )
 
-    def _judge_abi(self, variant: VariantPlan, findings: list[abi.Violation]) -> None:
+    def _judge_abi(self, variant: VariantPlan, findings: list[Violation]) -> None:
+        if not findings:
+            return  # nothing to warn about or fail on (``abi.judge`` of none), and no ELF module to import
+        from kernel_builder.build.check import abi
+
         abi.judge(variant.name, findings, werror=self.options.werror, warn=self.warn)
 
     def _package(
         self,
         variant: VariantPlan,
         unique_id: str,
+        sources: SourceScan,
         interpreter: BuildInterpreter | None,
         extension: Path | None,
         worker: ImportCheckWorker | None = None,
-    ) -> list[abi.Violation]:
+    ) -> list[Violation]:
         """Assemble ``build/<variant>/``, checked before it is published: the extension's ABI (in this process)
         while the build interpreter imports the assembled variant (unless disabled). Returns the ABI findings."""
         self.progress.stage(variant.name, "assembling")
-        findings: list[abi.Violation] = []
+        findings: list[Violation] = []
 
         def check_abi() -> None:
             assert extension is not None
@@ -515,6 +581,8 @@ class Builder:
             elif extension is not None:
                 check_abi()
 
-        provenance = variant_provenance(self.project, self.options.provenance)
-        assemble(self.project, variant, unique_id, self.build_root, extension, provenance, checks)
+        provenance = variant_provenance(self.project, self.options.provenance, sources)
+        assemble(
+            self.project, variant, unique_id, self.build_root, extension, provenance, checks, sources=sources
+        )
         return findings

@@ -7,9 +7,12 @@ Which of them shape a variant's output, and so send it to be rebuilt when they c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kernel_builder.build.plan.candidates import Selection
-from kernel_builder.formats.metadata import ProvenanceEntry
+
+if TYPE_CHECKING:  # an annotation only: a no-op build never reads metadata.json's model
+    from kernel_builder.formats.metadata import ProvenanceEntry
 
 
 @dataclass(frozen=True)

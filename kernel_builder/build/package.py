@@ -2,6 +2,8 @@
 
 The variant is assembled in a temporary directory under ``.kernel-builder/tmp/`` and swapped into ``build/``
 only when complete, so a failed or interrupted build never leaves a half-written or hidden entry in ``build/``.
+What it ships from the Python package, and the lint of those files (which the builder runs before compiling),
+come from the plan's source scan (:mod:`kernel_builder.build.plan.scan`), not from the files as they are now.
 """
 
 from __future__ import annotations
@@ -10,19 +12,23 @@ import ast
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import kernel_builder.backends as registry
-from kernel_builder import __version__
+from kernel_builder import __version__, backends
 from kernel_builder.build.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.build.plan.planner import VariantPlan
-from kernel_builder.build.plan.sources import id_input_files, is_shipped, package_dir, shipped_python_files
+from kernel_builder.build.plan.scan import SourceScan
+from kernel_builder.build.plan.sources import is_shipped, package_dir
 from kernel_builder.build.state import exchange, make_staging, staging_for, write_atomic
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
-from kernel_builder.formats.metadata import Digest, Metadata, Provenance, ProvenanceEntry, digest_files
+
+if TYPE_CHECKING:
+    # metadata.json's model is imported where a variant is assembled: a no-op build only syncs the card.
+    from kernel_builder.formats.metadata import Metadata, ProvenanceEntry
 
 _CARD_LIMIT = 16 << 20  # a model card is text; far larger means a wrong file (or a device)
 _REGISTERING_DECORATORS = (
@@ -30,10 +36,13 @@ _REGISTERING_DECORATORS = (
 )  # fmt: skip
 
 
-def variant_provenance(project: KernelProject, given: ProvenanceEntry | None) -> ProvenanceEntry | None:
+def variant_provenance(
+    project: KernelProject, given: ProvenanceEntry | None, sources: SourceScan
+) -> ProvenanceEntry | None:
     """What the variants record as the kernel's origin (``provenance.kernel``): ``given``
-    (``--provenance-commit``, e.g. a flake's revision), else the kernel's git state (:func:`git_provenance`)."""
-    return given if given is not None else git_provenance(project, id_input_files(project))
+    (``--provenance-commit``, e.g. a flake's revision), else the kernel's git state (:func:`git_provenance`) for
+    the id inputs of the plan's scan ``sources``."""
+    return given if given is not None else git_provenance(project, sources.input_paths)
 
 
 def git_provenance(project: KernelProject, inputs: list[str]) -> ProvenanceEntry | None:
@@ -74,6 +83,8 @@ def git_provenance(project: KernelProject, inputs: list[str]) -> ProvenanceEntry
             "D" in code and rel.startswith(package + "/") and is_shipped(rel[len(package) + 1 :], pyext)
         )
         dirty = dirty or rel in wanted or deleted_shipped
+    from kernel_builder.formats.metadata import ProvenanceEntry
+
     return ProvenanceEntry(commit=head.stdout.strip(), dirty=dirty)
 
 
@@ -82,8 +93,10 @@ def variant_metadata(
 ) -> Metadata:
     """The ``metadata.json`` record of one variant (docs/layout.md): ``digest`` is the files' sha256 digest
     (:func:`~kernel_builder.formats.metadata.digest_files`), ``kernel`` the sources' provenance, if known."""
+    from kernel_builder.formats.metadata import Digest, Metadata, Provenance, ProvenanceEntry
+
     general = project.config.general
-    has_archs = registry.get(plan.backend).gpu is not None and bool(plan.archs)
+    has_archs = backends.get(plan.backend).gpu is not None and bool(plan.archs)
     return Metadata(
         name=general.name,
         id=plan.ops_name,
@@ -101,15 +114,28 @@ def variant_metadata(
     )
 
 
-def check_op_namespaces(package: Path, files: list[str]) -> list[str]:
-    """``file:line`` of every op registration that does not use ``add_op_namespace_prefix(...)``."""
+def lint_op_namespaces(sources: SourceScan) -> None:
+    """Fail when a shipped file registers an op in a literal namespace (:func:`check_op_namespaces`). It needs
+    only the sources, so the builder runs it once, before compiling anything."""
+    problems = check_op_namespaces(sources.contents)
+    if problems:
+        raise BuildError(
+            "op registrations must use the unique namespace:\n"
+            + "\n".join(f"  {sources.package}/{p}" for p in problems)
+            + '\n  hint: use add_op_namespace_prefix("name") from ._ops (a literal namespace breaks '
+            "side-by-side loading)"
+        )
+
+
+def check_op_namespaces(files: Mapping[str, bytes]) -> list[str]:
+    """``file:line`` of every op registration that does not use ``add_op_namespace_prefix(...)``, in the Python
+    files of ``files`` (their bytes by path, relative to the package directory)."""
     problems = []
-    for rel in files:
+    for rel, content in files.items():
         if not rel.endswith(".py"):
             continue
-        path = package / rel
         try:
-            tree = ast.parse(path.read_bytes(), filename=str(path))
+            tree = ast.parse(content, filename=rel)
         except SyntaxError as exc:
             problems.append(f"{rel}:{exc.lineno}: syntax error: {exc.msg}")
             continue
@@ -148,8 +174,11 @@ def assemble(
     extension: Path | None,
     provenance: ProvenanceEntry | None,
     import_check: Callable[[Path], None] | None,
+    *,
+    sources: SourceScan,
 ) -> Path:
-    """Write ``build_root/<variant>/`` atomically and return it.
+    """Write ``build_root/<variant>/`` atomically and return it: the shipped files of ``sources`` (the plan's
+    scan, whose lint :func:`lint_op_namespaces` the caller ran), the ``_ops.py``, the extension, ``metadata.json``.
 
     The variant is assembled under ``.kernel-builder/tmp/`` and swapped into ``build/`` only when complete and
     loadable; a failure (a full disk, a permission error, a failed import check, an interrupt) leaves the
@@ -162,7 +191,7 @@ def assemble(
         raise _write_error(exc, final) from None
     try:
         try:
-            _fill(project, plan, unique_id, tmp, extension, provenance)
+            _fill(project, plan, unique_id, sources, tmp, extension, provenance)
         except OSError as exc:
             raise _write_error(exc, final) from None
         if import_check is not None:
@@ -190,32 +219,35 @@ def _fill(
     project: KernelProject,
     plan: VariantPlan,
     unique_id: str,
+    sources: SourceScan,
     tmp: Path,
     extension: Path | None,
     provenance: ProvenanceEntry | None,
 ) -> None:
-    source = package_dir(project)
-    files = shipped_python_files(project)
-    problems = check_op_namespaces(source, files)
-    if problems:
-        raise BuildError(
-            "op registrations must use the unique namespace:\n"
-            + "\n".join(f"  {source.relative_to(project.root).as_posix()}/{p}" for p in problems)
-            + '\n  hint: use add_op_namespace_prefix("name") from ._ops (a literal namespace breaks '
-            "side-by-side loading)"
-        )
-    for rel in files:
+    for rel in sources.shipped:  # the bytes the unique id hashed, not the files as they are now
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / rel, target)
+        _write_file(target, sources.contents[rel])
     ops = aot_ops_py(plan.ops_name) if extension is not None else noarch_ops_py(project.py_name, unique_id)
     (tmp / "_ops.py").write_text(ops, encoding="utf-8")
     if extension is not None:
         shutil.copyfile(extension, tmp / f"{plan.ops_name}.abi3.so")
         os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
+    from kernel_builder.formats.metadata import digest_files
+
     metadata = variant_metadata(project, plan, digest_files(tmp), provenance)
     (tmp / "metadata.json").write_text(metadata.to_json(), encoding="utf-8")
     os.chmod(tmp, 0o755)
+
+
+def _write_file(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target``; an error names ``target`` (a failed write, a full disk, names no file)."""
+    try:
+        target.write_bytes(data)
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(target)
+        raise
 
 
 def _replace_dir(new: Path, final: Path) -> None:

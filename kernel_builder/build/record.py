@@ -15,19 +15,20 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import kernel_builder.backends as registry
-from kernel_builder import __version__
-from kernel_builder.build.check.abi import Violation
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder import __version__, backends
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
-from kernel_builder.build.plan.unique_id import id_text
+from kernel_builder.build.plan.scan import SourceScan
 from kernel_builder.build.state import STATE_DIR
-from kernel_builder.config.model import KernelProject
+
+if TYPE_CHECKING:
+    from kernel_builder.build.check.abi import Violation
 
 RECORD_FILE = "record.json"
 
@@ -39,15 +40,16 @@ NOT_INPUTS = (
 
 
 def variant_inputs(
-    project: KernelProject,
+    sources: SourceScan,
     variant: VariantPlan,
     interpreter: BuildInterpreter | None,
     options: Mapping[str, object],
 ) -> dict[str, object]:
-    """Everything that decides the output of ``variant``; ``options`` are the build options as a mapping."""
+    """Everything that decides the output of ``variant``; ``sources`` is the plan's scan (its id inputs' digests
+    count, not the files as they are now), ``options`` are the build options as a mapping."""
     inputs: dict[str, object] = {
         "tool": __version__,
-        "id-inputs": hashlib.sha256(id_text(project).encode()).hexdigest(),
+        "id-inputs": hashlib.sha256(sources.id_text.encode()).hexdigest(),
         "plan": repr(variant),
         # Neither how the interpreter was named (its fingerprint counts) nor which backends were selected.
         "options": {k: v for k, v in options.items() if k not in NOT_INPUTS},
@@ -60,13 +62,26 @@ def variant_inputs(
             from kernel_builder.build.generate.manylinux import compat_fingerprint
 
             inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
-        if registry.get(variant.backend).needs_nvcc:
+        if backends.get(variant.backend).needs_nvcc:
             inputs["nvcc"] = toolchain.fingerprint(toolchain.toolkit_for(interpreter))
     return inputs
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def stamp(files: Sequence[str]) -> str:
+    """A digest of the identity (size, time, inode) of ``files``, missing ones included (what :meth:`Record.watch`
+    keeps; here, not in ``ninja_build``, so that a no-op build does not import the compile stage)."""
+    digest = hashlib.sha256()
+    for name in files:
+        try:
+            st = os.stat(name)
+            digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
+        except OSError:
+            digest.update(f"{name}\0-\n".encode())
+    return digest.hexdigest()
 
 
 def _is_finding(value: object) -> bool:
@@ -103,6 +118,10 @@ class Record:
         before findings were kept. Same digest and same tool version (an input): the same findings."""
         findings = None if self.data is None else self.data.get("abi")
         if isinstance(findings, list) and all(_is_finding(f) for f in findings):
+            if not findings:
+                return []  # the common case: no module of the ELF check to import
+            from kernel_builder.build.check.abi import Violation
+
             return [Violation(kind, extension, detail) for kind, detail in findings]
         return None
 
@@ -110,8 +129,6 @@ class Record:
         """No file Ninja and the install would look at changed since the record was written (:meth:`watch`).
         ``build_ninja``, this build tree's, must be among them: a record copied or moved with its project
         describes the files at the old place."""
-        from kernel_builder.build.compile.ninja_build import stamp
-
         watched = None if self.data is None else self.data.get("watched")
         return (
             isinstance(watched, list)
@@ -144,8 +161,6 @@ class Record:
 
     @staticmethod
     def _watch(watched: list[str]) -> dict[str, object]:
-        from kernel_builder.build.compile.ninja_build import stamp
-
         return {"watched": watched, "stamp": stamp(watched)}
 
     def add_findings(self, findings: list[Violation]) -> None:

@@ -1,5 +1,6 @@
-"""What several command adapters share: the common arguments, printing diagnostics and warnings, and loading
-the project with its warnings shown. Nothing heavy is imported at module level (see ``commands/__init__``)."""
+"""What several command adapters share: the common arguments, printing diagnostics and warnings, loading the
+project with its warnings shown, and the build table that ``build``, ``test`` and ``bench`` print. Nothing heavy
+is imported at module level (see ``commands/__init__``)."""
 
 from __future__ import annotations
 
@@ -124,7 +125,6 @@ def build_first(
     import time
 
     from kernel_builder.build.builder import Builder
-    from kernel_builder.config.summary import build_table
 
     started = time.monotonic()
     project = load(path)
@@ -142,3 +142,26 @@ def print_failures(results: Sequence[VariantResult]) -> None:
 
     for failure in (r for r in results if r.status == VariantStatus.FAILED):
         print(f"error: {failure.name}: {failure.message}", file=sys.stderr)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def build_table(results: Sequence[VariantResult], total: float) -> str:
+    """The final table of ``build``: variant, result, time, size (and why a variant was skipped)."""
+    rows = [("variant", "result", "time", "size")]
+    for r in results:
+        seconds = f"{r.seconds:.1f} s" if r.status in ("built", "up to date", "failed") else ""
+        rows.append((r.name, r.status, seconds, _size(r.size) if r.size else ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    for r in results:
+        if r.status == "skipped":
+            lines.append(f"skipped {r.name}: {r.message}")
+    lines.append(f"done in {total:.2f} s")
+    return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
@@ -10,6 +11,7 @@ from kernel_builder.commands._shared import (
     add_common,
     add_path,
     arch_option,
+    build_table,
     load,
     log,
     options_from,
@@ -19,7 +21,9 @@ from kernel_builder.commands._shared import (
 from kernel_builder.errors import UsageError
 
 if TYPE_CHECKING:
+    from kernel_builder.build.builder import VariantResult
     from kernel_builder.commands._shared import Subparsers
+    from kernel_builder.common.diagnostics import Diagnostic
     from kernel_builder.formats.metadata import ProvenanceEntry
 
 
@@ -112,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
     from kernel_builder.build.plan.candidates import Selection
     from kernel_builder.build.plan.unique_id import check_unique_id
     from kernel_builder.common.progress import progress_display
-    from kernel_builder.config.summary import build_table
 
     started = time.monotonic()
     if args.unique_id is not None:
@@ -138,8 +141,6 @@ def run(args: argparse.Namespace) -> int:
         import json
         from pathlib import Path
 
-        from kernel_builder.config.summary import build_report_json
-
         data = build_report_json(
             report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id
         )
@@ -150,15 +151,15 @@ def run(args: argparse.Namespace) -> int:
 def provenance_option(commit: str | None, dirty: bool) -> ProvenanceEntry | None:
     """``--provenance-commit`` / ``--provenance-dirty``: the ``provenance.kernel`` that metadata.json records
     instead of git's answer."""
-    from kernel_builder.formats.identifiers import is_git_object_id
-    from kernel_builder.formats.metadata import ProvenanceEntry
-
     if commit is None:
         if dirty:
             raise UsageError(
                 "--provenance-dirty needs --provenance-commit (the commit the sources differ from)"
             )
         return None
+    from kernel_builder.formats.identifiers import is_git_object_id
+    from kernel_builder.formats.metadata import ProvenanceEntry
+
     if not (is_git_object_id(commit) and commit == commit.lower()):
         raise UsageError(
             f"--provenance-commit {commit!r} is not a full git commit id: expected 40 (or, for a SHA-256 "
@@ -166,3 +167,34 @@ def provenance_option(commit: str | None, dirty: bool) -> ProvenanceEntry | None
             "refuses metadata with an abbreviated commit"
         )
     return ProvenanceEntry(commit=commit, dirty=dirty)
+
+
+def build_report_json(
+    results: Sequence[VariantResult], diagnostics: Sequence[Diagnostic], total: float, unique_id: str
+) -> dict[str, object]:
+    """``build --json``: what ``build_table`` shows, plus the warnings (findings), for CI and tests."""
+    return {
+        "unique_id": unique_id,
+        "seconds": round(total, 3),
+        "failed": any(r.status == "failed" for r in results),
+        "variants": [
+            {
+                "name": r.name,
+                "status": r.status,
+                "seconds": round(r.seconds, 3),
+                "size": r.size,
+                "message": r.message or None,
+            }
+            for r in results
+        ],
+        "findings": [
+            {
+                "severity": d.severity.value,
+                "message": d.message,
+                "path": d.path,
+                "line": d.line,
+                "hint": d.hint,
+            }
+            for d in diagnostics
+        ],
+    }

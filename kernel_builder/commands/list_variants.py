@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, load
 
 if TYPE_CHECKING:
+    from kernel_builder.build.plan.candidates import Candidate
     from kernel_builder.commands._shared import Subparsers
 
 
@@ -30,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
     from kernel_builder.build.plan.listing import list_variants
     from kernel_builder.commands._shared import log
     from kernel_builder.common.progress import progress_display
-    from kernel_builder.config.summary import variants_json, variants_table
 
     project = load(args.path)
     # Probing reads torch's listing from each index and looks for CUDA compilers: say what runs, and how long.
@@ -46,3 +47,30 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(variants_table(candidates))
     return 0
+
+
+def variants_table(candidates: Sequence[Candidate]) -> str:
+    """``list-variants``: every candidate, required or optional, and buildable here or why not."""
+    rows = [("variant", "required", "buildable here")]
+    for c in candidates:
+        rows.append(
+            (c.name, "required" if c.required else "optional", "yes" if c.buildable else f"no: {c.reason}")
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    return "\n".join(f"{a.ljust(widths[0])}  {b.ljust(widths[1])}  {c}" for a, b, c in rows)
+
+
+def variants_json(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
+    """``list-variants --json``: the table's facts, one object per candidate; ``system`` is null for noarch
+    variants and ``reason`` null for buildable ones. The Nix lib's tests compare their names with these."""
+    return [
+        {
+            "variant": c.name,
+            "backend": c.backend,
+            "system": c.system,
+            "required": c.required,
+            "buildable": c.buildable,
+            "reason": c.reason,
+        }
+        for c in candidates
+    ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import posixpath
 import stat
@@ -121,6 +120,8 @@ def near_miss(root: Path, value: str) -> str | None:
         )  # fmt: skip
     except OSError:
         return None
+    import difflib  # only for a message: a build.toml without mistakes never needs it
+
     close = difflib.get_close_matches(relative.name, names, n=1, cutoff=0.6)
     if not close:
         return None

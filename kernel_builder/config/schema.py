@@ -6,8 +6,6 @@ both read it.
 
 from __future__ import annotations
 
-import difflib
-
 from kernel_builder import backends as _backends
 
 
@@ -156,6 +154,8 @@ def suggest_value(value: str, allowed: tuple[str, ...] | list[str] | frozenset[s
     for candidate in allowed:
         if normalise(candidate) == norm:
             return f"did you mean `{candidate}`?"
+    import difflib  # only for a message: a build.toml without mistakes never needs it
+
     matches = difflib.get_close_matches(norm, [normalise(a) for a in allowed], n=2, cutoff=0.7)
     originals = {normalise(a): a for a in allowed}
     if not matches:
@@ -167,6 +167,8 @@ def suggest_value(value: str, allowed: tuple[str, ...] | list[str] | frozenset[s
 def closest(word: str, allowed: frozenset[str] | set[str]) -> str | None:
     """The allowed word most like ``word``; failing that, one a single typo away (two letters swapped, one
     letter wrong, missing or extra), which similarity alone misses in short words (``scr`` for ``src``)."""
+    import difflib  # only for a message, as in suggest_value
+
     best: tuple[float, str] | None = None
     for candidate in sorted(allowed):
         ratio = difflib.SequenceMatcher(None, word, normalise(candidate)).ratio()

@@ -21,7 +21,6 @@ Choices behind the shipped data (JSON has no comments, so they are recorded here
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -137,11 +136,9 @@ def load_matrix(path: Path | None = None) -> Matrix:
 
 @functools.cache
 def _packaged_matrix() -> Matrix:
-    text = (
-        importlib.resources.files("kernel_builder.formats")
-        .joinpath("build-matrix.json")
-        .read_text(encoding="utf-8")
-    )
+    # The package data file beside this module (what importlib.resources finds for a package on disk), read
+    # without importing importlib.resources' readers and zipfile at each start of the CLI.
+    text = Path(__file__).with_name("build-matrix.json").read_text(encoding="utf-8")
     return _parse_text(text, _DEFAULT_SOURCE)
 
 

@@ -18,7 +18,6 @@ import importlib
 import platform
 import re
 import sys
-import sysconfig
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +48,21 @@ def normalize_cpu(machine: str) -> str:
     if cpu is None:
         raise ValueError(f"unsupported CPU {machine!r}: variants exist for x86_64 and aarch64 only")
     return cpu
+
+
+def host_cpu_os() -> tuple[str, str]:
+    """This host's CPU and OS as variant names spell them: ``x86_64`` or ``aarch64`` (any other machine in lower
+    case, for messages) and ``platform.system().lower()`` (``linux``, ``darwin``, ...).
+
+    The one reading of the host: the running environment (:func:`detect_environment`), the build interpreter's
+    variant and the plan's ``<cpu>-<os>`` all come from here, so they cannot disagree.
+    """
+    machine = platform.machine()
+    try:
+        cpu = normalize_cpu(machine)
+    except ValueError:
+        cpu = machine.lower()
+    return cpu, platform.system().lower()
 
 
 def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
@@ -180,17 +194,24 @@ def _tvm_ffi_version() -> tuple[int, int] | None:
     return _parse_major_minor(str(getattr(tvm_ffi, "__version__", "")))
 
 
+def _free_threaded() -> bool:
+    """Whether this is a free-threaded build (``Py_GIL_DISABLED``). Where Python has ``sys.abiflags`` (POSIX),
+    its ``t`` says so without importing ``sysconfig`` and its build data (a warm ``get_kernel`` pays for every
+    import); elsewhere ``sysconfig`` answers."""
+    abiflags = getattr(sys, "abiflags", None)
+    if isinstance(abiflags, str):
+        return "t" in abiflags
+    import sysconfig
+
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
 def detect_environment() -> Environment:
     """Detect the running environment. Imports Torch (if installed) and ``tvm_ffi`` (if installed).
 
     Without Torch the backend is CUDA when a ``cudart`` library can be loaded (its runtime version), else CPU.
     """
-    machine = platform.machine()
-    try:
-        cpu = normalize_cpu(machine)
-    except ValueError:
-        cpu = machine.lower()
-    os_name = platform.system().lower()
+    cpu, os_name = host_cpu_os()
 
     macos_version = _parse_major_minor(platform.mac_ver()[0]) if os_name == "darwin" else None
 
@@ -217,7 +238,7 @@ def detect_environment() -> Environment:
         backend=backend,
         backend_version=backend_version,
         macos_version=macos_version,
-        free_threaded=bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        free_threaded=_free_threaded(),
         python_version=_current_python(),
         tvm_ffi_version=_tvm_ffi_version(),
     )

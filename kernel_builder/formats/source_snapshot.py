@@ -1,7 +1,8 @@
 """What the sources of a project were at its last successful build, in ``.kernel-builder/sources.json``.
 
 The builder writes it after a build whose variants all succeeded: for each file the unique id hashes
-(``build.toml``, every ``src``, the shipped Python files), its SHA-256, size and modification time. The loader
+(``build.toml``, every ``src``, the shipped Python files), its SHA-256, size and modification time as the build
+read them when it planned (:func:`read_source`), so a file edited while the build compiled reads as changed. The loader
 reads it to tell, cheaply, whether ``build/`` is older than the sources (:func:`changed_files`): a file whose
 size and time are unchanged is taken as unchanged; any other is hashed, so a touch or a checkout that restores
 the same bytes is not a change. Shared by the builder and the loader, so it imports neither.
@@ -13,23 +14,42 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 SNAPSHOT = Path(".kernel-builder") / "sources.json"
 _VERSION = 1
 
 
+@dataclass(frozen=True)
+class SourceFile:
+    """One source file as a build read it: its path (``/``-separated, relative to the kernel root), the SHA-256
+    of the bytes read, and its size and modification time."""
+
+    path: str
+    sha256: str
+    size: int
+    mtime_ns: int
+
+
+def read_source(root: Path, rel: str) -> tuple[SourceFile, bytes]:
+    """Read ``root/rel`` once: its record and its bytes. Size and time are taken before the bytes are read, so a
+    write racing the read leaves the file newer than its record (and the loader then hashes it again)."""
+    with open(root / rel, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        data = handle.read()
+    return SourceFile(rel, hashlib.sha256(data).hexdigest(), info.st_size, info.st_mtime_ns), data
+
+
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write(root: Path, files: Iterable[str]) -> None:
-    """Record ``files`` (relative to ``root``) as they are now."""
+def write(root: Path, files: Iterable[SourceFile]) -> None:
+    """Record ``files`` (their paths relative to ``root``) as the build read them."""
     entries: dict[str, dict[str, object]] = {}
-    for rel in files:
-        path = root / rel
-        info = path.stat()
-        entries[rel] = {"sha256": _digest(path), "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+    for file in files:
+        entries[file.path] = {"sha256": file.sha256, "size": file.size, "mtime_ns": file.mtime_ns}
     target = root / SNAPSHOT
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")

@@ -20,9 +20,8 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
-from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 __all__ = ["get_kernel_dep", "providing"]
 
@@ -31,8 +30,7 @@ logger = logging.getLogger("kernel_builder")
 _UPSTREAM = "kernels"
 
 
-@dataclass(frozen=True)
-class _Importing:
+class _Importing(NamedTuple):  # not a dataclass: cheaper to define, and every load imports this module
     """The kernel whose code is running now and the dependencies it declared, by repository id."""
 
     kernel: str

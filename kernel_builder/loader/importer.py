@@ -38,7 +38,6 @@ from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError, MissingPythonDependencyError
 from kernel_builder.loader.minver import check_kernels_minver
 from kernel_builder.loader.share import share_with_kernels
-from kernel_builder.loader.signatures import require_signature
 
 __all__ = [
     "LoadedKernel",
@@ -52,6 +51,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("kernel_builder")
+
+#: ``signatures.REQUIRE_SIGNATURE``, named here so that a load with the policy unset does not import that module.
+SIGNATURE_SWITCH = "KERNEL_BUILDER_REQUIRE_SIGNATURE"
 
 _INIT = "__init__.py"
 _PACKAGE = __name__.partition(".")[0]
@@ -351,7 +353,11 @@ def load_variant(
         if metadata is None:
             metadata = read_variant_metadata(directory)
         check_kernels_minver(metadata, directory.name, _where(directory, repo_info))
-        if repo_info is not None:  # a Hub download: the opt-in signature policy (docs/security.md)
+        if repo_info is not None and os.environ.get(SIGNATURE_SWITCH):
+            # A Hub download: the opt-in signature policy (docs/security.md). Its module (Sigstore's formats)
+            # is imported only when the switch is set at all; unset or empty, the policy is off.
+            from kernel_builder.loader.signatures import require_signature
+
             require_signature(directory, metadata, _where(directory, repo_info))
         dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
         if dirty:

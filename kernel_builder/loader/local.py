@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import kernel_builder.loader.resolve as resolve
 import kernel_builder.loader.stale as stale
@@ -25,7 +26,6 @@ from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.arguments import check_trust_argument
-from kernel_builder.loader.dependencies import LazySource, Located, Source, resolve_dependencies
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     check_digest,
@@ -33,6 +33,11 @@ from kernel_builder.loader.importer import (
     load_variant,
     read_variant_metadata,
 )
+
+if TYPE_CHECKING:
+    # Kernel dependencies (``loader.dependencies``) are imported where a load resolves them: a warm
+    # ``get_kernel`` with none never does (docs/performance.md).
+    from kernel_builder.loader.dependencies import Located, Source
 
 __all__ = [
     "LOCAL_KERNELS",
@@ -103,6 +108,8 @@ def _load_local(
     sources = dependency_sources(
         selected, trust_remote_code=trust_remote_code, user_agent=user_agent, verify_digest=verify_digest
     )
+    from kernel_builder.loader.dependencies import resolve_dependencies  # not on the warm get_kernel path
+
     tree = resolve_dependencies(root or str(variant_dir), metadata.kernel_depends, sources)
     check_digest(variant_dir, metadata, verify_digest)
     return load_variant(variant_dir, metadata=metadata, dependencies=tree.load())
@@ -315,6 +322,8 @@ class LocalKernelsSource:
             check_digest(variant_dir, metadata, self.verify_digest)
             return variant_dir, metadata
 
+        from kernel_builder.loader.dependencies import Located
+
         logger.debug("%s: dependency from %s (%s)", dependency.repo_id, variant_dir, LOCAL_KERNELS)
         return Located(f"{dependency.repo_id} ({LOCAL_KERNELS}: {variant_dir})", metadata, fetch)
 
@@ -348,6 +357,8 @@ def dependency_sources(
             offline=offline,
             revision_for=revision_for,
         )
+
+    from kernel_builder.loader.dependencies import LazySource
 
     sources: list[Source] = [LocalKernelsSource(backend, verify_digest)] if local_kernels else []
     return [*sources, LazySource(hub)]

@@ -26,15 +26,15 @@ import logging
 import os
 import stat
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.env import env_flag
 from kernel_builder.common.hub_env import cache_location, endpoint, offline_requested, repo_folder_name
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
-from kernel_builder.formats import runtime as environment
+from kernel_builder.formats import runtime
 from kernel_builder.formats.files import scan_variant, variant_directories
 from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, ref_name_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
@@ -74,16 +74,18 @@ logger = logging.getLogger("kernel_builder")
 # --- reading the cache (each name checked before it becomes a path) -----------------------------------------
 
 
-@dataclass(frozen=True)
-class _Cache:
+# The two records below are named tuples, not dataclasses: a frozen dataclass costs a few milliseconds to
+# define (its methods are compiled from source at import), and this module is on every warm load's path.
+
+
+class _Cache(NamedTuple):
     """The cache directory and endpoint of one load (what :mod:`~kernel_builder.loader.trust` reads)."""
 
     cache_dir: Path
     endpoint: str
 
 
-@dataclass(frozen=True)
-class _Found:
+class _Found(NamedTuple):
     """A commit of a repository the cache answers for, and the variant names to choose from."""
 
     repo_type: str
@@ -257,7 +259,7 @@ def _load_cached(
     if not _real_folder(snapshot):
         return None
     where = label(repo_id, found.sha, version)
-    env = environment.detect_environment()
+    env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     lookup = _metadata_lookup(snapshot, repo_id)
     decisions = resolve.resolve_variants(

@@ -21,15 +21,10 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import kernel_builder.backends as backends
+from kernel_builder.build.abi_policy import MANYLINUX_POLICY, manylinux_policy, version_allowed
 
-if TYPE_CHECKING:
-    from auditwheel.policy import Policy
-
-#: The manylinux policy every Linux variant must satisfy.
-MANYLINUX_POLICY = "manylinux_2_28"
 #: ``Py_LIMITED_API`` of the generated projects (Python 3.9).
 LIMITED_API_VERSION = (3, 9)
 
@@ -47,7 +42,6 @@ def _torch_needed() -> re.Pattern[str]:
     return re.compile("^(" + "|".join([_TORCH_NEEDED_COMMON, *extra]) + ")$")
 
 
-_VERSION_RE = re.compile(r"^([A-Z][A-Z_]*?)_(\d+(?:\.\d+)*)$")
 # Symbols only a statically linked libstdc++ defines in an extension.
 _STATIC_LIBSTDCXX_MARKERS = ("_ZNKSt11logic_error4whatEv", "_ZNSt6locale7classicEv", "_ZSt4cout")
 # The outermost namespace of an Itanium-mangled name (functions, variables, vtables, typeinfo, guards).
@@ -145,29 +139,6 @@ def _parse_elf(path: Path) -> ElfFacts:
             else:
                 defined.add(symbol.name)
     return ElfFacts(machine, tuple(needed), tuple(runpath), tuple(undefined), frozenset(defined))
-
-
-@functools.cache
-def manylinux_policy(machine: str) -> Policy | None:
-    """auditwheel's manylinux_2_28 policy for ``machine`` (``None`` for an architecture it has none for)."""
-    from auditwheel.architecture import Architecture
-    from auditwheel.libc import Libc
-    from auditwheel.policy import WheelPolicies
-
-    try:
-        policies = WheelPolicies(libc=Libc.GLIBC, arch=Architecture(machine))
-        return policies.get_policy_by_name(f"{MANYLINUX_POLICY}_{machine}")
-    except (ValueError, LookupError):
-        return None
-
-
-def version_allowed(policy: Policy, version: str) -> bool:
-    """Whether a required symbol version (``GLIBC_2.32``) is in the policy; families it does not govern
-    (a CUDA library's own version nodes, say) are not its business."""
-    match = _VERSION_RE.match(version)
-    if not match or match[1] not in policy.symbol_versions:
-        return True
-    return match[2] in policy.symbol_versions[match[1]]
 
 
 @functools.cache

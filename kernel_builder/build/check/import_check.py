@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-import kernel_builder.backends as registry
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder import backends
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.common import processes
 from kernel_builder.config.model import KernelProject
@@ -304,7 +304,7 @@ def provided_by(project: KernelProject, module: str, variant: VariantPlan) -> st
         dependency = PYTHON_DEPENDENCIES.get(name)
         if dependency is not None and dependency.import_name == top:
             return f"the kernel declares it (python-depends: {name}), so users install {dependency.pip_name}"
-    if top == "triton" and registry.get(variant.backend).ships_triton:
+    if top == "triton" and backends.get(variant.backend).ships_triton:
         return f"Torch's {variant.backend} builds install it"
     return None
 

@@ -85,6 +85,22 @@ class CompilerCache:
     def describe(self) -> str:
         return f"{self.tool} {self.version} ({self.path})"
 
+    def dist_status(self, root: Path) -> DistStatus | None:
+        """sccache-dist's state as this sccache sees it (``sccache --dist-status``), or None: not sccache, or
+        distributed compiling is not configured (no ``[dist]`` scheduler in sccache's configuration).
+
+        Asking starts sccache's server when none runs, so it gets :meth:`environment` as a compile would."""
+        if self.tool != "sccache":
+            return None
+        try:
+            result = subprocess.run(
+                [str(self.path), "--dist-status"], capture_output=True, text=True, timeout=60, check=False,
+                env={**os.environ, **self.environment(root)},
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return DistStatus("unknown", None, 0, 0, f"`sccache --dist-status` failed: {error}")
+        return parse_dist_status(result.stdout) if result.returncode == 0 else None
+
 
 @dataclass(frozen=True)
 class Statistics:
@@ -98,6 +114,74 @@ class Statistics:
 
     def describe(self) -> str:
         return f"{self.hits} hit{'s' * (self.hits != 1)}, {self.misses} miss{'es' * (self.misses != 1)}"
+
+
+@dataclass(frozen=True)
+class DistStatus:
+    """Distributed compiling through sccache-dist, as the client reports it.
+
+    ``state``: ``connected`` (the scheduler answered: ``servers`` build servers with ``cpus`` cores in all),
+    ``not-connected`` (configured, but the scheduler did not answer: sccache compiles locally and retries
+    later) or ``unknown`` (the answer could not be read)."""
+
+    state: str
+    scheduler: str | None
+    servers: int
+    cpus: int
+    detail: str = ""
+
+    def jobs(self, local: int) -> int:
+        """Ninja's ``-j`` for a build on this machine: its own jobs plus one per core of the build servers, so
+        that every server core has a compile while this machine preprocesses the next ones (sccache-dist's
+        advice is ``-j`` about the cluster's core count)."""
+        return local + self.cpus if self.state == "connected" and self.cpus > 0 else local
+
+    def describe(self) -> str:
+        where = self.scheduler or "the configured scheduler"
+        if self.state == "connected" and self.cpus > 0:
+            return (
+                f"sccache-dist: scheduler {where}, {self.servers} build server{'s' * (self.servers != 1)} with "
+                f"{self.cpus} cores: Ninja runs {self.cpus} more jobs than for this machine alone"
+            )
+        if self.state == "connected":
+            return f"sccache-dist: scheduler {where} has no build server: sccache compiles on this machine"
+        detail = f" ({self.detail})" if self.detail else ""
+        return (
+            f"sccache-dist: scheduler {where} cannot be reached{detail}: sccache compiles on this machine; "
+            "check that the scheduler runs and that this machine reaches it (scheduler_url in SCCACHE_CONF)"
+        )
+
+
+def parse_dist_status(text: str) -> DistStatus | None:
+    """``sccache --dist-status``'s JSON: ``{"Disabled": ...}`` (None), ``{"NotConnected": [url, why]}`` or
+    ``{"SchedulerStatus": [url, {"num_servers": n, "num_cpus": n, "in_progress": n}]}``."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return DistStatus("unknown", None, 0, 0, f"unexpected answer from sccache: {text.strip()[:200]!r}")
+    if not isinstance(data, dict) or len(data) != 1:
+        return DistStatus("unknown", None, 0, 0, f"unexpected answer from sccache: {text.strip()[:200]!r}")
+    ((kind, value),) = data.items()
+    if kind in ("Disabled", "NotOnThisPlatform"):
+        return None
+    url = value[0] if isinstance(value, list) and value and isinstance(value[0], str) else None
+    if (
+        kind == "SchedulerStatus"
+        and isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[1], dict)
+    ):
+        counts = value[1]
+        try:
+            return DistStatus(
+                "connected", url, int(counts.get("num_servers", 0)), int(counts.get("num_cpus", 0))
+            )
+        except (TypeError, ValueError):
+            pass
+    if kind == "NotConnected":
+        why = value[1] if isinstance(value, list) and len(value) > 1 and isinstance(value[1], str) else ""
+        return DistStatus("not-connected", url, 0, 0, why)
+    return DistStatus("unknown", url, 0, 0, f"unexpected answer from sccache: {text.strip()[:200]!r}")
 
 
 def _ccache_stats(text: str) -> Statistics:

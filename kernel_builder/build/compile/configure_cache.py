@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kernel_builder.build.compile.env_facts import cache_root
+from kernel_builder.build.environment.env_facts import cache_root
 
 #: Passed to CMake with restored files: the platform information is already there, do not redo it.
 INITIALIZED = "-DCMAKE_PLATFORM_INFO_INITIALIZED:INTERNAL=1"

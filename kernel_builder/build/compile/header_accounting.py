@@ -6,12 +6,12 @@ sandboxed build, which sees only what ``src`` lists, would not find them. The bu
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from kernel_builder.build.compile.ninja_build import included_files
-from kernel_builder.build.generate.registration import KERNEL_TREE_COPY
-from kernel_builder.build.state import BUILD_DIR, STATE_DIR
+from kernel_builder.build.state import BUILD_DIR, KERNEL_TREE_COPY, STATE_DIR
 from kernel_builder.config.model import KernelProject
 
 #: Compiled sources: they are listed in ``src`` by construction, or compiled by another component.
@@ -34,9 +34,14 @@ def unlisted_headers(
     skipped = [Path(e).resolve() for e in excluded]
     known = set(listed) | GENERATED
     unlisted: dict[str, str] = {}
+    seen: set[Path] = set()
+    directories: dict[str, str] = {}
     for obj, files in included.items():
         for file in files:
-            path = file.resolve()
+            if file in seen:  # Torch's headers, read by every object (and a precompiled header)
+                continue
+            seen.add(file)
+            path = _resolve(file, directories)
             if not path.is_relative_to(root) or any(path.is_relative_to(e) for e in skipped):
                 continue
             if path.suffix in SOURCE_SUFFIXES or path.suffix in PRODUCT_SUFFIXES:
@@ -45,6 +50,17 @@ def unlisted_headers(
             if rel not in known:
                 unlisted.setdefault(rel, obj)
     return unlisted
+
+
+def _resolve(file: Path, directories: dict[str, str]) -> Path:
+    """``file.resolve()``, each directory resolved once (a build's objects read a thousand headers in a few)."""
+    if os.path.islink(file):
+        return file.resolve()
+    parent = str(file.parent)
+    real = directories.get(parent)
+    if real is None:
+        real = directories[parent] = os.path.realpath(parent)
+    return Path(real) / file.name
 
 
 def header_warnings(project: KernelProject, cmake_build: Path, stage: Path | None = None) -> list[str]:

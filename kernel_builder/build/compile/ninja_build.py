@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from kernel_builder.build.compile import compiler_output, toolchain
+from kernel_builder.build.environment import toolchain
 from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
 from kernel_builder.common.runner import format_command, run
@@ -62,6 +62,14 @@ def configure(
     if cuda:
         argv.append(f"-DCMAKE_CUDA_HOST_COMPILER={cxx}")
         env["CUDAHOSTCXX"] = str(cxx)
+    done = build_dir / CONFIGURED
+    request = json.dumps([[str(a) for a in argv], env])
+    if (build_dir / "build.ninja").is_file() and _read(done) == request:
+        # Configured with these arguments already: what CMake read since (CMakeLists.txt, KernelBuilder.cmake,
+        # Torch's CMake files) is what Ninja's build.ninja rule checks, and `cmake --build` runs CMake again when
+        # any of them changed. A `kernel_builder.load` edit changes none of them: no configure.
+        return
+    done.unlink(missing_ok=True)
     cached = configure_cache.key(project_dir, {"CXX": cxx, "CUDA_HOST": cxx}, *_cmake_identity())
     restored = configure_cache.restore(build_dir, cached)
     try:
@@ -77,6 +85,18 @@ def configure(
         restored = False
     if not restored:
         configure_cache.store(build_dir, cached)
+    done.write_text(request, encoding="utf-8")
+
+
+#: In a CMake build directory: the arguments and environment of the configure that made it (:func:`configure`).
+CONFIGURED = "kernel-builder-configure.json"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def link_compile_commands(root: Path, build_dir: Path, stage: Path | None = None) -> None:
@@ -86,20 +106,30 @@ def link_compile_commands(root: Path, build_dir: Path, stage: Path | None = None
     open them."""
     link = root / STATE_DIR / "compile_commands.json"
     target = build_dir / "compile_commands.json"
-    if link.is_symlink() or link.exists():
-        link.unlink()
     if stage is not None and target.is_file():
         text = target.read_text(encoding="utf-8")
+        if link.is_symlink() or link.exists():
+            link.unlink()
         link.write_text(
             text.replace(json.dumps(str(stage))[1:-1], json.dumps(str(root))[1:-1]), encoding="utf-8"
         )
     else:
-        link.symlink_to(os.path.relpath(target, link.parent))  # still right after the project is moved
+        _symlink(link, os.path.relpath(target, link.parent))  # still right after the project is moved
     # Editors (clangd, VS Code) look at the project root; a file of the project's own stays untouched.
     root_link = root / "compile_commands.json"
     if root_link.is_symlink() or not root_link.exists():
-        root_link.unlink(missing_ok=True)
-        root_link.symlink_to(Path(STATE_DIR) / "compile_commands.json")
+        _symlink(root_link, str(Path(STATE_DIR) / "compile_commands.json"))
+
+
+def _symlink(link: Path, target: str) -> None:
+    """``link`` → ``target``, left alone when it is that link already: a new link changes its directory, and
+    the project root is often the build interpreter's current directory, part of the search path whose change
+    makes the interpreter probe run again (``interpreter.quick_probe``) at the next build."""
+    if link.is_symlink() and os.readlink(link) == target:
+        return
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(target)
 
 
 def _cmake_identity() -> tuple[Path, str]:
@@ -124,6 +154,9 @@ def build(
     there (and ``[n/m]`` steps to ``on_step``). Either way, paths in the project ``root`` are shown relative to
     it (also those in ``aliases``, directories that stand for it: the source stage) and Ninja's failed commands
     are dropped unless ``verbose``; a failure names the first compiler error (``compiler_output``)."""
+    # A compile's only (a no-op build does not import this module at all).
+    from kernel_builder.build.compile import compiler_output
+
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
         "--build",
@@ -178,8 +211,11 @@ def build(
         )  # fmt: skip
 
 
-def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
-    """Install into ``stage_dir`` and return the extension (a changed id renames it, so start clean)."""
+def install(build_dir: Path, stage_dir: Path, *, verbose: bool, name: str | None = None) -> Path:
+    """Install into ``stage_dir`` and return the extension (a changed id renames it, so start clean).
+
+    ``name``: the file name it must have, given when the project may build it under a fixed name
+    (``state.LOAD_EXTENSION_TARGET``, a ``kernel_builder.load`` project the same at every edit)."""
     for stale in stage_dir.glob("*.abi3.so"):
         stale.unlink()
     run(
@@ -191,6 +227,10 @@ def install(build_dir: Path, stage_dir: Path, *, verbose: bool) -> Path:
     libraries = sorted(stage_dir.glob("*.abi3.so"))
     if len(libraries) != 1:
         raise BuildError(f"expected one .abi3.so in {stage_dir}, found {len(libraries)}")
+    from kernel_builder.build.state import LOAD_EXTENSION_TARGET
+
+    if name is not None and libraries[0].name == f"{LOAD_EXTENSION_TARGET}.abi3.so":
+        return libraries[0].rename(stage_dir / name)
     return libraries[0]
 
 
@@ -205,9 +245,7 @@ def included_files(build_dir: Path) -> dict[str, list[Path]]:
     Ninja writes paths as the compiler and linker gave them, relative ones relative to the build directory; they
     are returned absolute, resolved against ``build_dir`` whatever the current directory is.
     """
-    out = run(
-        [toolchain.ninja().path, "-C", build_dir, "-t", "deps"], capture=True, what="reading Ninja's deps"
-    )
+    out = _ninja_tool(build_dir, ".ninja_deps", "deps")
     base = build_dir.absolute()
     deps: dict[str, list[Path]] = {}
     current: list[Path] | None = None
@@ -222,13 +260,40 @@ def included_files(build_dir: Path) -> dict[str, list[Path]]:
     return deps
 
 
+#: The answers of ``ninja -t``, by build directory and tool, with the identity of the file each is read from.
+_TOOL_ANSWERS: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, int, int], str]] = {}
+
+
+def _ninja_tool(build_dir: Path, source: str, *tool: str) -> str:
+    """``ninja -C build_dir -t TOOL...``, asked again only when ``build_dir/source``, the file it reads
+    (``.ninja_deps`` for ``deps``, ``build.ninja`` for the others), changed: a build reads the deps twice (header
+    accounting, the no-op record), and ``kernel_builder.load`` asks for the same targets after every edit."""
+    key = (str(build_dir.absolute()), tool)
+    try:
+        st = (build_dir / source).stat()
+        identity = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        identity = None
+    known = _TOOL_ANSWERS.get(key)
+    if identity is not None and known is not None and known[0] == identity:
+        return known[1]
+    out = run(
+        [toolchain.ninja().path, "-C", build_dir, "-t", *tool],
+        capture=True,
+        what=f"reading Ninja's {tool[0]}",
+    )
+    if identity is not None:
+        _TOOL_ANSWERS[key] = (identity, out)
+    return out
+
+
 #: Ninja's own state in a build directory: a lost or rewritten one changes what Ninja would do.
 _NINJA_STATE = ("build.ninja", "CMakeCache.txt", ".ninja_log", ".ninja_deps")
 
 
 def watched_files(build_dir: Path, stage_dir: Path) -> list[str]:
     """Every file Ninja reads to decide whether ``build_dir`` is up to date, its outputs, and the installed
-    extension in ``stage_dir``: while none of them changed (:func:`stamp`), building and installing again would
+    extension in ``stage_dir``: while none of them changed (``record.stamp``), building and installing again would
     do nothing. That is what lets a no-op rebuild start no process (``record``)."""
     base = build_dir.absolute()
     files = {str(base / name) for name in _NINJA_STATE}
@@ -236,29 +301,12 @@ def watched_files(build_dir: Path, stage_dir: Path) -> list[str]:
     for target, headers in included_files(build_dir).items():
         files.add(os.path.normpath(base / target))
         files.update(str(h) for h in headers)
-    tool = str(toolchain.ninja().path)
-    inputs = run([tool, "-C", build_dir, "-t", "inputs"], capture=True, what="reading Ninja's inputs")
+    inputs = _ninja_tool(build_dir, "build.ninja", "inputs")
     files.update(os.path.normpath(base / line.strip()) for line in inputs.splitlines() if line.strip())
     # Every target, phony ones included: the outputs, and the files whose change makes Ninja run CMake again
     # (CMake declares each as a phony target). Names that are no file stay missing, which is no change.
-    targets = run(
-        [tool, "-C", build_dir, "-t", "targets", "all"], capture=True, what="reading Ninja's targets"
-    )
+    targets = _ninja_tool(build_dir, "build.ninja", "targets", "all")
     files.update(
         os.path.normpath(base / line.rpartition(": ")[0]) for line in targets.splitlines() if ": " in line
     )
     return sorted(files)
-
-
-def stamp(files: Sequence[str]) -> str:
-    """A digest of the identity (size, time, inode) of ``files``, missing ones included."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in files:
-        try:
-            st = os.stat(name)
-            digest.update(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
-        except OSError:
-            digest.update(f"{name}\0-\n".encode())
-    return digest.hexdigest()

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-import kernel_builder.backends as registry
-from kernel_builder import __version__
-from kernel_builder.backends import gpu_archs as capabilities
-from kernel_builder.build.compile.interpreter import BuildInterpreter, TorchDetails
-from kernel_builder.build.compile.toolchain import CudaToolkit
+from kernel_builder import __version__, backends
+from kernel_builder.backends import gpu_archs
+from kernel_builder.build.environment.interpreter import BuildInterpreter, TorchDetails
+from kernel_builder.build.environment.toolchain import CudaToolkit
 from kernel_builder.build.generate.namespace import (
     AT_LINK_DEFINE,
     NAMESPACE_MACRO,
@@ -29,8 +28,10 @@ from kernel_builder.build.generate.namespace import (
     registration_source,
 )
 from kernel_builder.build.generate.ops import aot_ops_py
+from kernel_builder.build.generate.precompiled import Precompiled, choose_precompiled
 from kernel_builder.build.generate.registration import registration_header
 from kernel_builder.build.plan.planner import Component, VariantPlan
+from kernel_builder.build.state import LOAD_EXTENSION_TARGET
 from kernel_builder.errors import BuildError
 
 _NO_HALF = {
@@ -43,7 +44,8 @@ _GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
 #: The kernel root seen from the CMake build directory, .kernel-builder/<variant>/cmake-build.
 RELATIVE_ROOT = "../../.."
 #: CMake target names. Every kernel section's target starts with ``kb_kernel_``; the generated targets start with
-#: ``kb_`` and never ``kb_kernel_``; the extension's is the op namespace (``_<name>_<backend>_<id>``); CMake's own
+#: ``kb_`` and never ``kb_kernel_``; the extension's is the op namespace (``_<name>_<backend>_<id>``) or
+#: :data:`LOAD_EXTENSION_TARGET`; CMake's own
 #: (``all``, ``install``, ...) start with neither. So a section may have any name its syntax allows (``_fused``,
 #: ``kb_x``, ``all``) and still name no other target.
 SECTION_TARGET_PREFIX = "kb_kernel_"
@@ -79,6 +81,11 @@ class ProjectOptions:
     #: Where the compilers reach the kernel's sources, when not at the kernel root: the stage that every checkout
     #: shares (``kernel_builder.build.compile.source_stage``, for nvcc through sccache).
     source_stage: Path | None = None
+    #: ``kernel_builder.load``'s development build of a C++-only backend (CPU, ...; not CUDA, whose nvcc objects
+    #: and link were not measured with them): a precompiled Torch header for each component an edit recompiles
+    #: (:mod:`.precompiled`), and GNU gold as the linker where the compiler can use it (it links the extension
+    #: against Torch's libraries in under half of GNU ld's time). ``kernel-builder build`` uses neither.
+    development: bool = False
 
 
 def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
@@ -268,6 +275,32 @@ def _root_prefix_map(root: Path, cache: str | None) -> tuple[str, str]:
     return option, f"-Xcompiler={option}"
 
 
+def _precompiled(inputs: _Inputs, component: Component) -> Precompiled | None:
+    """The precompiled header of a component in a ``load`` build: one whose files an edit recompiles, i.e. a
+    kernel section, or the binding when its files are given the (per-build) namespace. A binding whose namespace
+    comes at link time compiles once, and its header would only make the first load slower. None when every file
+    is given the namespace (a header names it): the header's own compile would change, and run, at every edit."""
+    defined = inputs.namespace.defined
+    if not _development(inputs) or defined is None:
+        return None
+    if component.binding and not set(component.sources) & set(defined):
+        return None
+    return choose_precompiled(inputs.root, component.sources)
+
+
+def _development(inputs: _Inputs) -> bool:
+    """Whether the project is a development build (:attr:`ProjectOptions.development`): C++ compilers only."""
+    return inputs.options.development and backends.get(inputs.plan.backend).cmake_languages == ("CXX",)
+
+
+def _precompile_args(precompiled: Precompiled | None, sources: Path) -> str:
+    if precompiled is None:
+        return ""
+    return _args("PRECOMPILE_HEADERS", [f"<{h}>" for h in precompiled.headers]) + _args(
+        "PRECOMPILE_SKIP", [sources / s for s in precompiled.skipped]
+    )
+
+
 def _cmakelists(
     inputs: _Inputs, project_dir: Path, late_includes: list[Path], compat: tuple[Path, Path] | None = None
 ) -> str:
@@ -280,11 +313,14 @@ def _cmakelists(
         inputs.options,
         inputs.namespace,
     )
-    spec = registry.get(plan.backend)
+    spec = backends.get(plan.backend)
     cuda = "CUDA" in spec.cmake_languages
     languages = " ".join(spec.cmake_languages)
     standard = cxx_standard(interpreter.torch_major_minor)
     namespace = f"{NAMESPACE_MACRO}={plan.ops_name}"
+    # A load build names the namespace only where a file is given it: without such a file, the project is the
+    # same at every edit (the namespace is in the generated source alone).
+    extension_target = plan.ops_name if use.defined is None or use.defined else LOAD_EXTENSION_TARGET
     if spec.cmake_define is None:
         raise BuildError(f"backend {plan.backend} has no CMake build in this kernel-builder")
     definitions = [spec.cmake_define, "Py_LIMITED_API=0x03090000"]
@@ -309,8 +345,12 @@ def _cmakelists(
     cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + [root_cuda]
     cxx_options.append(root_cxx)
     cuda_options += torch_cuda_flags(details) if cuda else []
+    force_include: list[Path] = []
     if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
-        cxx_options.append(f"-include{compat[0]}")
+        if _development(inputs):  # first in each precompiled header, or force-included (KernelBuilder.cmake)
+            force_include.append(compat[0])
+        else:
+            cxx_options.append(f"-include{compat[0]}")
         # Relative to the build directory (nvcc runs there): ccache rewrites g++'s -include under the root to a
         # relative path, but not nvcc's --pre-include, and an absolute path here would tie the cache to one checkout.
         cuda_options.append(f"--pre-include=../{compat[0].relative_to(project_dir.parent).as_posix()}")
@@ -331,7 +371,7 @@ def _cmakelists(
             'set(TORCH_CUDA_ARCH_LIST "9.0")',
         ]
     lines += [
-        f"project({plan.ops_name} LANGUAGES {languages})",
+        f"project({extension_target} LANGUAGES {languages})",
         f"set(Python_EXECUTABLE {cmake_quote(interpreter.python)})",
         f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(details.cmake_prefix_path, list_element=True)})",
         f"set(CMAKE_CXX_STANDARD {standard})",
@@ -356,6 +396,7 @@ def _cmakelists(
         + _args("LATE_INCLUDE_DIRS", late_includes)
         + _args("CXX_OPTIONS", cxx_options)
         + _args("CUDA_OPTIONS", cuda_options)
+        + _args("CXX_FORCE_INCLUDE", force_include)
         + ")",
     ]
     # The variant's CUDA version is torch.version.cuda, which the toolkit matches (checked before configuring).
@@ -368,8 +409,9 @@ def _cmakelists(
             + _args("SOURCES", [sources / s for s in component.sources])
             + _args("INCLUDE_DIRS", [sources / i for i in component.include])
             + _args("CXX_FLAGS", component.cxx_flags)
-            + _args("GENCODE", capabilities.gencode_flags(component.archs) if cuda else [])
+            + _args("GENCODE", gpu_archs.gencode_flags(component.archs) if cuda else [])
             + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
+            + _precompile_args(_precompiled(inputs, component), sources)
             + ")"
         )
     if compat is not None:
@@ -385,5 +427,5 @@ def _cmakelists(
                 + _args("", [sources / s for s in where]).lstrip("\n ")
                 + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
             )
-    lines.append(f"kb_extension({plan.ops_name})")
+    lines.append(f"kb_extension({extension_target}{' FAST_LINK' if _development(inputs) else ''})")
     return "\n".join(lines) + "\n"

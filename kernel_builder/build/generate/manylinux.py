@@ -158,7 +158,7 @@ def _print_file_name(compiler: str, name: str) -> str:
 def host_glibc_libraries(compiler: str) -> tuple[Path, ...]:
     """The glibc libraries ``compiler`` links against (resolved), those that exist. Kept per environment until
     the compiler or one of them changes (``env_facts``): asking takes a process per library."""
-    from kernel_builder.build.compile.env_facts import remembered
+    from kernel_builder.build.environment.env_facts import remembered
 
     def ask() -> tuple[list[str], list[str]]:
         found = []
@@ -199,10 +199,10 @@ def _header_for(compiler: str) -> str:
         return cached.read_text(encoding="utf-8")
     except OSError:
         pass
-    from kernel_builder.build.check.abi import manylinux_policy
-    from kernel_builder.formats.runtime import normalize_cpu
+    from kernel_builder.build.abi_policy import manylinux_policy
+    from kernel_builder.formats.runtime import host_cpu_os
 
-    policy = manylinux_policy(normalize_cpu(platform.machine()))
+    policy = manylinux_policy(host_cpu_os()[0])
     allowed = (
         frozenset(f"GLIBC_{v}" for v in policy.symbol_versions.get("GLIBC", ())) if policy else frozenset()
     )
@@ -219,7 +219,7 @@ def _header_for(compiler: str) -> str:
 
 def _header_cache_file(libraries: tuple[Path, ...]) -> Path:
     from kernel_builder import __version__
-    from kernel_builder.build.compile.env_facts import cache_root
+    from kernel_builder.build.environment.env_facts import cache_root
 
     key = hashlib.sha256(f"kernel-builder {__version__}\0{platform.machine()}".encode())
     for library in libraries:

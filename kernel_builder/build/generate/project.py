@@ -10,10 +10,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import kernel_builder.backends as registry
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.cutlass import dependency_includes
-from kernel_builder.build.compile.interpreter import BuildInterpreter, torch_details
+from kernel_builder import backends
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.cutlass import dependency_includes
+from kernel_builder.build.environment.interpreter import BuildInterpreter, torch_details
 from kernel_builder.build.generate.cmake import ProjectOptions, write_project
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.plan.planner import VariantPlan
@@ -42,7 +42,7 @@ def write_variant_project(
             f"torch {details.version} was not built with the C++11 ABI; kernel-builder needs one that is"
         )
     toolkit = None
-    if registry.get(variant.backend).needs_nvcc:
+    if backends.get(variant.backend).needs_nvcc:
         toolkit = toolchain.toolkit_for(interpreter)
         toolchain.check_cuda_match(toolkit, interpreter.cuda)
     compiler = toolchain.host_compiler().path
@@ -62,9 +62,12 @@ def write_variant_project(
         build_type=options.build_type,
         nvcc_threads=options.nvcc_threads,
         gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
-        dependency_includes=dependency_includes(variant, interpreter, log, offline=options.offline),
+        dependency_includes=dependency_includes(
+            (d for c in variant.components for d in c.depends), interpreter, log, offline=options.offline
+        ),
         manylinux_compiler=compiler if sys.platform == "linux" else None,
         namespace_where_used=options.namespace_where_used,
+        development=options.namespace_where_used,  # kernel_builder.load: the edit → load loop
         debug_info=options.debug_build,
         compiler_cache=compiler_cache,
         python_include=python_include,

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from kernel_builder import __version__
 from kernel_builder.build import state
-from kernel_builder.build.compile.interpreter import quick_probe
+from kernel_builder.build.environment.interpreter import quick_probe
 from kernel_builder.build.generate.project import write_variant_project
 from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions

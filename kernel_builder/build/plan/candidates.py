@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-import kernel_builder.backends as registry
+from kernel_builder import backends
 from kernel_builder.build.plan.planner import (
     BUILDABLE_HOST,
     cannot_build_message,
@@ -68,13 +68,13 @@ def aot_candidates(project: KernelProject, matrix: Matrix | None = None) -> list
         for entry, system, required in chosen:
             variant = variant_for_entry(entry, system, abi.major_minor if abi is not None else None)
             reason = None
-            if not registry.get(backend).buildable:
+            if not backends.get(backend).buildable:
                 reason = cannot_build_message(backend)
             elif system != BUILDABLE_HOST or host_system() != BUILDABLE_HOST:
                 reason = _cannot_build_system(backend, system)
             else:
                 version = tuple(entry.version[:2]) if entry.version is not None else None
-                key = (backend, version if registry.get(backend).gpu_arch == "capability" else None)
+                key = (backend, version if backends.get(backend).gpu_arch == "capability" else None)
                 if key in e20:
                     reason = e20[key]
             out.append(Candidate(variant, backend, entry, system, required, reason))
@@ -112,8 +112,8 @@ def with_availability(
     asked and the verdict (``list-variants`` shows it)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from kernel_builder.build.compile.isolated_envs import EnvSpec, env_ready
-    from kernel_builder.build.compile.provision import Unavailable, resolve_torch, toolkit_problem
+    from kernel_builder.build.environment.isolated_envs import EnvSpec, env_ready
+    from kernel_builder.build.environment.provision import Unavailable, resolve_torch, toolkit_problem
 
     def report(name: str, stage: str) -> None:
         if progress is not None:
@@ -133,7 +133,7 @@ def with_availability(
         entry = candidate.entry
         if candidate.reason is not None or entry is None or candidate.name in served:
             return candidate.reason
-        if registry.get(entry.backend).needs_nvcc and entry.version is not None:
+        if backends.get(entry.backend).needs_nvcc and entry.version is not None:
             report(candidate.name, f"looking for a CUDA {entry.version[0]}.{entry.version[1]} compiler")
             toolkit = toolkit_problem((entry.version[0], entry.version[1]))
             if toolkit is not None:
@@ -165,7 +165,7 @@ def with_availability(
 
 def _fetch_torch_listings(index_urls: tuple[str, ...], report: Callable[[str, str], None]) -> None:
     """Read every source's torch listing at once (pip's settings first), saying what each source gave."""
-    from kernel_builder.build.compile.provision import torch_listings
+    from kernel_builder.build.environment.provision import torch_listings
 
     report("indexes", "reading pip's configuration and fetching torch's file listings")
     for listing in torch_listings(tuple(dict.fromkeys(index_urls))):
@@ -177,10 +177,8 @@ def noarch_candidates(project: KernelProject) -> list[Candidate]:
     from kernel_builder.config.model import TorchNoarch
 
     config = project.config
-    backends = (
-        config.general.backends if isinstance(config.framework, TorchNoarch) else config.noarch_backends()
-    )
-    return [Candidate(noarch_variant(b), b, None, None, True) for b in backends]
+    names = config.general.backends if isinstance(config.framework, TorchNoarch) else config.noarch_backends()
+    return [Candidate(noarch_variant(b), b, None, None, True) for b in names]
 
 
 def all_candidates(project: KernelProject, matrix: Matrix | None = None) -> list[Candidate]:

@@ -23,8 +23,8 @@ def list_variants(
         return candidates
     from concurrent.futures import ThreadPoolExecutor
 
-    from kernel_builder.build.compile.interpreter import quick_probe
-    from kernel_builder.build.compile.wheel_index import pip_sources
+    from kernel_builder.build.environment.interpreter import quick_probe
+    from kernel_builder.build.environment.wheel_index import pip_sources
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(pip_sources)  # pip's settings (a pip subprocess) are read while the interpreter is probed

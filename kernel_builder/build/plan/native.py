@@ -19,8 +19,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from kernel_builder.build.compile.env_facts import cache_root
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder.build.environment.env_facts import cache_root
+from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.common import processes
 from kernel_builder.errors import BuildError
 

@@ -1,18 +1,19 @@
 """Planning: which variants a build produces and what goes into each (docs/layout.md, docs/build-toml.md).
 
 The plan is pure data computed from the model, the build interpreter and the options, so it can be shown,
-tested and recorded before anything is compiled.
+tested and recorded before anything is compiled. A build's plan also carries the scan of the project's sources
+it was made from (:mod:`kernel_builder.build.plan.scan`), which every later stage reads instead of the files.
 """
 
 from __future__ import annotations
 
-import platform
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-import kernel_builder.backends as registry
-from kernel_builder.backends import gpu_archs as capabilities
-from kernel_builder.build.compile.interpreter import BuildInterpreter
+from kernel_builder import backends
+from kernel_builder.backends import gpu_archs
+from kernel_builder.build.environment.interpreter import BuildInterpreter
+from kernel_builder.build.plan.scan import SourceScan
 from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
 from kernel_builder.config.archs import E20_HINT, applicable_entries, kernel_applies
@@ -21,7 +22,7 @@ from kernel_builder.config.model import KernelProject, Torch, TorchNoarch, TvmFf
 from kernel_builder.config.values import within_bounds
 from kernel_builder.errors import BuildError, ConfigError
 from kernel_builder.formats.matrix import Matrix, MatrixEntry, load_matrix
-from kernel_builder.formats.runtime import normalize_cpu
+from kernel_builder.formats.runtime import host_cpu_os
 from kernel_builder.formats.variants import (
     UnsupportedEnvironmentError,
     Variant,
@@ -71,20 +72,18 @@ class BuildPlan:
     variants: tuple[VariantPlan, ...]
     skipped: tuple[tuple[str, str], ...] = ()  # (variant or backend, reason)
     diagnostics: tuple[Diagnostic, ...] = field(default=(), compare=False)
+    #: The sources the build ships and records (None for a plan only shown, as ``generate`` makes).
+    sources: SourceScan | None = field(default=None, compare=False, repr=False)
 
 
 def host_system() -> str:
     """``<cpu>-<os>`` of this host, as in variant names (``x86_64-linux``, ``aarch64-darwin``)."""
-    machine = platform.machine()
-    try:
-        cpu = normalize_cpu(machine)
-    except ValueError:
-        cpu = machine.lower()
-    return f"{cpu}-{platform.system().lower()}"
+    cpu, os_name = host_cpu_os()
+    return f"{cpu}-{os_name}"
 
 
 def _buildable_here(backend: str) -> bool:
-    return registry.get(backend).buildable and host_system() == BUILDABLE_HOST
+    return backends.get(backend).buildable and host_system() == BUILDABLE_HOST
 
 
 def how_to_build(
@@ -101,8 +100,8 @@ def how_to_build(
         if BUILDABLE_HOST in e.systems
     ]
     system_cuda: tuple[int, ...] | None = None
-    if registry.get(backend).needs_nvcc:
-        from kernel_builder.build.compile.toolchain import cuda_toolkit
+    if backends.get(backend).needs_nvcc:
+        from kernel_builder.build.environment.toolchain import cuda_toolkit
 
         try:
             system_cuda = cuda_toolkit().version
@@ -138,12 +137,12 @@ def cannot_build_message(backend: str) -> str:
 def noarch_plans(project: KernelProject, unique_id: str) -> list[VariantPlan]:
     config = project.config
     framework = config.framework
-    backends = config.general.backends if isinstance(framework, TorchNoarch) else config.noarch_backends()
+    names = config.general.backends if isinstance(framework, TorchNoarch) else config.noarch_backends()
     plans = []
-    for backend in backends:
+    for backend in names:
         archs: tuple[str, ...] = ()
         if isinstance(framework, TorchNoarch):
-            archs = framework.archs_for(registry.get(backend).arch_key) or ()
+            archs = framework.archs_for(backends.get(backend).arch_key) or ()
         plans.append(
             VariantPlan(
                 noarch_variant(backend), backend, ops_name(project.py_name, backend, unique_id), archs=archs
@@ -161,8 +160,10 @@ def plan_build(
     native_targets: tuple[str, ...] | None = None,
     explicit_archs: tuple[str, ...] | None = None,
     matrix: Matrix | None = None,
+    sources: SourceScan | None = None,
 ) -> BuildPlan:
-    """The default selection: this interpreter's variant for its AOT backend, plus every noarch variant."""
+    """The default selection: this interpreter's variant for its AOT backend, plus every noarch variant;
+    ``sources`` is the scan the plan carries (:attr:`BuildPlan.sources`)."""
     config = project.config
     diags = DiagnosticList(project.display_path)
     if isinstance(config.framework, TvmFfi):
@@ -212,7 +213,7 @@ def plan_build(
             plans.append(noarch)
     if diags.errors:
         raise ConfigError(diags.sorted())
-    return BuildPlan(unique_id, tuple(plans), tuple(skipped), tuple(diags.sorted()))
+    return BuildPlan(unique_id, tuple(plans), tuple(skipped), tuple(diags.sorted()), sources)
 
 
 def _aot_plan(
@@ -232,7 +233,7 @@ def _aot_plan(
     assert isinstance(framework, Torch)
     abi = framework.stable_abi_for(backend)
     torch_version = interpreter.torch_major_minor
-    spec = registry.get(backend)
+    spec = backends.get(backend)
     # The compute version bounds the variant ([general.<backend>] minver/maxver) and picks matrix entries; for
     # CUDA it also picks the capabilities nvcc can build and the kernels whose `cuda-minver` it meets.
     compute_version = interpreter.backend()[1] if spec.versioned else None
@@ -282,11 +283,11 @@ def _aot_plan(
         if capability_archs:
             assert compute_version is not None
             if explicit_archs is not None:
-                selection = capabilities.select_explicit(
+                selection = gpu_archs.select_explicit(
                     kernel.cuda_capabilities, compute_version, explicit_archs
                 )
             else:
-                selection = capabilities.select_capabilities(
+                selection = gpu_archs.select_capabilities(
                     kernel.cuda_capabilities, compute_version, native_targets
                 )
             for dropped in selection.dropped:
@@ -296,7 +297,7 @@ def _aot_plan(
                     kernel.line,
                 )
             if not selection.archs and explicit_archs is not None:
-                targets = capabilities.default_targets(compute_version)
+                targets = gpu_archs.default_targets(compute_version)
                 diags.error(
                     f"[kernel.{kernel.name}]: --arch {','.join(explicit_archs)} leaves nothing to build: "
                     f"its cuda-capabilities ({', '.join(kernel.cuda_capabilities or ())}) and CUDA "
@@ -308,9 +309,9 @@ def _aot_plan(
                 requested = ", ".join(
                     kernel.cuda_capabilities
                     or native_targets
-                    or capabilities.default_capabilities(compute_version)
+                    or gpu_archs.default_capabilities(compute_version)
                 )
-                targets = native_targets or capabilities.default_targets(compute_version)
+                targets = native_targets or gpu_archs.default_targets(compute_version)
                 diags.error(
                     f"[kernel.{kernel.name}]: none of the requested capabilities ({requested}) can be built with "
                     f"CUDA {compute_version[0]}.{compute_version[1]} (supported: {', '.join(targets)})",
@@ -331,7 +332,7 @@ def _aot_plan(
                 kernel.depends,
             )
         )
-    union = capabilities.union_archs(c.archs for c in components if c.archs)
+    union = gpu_archs.union_archs(c.archs for c in components if c.archs)
     binding_sources = []
     for src in framework.src:
         suffix = PurePosixPath(src).suffix
@@ -348,9 +349,9 @@ def _aot_plan(
     if capability_archs and any(s.endswith(".cu") for s in binding_sources):
         assert compute_version is not None
         if explicit_archs is not None:
-            default = capabilities.select_explicit(None, compute_version, explicit_archs)
+            default = gpu_archs.select_explicit(None, compute_version, explicit_archs)
         else:
-            default = capabilities.select_capabilities(None, compute_version, native_targets)
+            default = gpu_archs.select_capabilities(None, compute_version, native_targets)
         binding_archs = union or default.archs
     binding = Component(
         "_torch_binding",
@@ -362,7 +363,7 @@ def _aot_plan(
         binding=True,
     )
     if binding_archs:
-        union = capabilities.union_archs([union, binding_archs])
+        union = gpu_archs.union_archs([union, binding_archs])
     return VariantPlan(
         variant,
         backend,

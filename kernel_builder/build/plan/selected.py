@@ -1,17 +1,17 @@
 """Planning explicitly selected variants (``build --variant``/``--all-variants``): each in an interpreter whose
 torch gives exactly that variant — the running one when it does, else an isolated environment created (or
-reused) for it (:mod:`kernel_builder.build.compile.isolated_envs`). ``--offline`` never creates one.
+reused) for it (:mod:`kernel_builder.build.environment.isolated_envs`). ``--offline`` never creates one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import kernel_builder.backends as registry
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.interpreter import BuildInterpreter, quick_probe
-from kernel_builder.build.compile.isolated_envs import EnvSpec, ensure_env, env_ready
-from kernel_builder.build.compile.provision import resolve_torch
+from kernel_builder import backends
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe
+from kernel_builder.build.environment.isolated_envs import EnvSpec, ensure_env, env_ready
+from kernel_builder.build.environment.provision import resolve_torch
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.plan.candidates import Candidate
 from kernel_builder.build.plan.native import native_targets
@@ -49,7 +49,7 @@ def served(project: KernelProject, interpreter: BuildInterpreter | None) -> set[
 def wants_pypi_toolkit(candidate: Candidate) -> tuple[int, int] | None:
     """The CUDA version whose toolkit the environment must bring, when the system's nvcc is another one."""
     if (
-        not registry.get(candidate.backend).needs_nvcc
+        not backends.get(candidate.backend).needs_nvcc
         or candidate.entry is None
         or candidate.entry.version is None
     ):

@@ -1,16 +1,19 @@
 """The files of a kernel project that matter: what is shipped from the Python package, and what the id hashes.
 
 Both the unique id (docs/layout.md) and the assembled variant (docs/layout.md) use these lists, so what is hashed is
-exactly what is shipped.
+exactly what is shipped. A build lists and reads them once, into the plan's source scan
+(:mod:`kernel_builder.build.plan.scan`); the functions here are its parts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from kernel_builder.common.safe_fs import scan_tree
 from kernel_builder.config.model import KernelProject, TvmFfi
 from kernel_builder.formats.files import is_bytecode, is_variant_file, skipped_directory
+from kernel_builder.formats.source_snapshot import SourceFile, read_source
 
 
 def package_dir(project: KernelProject) -> Path:
@@ -33,8 +36,9 @@ def is_shipped(rel: str, pyext: tuple[str, ...]) -> bool:
     return is_variant_file(rel) and _selected(rel, pyext)
 
 
-def _package_files(project: KernelProject) -> tuple[list[str], list[str]]:
-    """The files of the package the extension filter picks: the variant files, and the hidden files left out.
+def package_files(project: KernelProject) -> tuple[list[str], list[str]]:
+    """The files of the package the extension filter picks: the variant files, and the hidden files left out
+    (one listing of the package directory).
 
     Bytecode and hidden directories are not entered. Symlinks are followed, to files and directories (a link
     back to a directory above it is not walked again).
@@ -65,12 +69,12 @@ def shipped_python_files(project: KernelProject) -> list[str]:
     (docs/layout.md): no bytecode (``__pycache__``, ``*.pyc``, ``*.pyo``) and no hidden path. The top-level
     generated ``_ops.py`` is skipped.
     """
-    return _package_files(project)[0]
+    return package_files(project)[0]
 
 
 def hidden_python_files(project: KernelProject) -> list[str]:
     """Hidden files the extension filter would pick (``.private.py``): not shipped, and the build says so."""
-    return _package_files(project)[1]
+    return package_files(project)[1]
 
 
 def user_ops_file(project: KernelProject) -> Path | None:
@@ -79,8 +83,9 @@ def user_ops_file(project: KernelProject) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def id_input_files(project: KernelProject) -> list[str]:
-    """Every file the unique id hashes, relative to the kernel root, sorted by ``/``-path bytes."""
+def id_input_files(project: KernelProject, shipped: Sequence[str] | None = None) -> list[str]:
+    """Every file the unique id hashes, relative to the kernel root, sorted by ``/``-path bytes; ``shipped`` is
+    :func:`shipped_python_files` when the caller has listed the package already."""
     config = project.config
     files = {"build.toml"} if project.file.name == "build.toml" else {project.file.name}
     framework = config.framework
@@ -88,5 +93,12 @@ def id_input_files(project: KernelProject) -> list[str]:
     for kernel in config.kernels:
         files.update(kernel.src)
     pkg_rel = package_dir(project).relative_to(project.root).as_posix()
-    files.update(f"{pkg_rel}/{f}" for f in shipped_python_files(project))
+    shipped = shipped_python_files(project) if shipped is None else shipped
+    files.update(f"{pkg_rel}/{f}" for f in shipped)
     return sorted(files, key=lambda p: p.encode())
+
+
+def read_inputs(project: KernelProject, files: Iterable[str]) -> Iterator[tuple[SourceFile, bytes]]:
+    """Each of ``files`` (relative to the kernel root) read once: its digest, size and time, and its bytes."""
+    for rel in files:
+        yield read_source(project.root, rel)

@@ -33,8 +33,8 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
-from kernel_builder.build.compile import wheel_index
-from kernel_builder.build.compile.wheel_index import Listing, ListingUnsupported
+from kernel_builder.build.environment import wheel_index
+from kernel_builder.build.environment.wheel_index import Listing, ListingUnsupported
 from kernel_builder.errors import BuildError
 
 PIP_TIMEOUT = 20  # seconds per request, no retries: an unreachable index fails the probe at once
@@ -271,7 +271,7 @@ def no_cuda_12_message(cuda: tuple[int, int], system: tuple[int, int] | None = N
 @functools.cache
 def toolkit_problem(cuda: tuple[int, int]) -> str | None:
     """Why no CUDA ``cuda`` compiler can be had here (system toolkit or PyPI), or ``None``."""
-    from kernel_builder.build.compile.toolchain import cuda_toolkit
+    from kernel_builder.build.environment.toolchain import cuda_toolkit
 
     system: tuple[int, int] | None = None
     try:

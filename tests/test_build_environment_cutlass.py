@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from stage_fixtures import fake_interpreter, write_files
 
-from kernel_builder.build.compile.cutlass import cached_headers, checkout_version, cutlass_includes
+from kernel_builder.build.environment.cutlass import cached_headers, checkout_version, cutlass_includes
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.dependencies import CUTLASS_PINS
 
@@ -62,7 +62,7 @@ def no_pip(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process: {args}")
 
-    monkeypatch.setattr("kernel_builder.build.compile.cutlass.processes.run", refuse)
+    monkeypatch.setattr("kernel_builder.build.environment.cutlass.processes.run", refuse)
 
 
 def cutlass_wheel(
@@ -245,7 +245,7 @@ def test_pypi_pin_is_fetched_once_then_works_offline(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process: {args}")
 
-    monkeypatch.setattr("kernel_builder.build.compile.cutlass.processes.run", refuse)
+    monkeypatch.setattr("kernel_builder.build.environment.cutlass.processes.run", refuse)
     second = Log()
     assert cutlass_includes(pin, interpreter_with_pip(tmp_path / "another-env"), second) == includes
     assert second == []
@@ -312,8 +312,8 @@ def test_a_variant_gets_the_headers_of_the_pins_its_kernels_depend_on(
     """``dependency_includes``: one lookup per CUTLASS pin of the planned variant; other dependencies add none."""
     from stage_fixtures import CU130_213, load
 
-    from kernel_builder.build.compile.cutlass import dependency_includes
-    from kernel_builder.build.plan.planner import plan_build
+    from kernel_builder.build.environment.cutlass import dependency_includes
+    from kernel_builder.build.plan.planner import VariantPlan, plan_build
 
     general = (
         '[general]\nname = "deps"\nversion = 1\nedition = 5\nlicense = "Apache-2.0"\nbackends = ["cuda"]\n'
@@ -327,17 +327,21 @@ def test_a_variant_gets_the_headers_of_the_pins_its_kernels_depend_on(
         {"build.toml": general + "\n[torch]\n" + kernels, "torch-ext/deps/__init__.py": "",
          "a/k.cu": "// a\n", "b/k.cu": "// b\n"},
     )  # fmt: skip
+
+    def depends(variant: VariantPlan) -> list[str]:
+        return [d for c in variant.components for d in c.depends]
+
     (variant,) = [v for v in plan_build(load(root), CU130_213, "0123456789").variants if v.aot]
     cutlass = checkout(tmp_path / "cutlass")
     monkeypatch.setenv("CUTLASS_SRC_DIR", str(cutlass))
     log = Log()
-    includes = dependency_includes(variant, CU130_213, log, offline=True)
+    includes = dependency_includes(depends(variant), CU130_213, log, offline=True)
     assert includes == (cutlass / "include", cutlass / "tools/util/include")
     assert log == []
     toml = root / "build.toml"
     toml.write_text(toml.read_text(encoding="utf-8").replace(', "cutlass_3_6"', ""), encoding="utf-8")
     (variant,) = [v for v in plan_build(load(root), CU130_213, "0123456789").variants if v.aot]
-    assert dependency_includes(variant, CU130_213, log, offline=True) == ()
+    assert dependency_includes(depends(variant), CU130_213, log, offline=True) == ()
 
 
 def test_a_wheel_pinned_by_sha256(tmp_path: Path, offline_pip: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Reading what pip's sources offer (kernel_builder/build/compile/wheel_index.py): pip's settings in pip's
+"""Reading what pip's sources offer (kernel_builder/build/environment/wheel_index.py): pip's settings in pip's
 order, listings from a loopback simple-API index (JSON and HTML) and local find-links, the wheels this
 interpreter installs, and a wheel's ``Requires-Dist`` read with a few range requests and kept by its hash."""
 
@@ -12,10 +12,10 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from simple_index import SimpleIndex, serve
-from test_build_compile_provision import CU130_RUNTIME, write_wheel
+from test_build_environment_provision import CU130_RUNTIME, write_wheel
 
-from kernel_builder.build.compile import wheel_index
-from kernel_builder.build.compile.wheel_index import (
+from kernel_builder.build.environment import wheel_index
+from kernel_builder.build.environment.wheel_index import (
     PYPI,
     ListingUnsupported,
     PipSources,

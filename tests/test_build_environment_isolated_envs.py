@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from kernel_builder.build.compile import isolated_envs as envs
-from kernel_builder.build.compile.isolated_envs import (
+from kernel_builder.build.environment import isolated_envs as envs
+from kernel_builder.build.environment.isolated_envs import (
     MARKER,
     EnvSpec,
     cache_root,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kernel_builder.build.compile import interpreter as buildenv
+from kernel_builder.build.environment import interpreter as buildenv
 from kernel_builder.common import processes
 
 

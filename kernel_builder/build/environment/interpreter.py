@@ -10,17 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel_builder.build.compile.env_facts import remembered
+from kernel_builder.build.environment.env_facts import remembered
 from kernel_builder.common import processes
 from kernel_builder.errors import BuildError
-from kernel_builder.formats.runtime import Environment, detect_backend, normalize_cpu
+from kernel_builder.formats.runtime import Environment, detect_backend, host_cpu_os
 from kernel_builder.formats.variants import Variant, to_major_minor, variant_for_environment
 
 _QUICK = r"""
@@ -86,9 +85,10 @@ class BuildInterpreter:
 
     def variant(self, stable_abi: tuple[int, int] | None = None) -> Variant:
         backend, version = self.backend()
+        cpu, os_name = host_cpu_os()
         env = Environment(
-            cpu=normalize_cpu(platform.machine()),
-            os=platform.system().lower(),
+            cpu=cpu,
+            os=os_name,
             torch_version=self.torch_major_minor,
             cxx11_abi=True,  # checked against the real Torch before configuring (torch_details)
             backend=backend,
@@ -201,7 +201,7 @@ def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
 def _details_cache(interpreter: BuildInterpreter) -> Path:
     """Where ``torch_details`` keeps its answer: changes with the interpreter, its Torch's version file and the
     times of Torch's files that an install or upgrade rewrites."""
-    from kernel_builder.build.compile.env_facts import cache_root
+    from kernel_builder.build.environment.env_facts import cache_root
 
     digest = hashlib.sha256(interpreter.fingerprint().encode())
     for name in ("version.py", "__init__.py", "share/cmake/Torch/TorchConfig.cmake"):

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel_builder.build.compile.env_facts import cache_root
-from kernel_builder.build.compile.provision import toolkit_requirements
+from kernel_builder.build.environment.env_facts import cache_root
+from kernel_builder.build.environment.provision import toolkit_requirements
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import MatrixEntry
 

@@ -1,4 +1,4 @@
-"""Whether a variant's Torch build and CUDA compiler can be obtained here (kernel_builder/build/compile/provision.py), with the
+"""Whether a variant's Torch build and CUDA compiler can be obtained here (kernel_builder/build/environment/provision.py), with the
 real pip against a local directory of tiny stand-in ``torch`` wheels (no network, no Torch download)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from build_runs import run_cli
 from cpu_projects import copy_example
 from simple_index import SimpleIndex, serve
 
-from kernel_builder.build.compile import provision, wheel_index
-from kernel_builder.build.compile.provision import (
+from kernel_builder.build.environment import provision, wheel_index
+from kernel_builder.build.environment.provision import (
     Unavailable,
     no_cuda_12_message,
     resolve_torch,
@@ -156,8 +156,8 @@ def test_cuda_12_compilers_are_not_on_pypi() -> None:
 def test_toolkit_problem_of_a_cuda_12_version(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "none"))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setattr("kernel_builder.build.compile.toolchain.DEFAULT_CUDA_HOME", tmp_path / "none")
-    from kernel_builder.build.compile import toolchain
+    monkeypatch.setattr("kernel_builder.build.environment.toolchain.DEFAULT_CUDA_HOME", tmp_path / "none")
+    from kernel_builder.build.environment import toolchain
 
     toolchain.cuda_toolkit.cache_clear()
     toolkit_problem.cache_clear()
@@ -172,7 +172,7 @@ def test_toolkit_problem_of_a_cuda_12_version(monkeypatch: pytest.MonkeyPatch, t
     shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="no nvcc"
 )
 def test_the_systems_cuda_needs_nothing() -> None:
-    from kernel_builder.build.compile.toolchain import cuda_toolkit
+    from kernel_builder.build.environment.toolchain import cuda_toolkit
 
     assert toolkit_problem(cuda_toolkit().version) is None
 

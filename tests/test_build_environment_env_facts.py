@@ -1,4 +1,4 @@
-"""Per-environment facts (``kernel_builder.build.compile.env_facts``): asked once, asked again when a file they
+"""Per-environment facts (``kernel_builder.build.environment.env_facts``): asked once, asked again when a file they
 depend on changes, appears or goes away, and never wrong because of a damaged or unwritable cache."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder.build.compile import env_facts
+from kernel_builder.build.environment import env_facts
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ In order (docs/building.md, "CUTLASS"):
    installed in the build environment;
 4. unless ``--offline``: that wheel fetched with ``pip download`` (PyPI, or whatever pip is configured with), or,
    for the other pins and whenever ``KERNEL_BUILDER_CUTLASS_MIRROR`` is set, the release archive, checked against
-   its SHA-256 (:mod:`kernel_builder.build.compile.cutlass_archive`); either way unpacked into the cache;
+   its SHA-256 (:mod:`kernel_builder.build.environment.cutlass_archive`); either way unpacked into the cache;
 5. otherwise an error naming the pin, the variables and the upstream tag to check out.
 """
 
@@ -23,13 +23,12 @@ import shutil
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
-from kernel_builder.build.compile import cutlass_archive
-from kernel_builder.build.compile.interpreter import BuildInterpreter
-from kernel_builder.build.compile.isolated_envs import cache_root
-from kernel_builder.build.plan.planner import VariantPlan
+from kernel_builder.build.environment import cutlass_archive
+from kernel_builder.build.environment.interpreter import BuildInterpreter
+from kernel_builder.build.environment.isolated_envs import cache_root
 from kernel_builder.common import processes
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.dependencies import CUTLASS_PINS, CutlassPin, CutlassWheel
@@ -111,10 +110,10 @@ def cutlass_includes(
 
 
 def dependency_includes(
-    variant: VariantPlan, interpreter: BuildInterpreter, log: Callable[[str], None], *, offline: bool
+    depends: Iterable[str], interpreter: BuildInterpreter, log: Callable[[str], None], *, offline: bool
 ) -> tuple[Path, ...]:
-    """The header directories of every CUTLASS pin the variant's kernels ``depend`` on."""
-    pins = sorted({d for c in variant.components for d in c.depends if d.startswith("cutlass_")})
+    """The header directories of every CUTLASS pin in ``depends`` (what a variant's kernels ``depend`` on)."""
+    pins = sorted({d for d in depends if d.startswith("cutlass_")})
     includes: list[Path] = []
     for pin in pins:
         includes.extend(cutlass_includes(pin, interpreter, log, offline=offline))

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from stage_fixtures import fake_interpreter
 
-from kernel_builder.build.compile.cutlass import cached_headers, checkout_version, cutlass_includes
-from kernel_builder.build.compile.cutlass_archive import archive_url, unpack_headers
+from kernel_builder.build.environment.cutlass import cached_headers, checkout_version, cutlass_includes
+from kernel_builder.build.environment.cutlass_archive import archive_url, unpack_headers
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.dependencies import CUTLASS_PINS
 
@@ -142,7 +142,7 @@ def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process (pip): {args}")
 
-    monkeypatch.setattr("kernel_builder.build.compile.cutlass.processes.run", refuse)
+    monkeypatch.setattr("kernel_builder.build.environment.cutlass.processes.run", refuse)
 
 
 def use(monkeypatch: pytest.MonkeyPatch, mirror: str, body: bytes, pin: str = "cutlass_3_9") -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder.build.compile import toolchain
-from kernel_builder.build.compile.toolchain import CudaToolkit, Tool, check_cuda_match, cuda_toolkit
+from kernel_builder.build.environment import toolchain
+from kernel_builder.build.environment.toolchain import CudaToolkit, Tool, check_cuda_match, cuda_toolkit
 from kernel_builder.errors import BuildError
 
 CACHED = (
@@ -265,13 +265,36 @@ def test_cmake_and_ninja_come_from_their_pypi_packages() -> None:
 def test_cmake_is_found_without_importing_its_package() -> None:
     """The ``cmake`` package's ``__init__`` lists every file of its distribution: a third of a second of every
     no-op rebuild on a slow file system."""
-    code = "import sys; from kernel_builder.build.compile import toolchain; print(toolchain.cmake().path); print('cmake' in sys.modules)"
+    code = "import sys; from kernel_builder.build.environment import toolchain; print(toolchain.cmake().path); print('cmake' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     import cmake as cmake_pkg
 
     assert out == [str(Path(cmake_pkg.CMAKE_BIN_DIR) / "cmake"), "False"]
+
+
+def test_ninja_is_found_without_importing_its_package_once_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``ninja`` package finds its binary through ``sysconfig`` at import; its answer is kept per environment
+    (``env_facts``), so the next process (a no-op rebuild) imports neither, and gets the same tool."""
+    import ninja as ninja_pkg
+
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
+    code = (
+        "import sys; from kernel_builder.build.environment import toolchain; tool = toolchain.ninja(); "
+        "print(tool.path, tool.version, 'ninja' in sys.modules, 'sysconfig' in sys.modules)"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    expected = [str(Path(ninja_pkg.BIN_DIR) / "ninja"), ninja_pkg.__version__]
+    assert runs[0] == [*expected, "True", "True"]  # asked: the package imported
+    assert runs[1] == [*expected, "False", "False"]  # remembered
 
 
 @pytest.fixture

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import kernel_builder.backends as registry
-from kernel_builder.build.compile.env_facts import remembered
+from kernel_builder import backends
+from kernel_builder.build.environment.env_facts import remembered
 from kernel_builder.errors import BuildError
 
 if TYPE_CHECKING:
-    from kernel_builder.build.compile.interpreter import BuildInterpreter
+    from kernel_builder.build.environment.interpreter import BuildInterpreter
 
 _NVCC_RELEASE = re.compile(r"release (\d+)\.(\d+)")
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)*")
@@ -70,29 +70,79 @@ def _cmake_package_binary() -> Tool | None:
     ``__init__`` lists every file of the distribution (thousands of ``stat`` calls, a third of a second of
     every no-op rebuild on a slow file system). ``None`` where the layout differs; the import then decides."""
     import importlib.util
-    from importlib.metadata import PackageNotFoundError, version
 
     spec = importlib.util.find_spec("cmake")
     if spec is None or not spec.submodule_search_locations:
         return None
-    binary = Path(next(iter(spec.submodule_search_locations))) / "data" / "bin" / "cmake"
+    package = Path(next(iter(spec.submodule_search_locations)))
+    binary = package / "data" / "bin" / "cmake"
     if not (binary.is_file() and os.access(binary, os.X_OK)):
         return None
-    try:
-        return Tool(binary.resolve(), version("cmake"))
-    except PackageNotFoundError:
+    version = _dist_info_version(package.parent, "cmake")
+    if version is None:  # another layout (an egg, several dist-info folders): importlib.metadata decides
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as metadata_version
+
+        try:
+            version = metadata_version("cmake")
+        except PackageNotFoundError:
+            return None
+    return Tool(binary.resolve(), version)
+
+
+def _dist_info_version(site: Path, name: str) -> str | None:
+    """The ``Version`` of the one ``<name>-*.dist-info`` in ``site`` (what ``importlib.metadata.version`` reads),
+    read directly: importing ``importlib.metadata`` and the ``email`` parser costs more than a no-op rebuild
+    spends anywhere else. ``None`` unless exactly one such folder names ``name`` with a version."""
+    found = [
+        entry for entry in site.glob(f"{name}-*.dist-info") if entry.name.split("-", 1)[0].lower() == name
+    ]
+    if len(found) != 1:
         return None
+    try:
+        with (found[0] / "METADATA").open(encoding="utf-8") as metadata:
+            for line in metadata:
+                if not line.strip():
+                    break  # the end of the headers
+                key, _, value = line.partition(":")
+                if key.strip().lower() == "version" and value.strip():
+                    return value.strip()
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
 
 
 @functools.cache
 def ninja() -> Tool:
-    """Ninja of the ``ninja`` PyPI package, else (as for :func:`cmake`) the one on ``PATH``."""
-    try:
-        import ninja as ninja_pkg
-    except ImportError:
+    """Ninja of the ``ninja`` PyPI package, else (as for :func:`cmake`) the one on ``PATH``.
+
+    The package's answer (its ``BIN_DIR``, which it finds through ``sysconfig`` at import, and its version) is
+    kept per environment (``env_facts``) until the package, the binary or the scripts folder changes: a no-op
+    rebuild needs it for the build record and does not import the package."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec("ninja")
+    if spec is None or spec.origin is None:
         return _on_path("ninja", "Ninja", MIN_NINJA)
-    path = Path(ninja_pkg.BIN_DIR) / "ninja"
-    return Tool(path, getattr(ninja_pkg, "__version__", "unknown"))
+    package = Path(spec.origin).parent
+
+    def ask() -> tuple[list[str] | None, list[Path]]:
+        try:
+            import ninja as ninja_pkg
+        except ImportError:
+            return None, [package / "__init__.py"]
+        import sysconfig
+
+        path = Path(ninja_pkg.BIN_DIR) / "ninja"
+        scripts = Path(sysconfig.get_path("scripts"))
+        answer = [str(path), str(getattr(ninja_pkg, "__version__", "unknown"))]
+        return answer, [package / "__init__.py", package / "_version.py", path, scripts]
+
+    found = remembered("ninja-package", [sys.executable, str(package)], ask)
+    if not (isinstance(found, list) and len(found) == 2):
+        return _on_path("ninja", "Ninja", MIN_NINJA)
+    return Tool(Path(found[0]), str(found[1]))
 
 
 def _on_path(name: str, label: str, minimum: tuple[int, int]) -> Tool:
@@ -235,7 +285,7 @@ def _toolkit_from(fields: list[Any]) -> CudaToolkit:
 def toolkit_for(interpreter: BuildInterpreter) -> CudaToolkit:
     """nvcc of the interpreter's CUDA version: the system's, or one its environment brought from PyPI."""
     backend, version = interpreter.backend()
-    return cuda_toolkit(interpreter.purelib, version if registry.get(backend).needs_nvcc else None)
+    return cuda_toolkit(interpreter.purelib, version if backends.get(backend).needs_nvcc else None)
 
 
 def check_cuda_match(toolkit: CudaToolkit, torch_cuda: str | None) -> None:
