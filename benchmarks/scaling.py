@@ -2,7 +2,7 @@
 
     python benchmarks/scaling.py --python .venv-cu130/bin/python [--files 32] [--cases ...] [--json PATH]
 
-The kernel is ``tests/build_fixtures.py``'s ``many_cuda_project``: one kernel section of ``--files`` small
+The kernel is ``tests/cuda_projects.py``'s ``many_cuda_project``: one kernel section of ``--files`` small
 ``.cu`` files for one capability, each instantiating a templated kernel for three types. Every build is
 ``kernel-builder build`` of a fresh copy at a new path, with ``KERNEL_BUILDER_COMPILER_CACHE=sccache``, its own
 sccache server (private port) and its own local cache directory, timed as the whole command. Cases
@@ -200,7 +200,7 @@ class Bench:
     def copy(self) -> Path:
         """A fresh copy of the kernel at a new path (another checkout, another machine)."""
         sys.path.insert(0, str(REPO / "tests"))
-        from build_fixtures import many_cuda_project
+        from cuda_projects import many_cuda_project
 
         self.count += 1
         return many_cuda_project(self.workdir / f"checkout-{self.count:02d}" / "kb-many", files=self.files)

@@ -30,7 +30,7 @@ import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
-from build_fixtures import write_tree
+from cpu_projects import write_tree
 
 REPO_ID = "kb-tests/kb-mix"
 #: The number of tests in the suite, all of which pass under `kernel-builder test`.

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from build_fixtures import CliRun, built_example, run_cli
+from build_runs import CliRun, run_cli
+from cpu_projects import built_example
 
 torch = pytest.importorskip("torch")
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from build_fixtures import run_cli, write_tree
+from build_runs import run_cli
+from cpu_projects import write_tree
 
 torch = pytest.importorskip("torch")
 

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, STATE_DIR, cpu_python, run_python
+from build_runs import STATE_DIR, cpu_python, run_python
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.authoring.scaffold import InitOptions, init_project
 from kernel_builder.errors import UsageError

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.authoring.dev import CompileProgress
 from kernel_builder.authoring.scaffold import InitOptions, init_project

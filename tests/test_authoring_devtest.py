@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, run_cli
+from build_runs import run_cli
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.authoring.devtest import pytest_command, pytest_environment
 from kernel_builder.authoring.pytest_plugin import ENV

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import run_cli
+from build_runs import run_cli
 from suite_fixtures import SUITE_TESTS, mixed_suite_project
 
 from kernel_builder.authoring.devtest import SHIM_DIR, collected_sources, pytest_environment

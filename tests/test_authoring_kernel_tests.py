@@ -8,7 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, metadata, quick_project, run_cli, snapshot
+from build_outputs import snapshot
+from build_runs import metadata, run_cli
+from cpu_projects import quick_project
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.authoring.kernel_tests import PLUGIN, kernel_test_env, run_kernel_tests, select_variant
 from kernel_builder.authoring.pytest_plugin import ENV

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from build_fixtures import REPO
+from build_runs import REPO
 from suite_fixtures import bare_venv, mixed_suite_project, without_pytest_and_kernels
 
 from kernel_builder.authoring.preflight import (

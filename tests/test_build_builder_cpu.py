@@ -2,7 +2,7 @@
 22, 23, 29, 33, and the issue's acceptance test for examples/relu).
 
 Every project is built once per session (session-scoped fixtures) into a temporary directory; the tests
-inspect the result. Built kernels are loaded in subprocesses (see ``build_fixtures``). The tests of cases 23
+inspect the result. Built kernels are loaded in subprocesses (see ``build_runs``). The tests of cases 23
 and 29 change one project (``mutable``) in the order they are written.
 """
 
@@ -14,43 +14,44 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import (
-    CPU_VARIANT,
-    NO_COMPILER_CACHE,
-    PROBE_BINDING_CU,
-    PROBE_ID,
-    PROBE_UNLISTED_HEADER,
-    REGISTRATION_PROBE,
-    STATE_DIR,
-    Built,
+from build_outputs import (
     assert_clean_extension,
     assert_one_ops_name,
-    build,
-    built_example,
     cmake_cache_value,
     compile_commands,
     contents,
-    counter_project,
-    cpu_python,
     extension,
-    git,
-    git_init,
-    metadata,
-    noarch_project,
-    printed,
-    probe_project,
-    probe_value,
     python_includes,
-    run_cli,
-    run_json,
-    run_parallel,
     snapshot,
     symbol_table,
     torch_includes,
     undefined_symbols,
     variant_files,
-    write_tree,
 )
+from build_runs import (
+    NO_COMPILER_CACHE,
+    STATE_DIR,
+    Built,
+    build,
+    cpu_python,
+    git,
+    git_init,
+    metadata,
+    printed,
+    run_cli,
+    run_json,
+    run_parallel,
+)
+from compile_probes import (
+    PROBE_BINDING_CU,
+    PROBE_ID,
+    PROBE_UNLISTED_HEADER,
+    REGISTRATION_PROBE,
+    probe_project,
+    probe_value,
+)
+from cpu_projects import built_example, counter_project, noarch_project, write_tree
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.build.generate.registration import registration_header
 from kernel_builder.build.plan.unique_id import compute_unique_id

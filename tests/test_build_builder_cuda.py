@@ -10,9 +10,34 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from build_fixtures import (
-    CUDA_VARIANT,
+from build_outputs import (
+    assert_clean_extension,
+    assert_one_ops_name,
+    compile_commands,
+    cuobjdump,
+    extension,
+    nvcc,
+    object_files,
+    python_includes,
+    snapshot,
+    symbol_table,
+    tool_output,
+    torch_includes,
+    variant_files,
+)
+from build_runs import (
     NO_COMPILER_CACHE,
+    Built,
+    build,
+    cpu_python,
+    metadata,
+    printed,
+    require_cuda_python,
+    run_cli,
+    run_json,
+    run_parallel,
+)
+from compile_probes import (
     PROBE_BINDING_CU,
     PROBE_COMPONENTS,
     PROBE_CUDA,
@@ -20,35 +45,13 @@ from build_fixtures import (
     PROBE_ID,
     PROBE_UNION,
     REGISTRATION_PROBE,
-    Built,
-    assert_clean_extension,
-    assert_one_ops_name,
-    build,
-    compile_commands,
-    copy_example,
-    cpu_python,
-    cuobjdump,
-    extension,
-    lambda_project,
-    metadata,
-    nvcc,
-    object_files,
-    printed,
     probe_project,
     probe_value,
-    python_includes,
-    require_cuda_python,
-    run_cli,
-    run_json,
-    run_parallel,
-    snapshot,
-    symbol_table,
-    tiny_cuda_project,
-    tool_output,
-    torch_includes,
-    variant_files,
 )
+from cpu_projects import copy_example
+from cuda_projects import lambda_project, tiny_cuda_project
 from cuobjdump_listing import cuobjdump_names, expected_cuobjdump_images
+from matrix_data import CUDA_VARIANT
 
 from kernel_builder.build.generate.registration import registration_header
 from kernel_builder.build.plan.unique_id import compute_unique_id

@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from build_fixtures import Built, compile_commands, run_cli
+from build_outputs import compile_commands
+from build_runs import Built, run_cli
 from hub_server import HubServer
 from publish_fixtures import REPO, write_kernel
 from publish_fixtures import run_cli as run_publish_cli

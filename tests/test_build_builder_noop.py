@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, build, complete_variants, quick_project, run_cli, snapshot
+from build_outputs import complete_variants, snapshot
+from build_runs import build, run_cli
+from cpu_projects import quick_project
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.build.state import STATE_DIR
 

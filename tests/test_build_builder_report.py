@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, run_cli
+from build_runs import run_cli
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.authoring.scaffold import InitOptions, init_project
 

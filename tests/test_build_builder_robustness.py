@@ -22,15 +22,10 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from build_fixtures import (
-    CPU_VARIANT,
-    STATE_DIR,
-    complete_variants,
-    metadata,
-    quick_project,
-    run_cli,
-    snapshot,
-)
+from build_outputs import complete_variants, snapshot
+from build_runs import STATE_DIR, metadata, run_cli
+from cpu_projects import quick_project
+from matrix_data import CPU_VARIANT
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, copy_example
+from cpu_projects import copy_example
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.build.builder import Builder, BuildOptions
 from kernel_builder.build.plan.sources import id_input_files, package_dir

@@ -19,25 +19,11 @@ from pathlib import Path
 
 import matrix_data as md
 import pytest
-from build_fixtures import (
-    CPU_VARIANT,
-    CUDA_VARIANT,
-    GENERAL,
-    CliRun,
-    copy_example,
-    cpu_python,
-    cuobjdump,
-    extension,
-    metadata,
-    nvcc,
-    printed,
-    run_cli,
-    run_json,
-    snapshot,
-    tool_output,
-    write_tree,
-)
+from build_outputs import cuobjdump, extension, nvcc, snapshot, tool_output
+from build_runs import CliRun, cpu_python, metadata, printed, run_cli, run_json
+from cpu_projects import GENERAL, copy_example, write_tree
 from cuobjdump_listing import cuobjdump_names, expected_cuobjdump_images
+from matrix_data import CPU_VARIANT, CUDA_VARIANT
 
 from kernel_builder.backends import gpu_archs
 

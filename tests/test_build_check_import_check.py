@@ -12,7 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, complete_variants, quick_project, run_cli
+from build_outputs import complete_variants
+from build_runs import run_cli
+from cpu_projects import quick_project
+from matrix_data import CPU_VARIANT
 from stage_fixtures import CPU_213, load
 
 from kernel_builder.build.check import import_check

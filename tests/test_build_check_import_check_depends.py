@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import GENERAL, run_cli, run_json, write_tree
+from build_runs import run_cli, run_json
+from cpu_projects import GENERAL, write_tree
 from loader_fixtures import write_variant
 from stage_fixtures import CPU_213
 

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from build_fixtures import build, quick_project
+from build_runs import build
+from cpu_projects import quick_project
 
 from kernel_builder.build.check.import_check import ImportCheckWorker, check_import
 from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from build_fixtures import run_cli
+from build_runs import run_cli
 
 from kernel_builder.build.check.import_failure import demangle, explain
 

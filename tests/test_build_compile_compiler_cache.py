@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from build_fixtures import build, counter_project, require_cuda_python, run_cli, tiny_cuda_project
+from build_runs import build, require_cuda_python, run_cli
+from cpu_projects import counter_project
+from cuda_projects import tiny_cuda_project
 
 from kernel_builder.build.compile import compiler_cache
 from kernel_builder.errors import UsageError

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from build_fixtures import build, counter_project
+from build_runs import build
+from cpu_projects import counter_project
 
 from kernel_builder.build.compile import configure_cache
 

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from build_fixtures import GENERAL
+from cpu_projects import GENERAL
 
 from kernel_builder.build.compile.header_accounting import header_warnings, unlisted_headers
 from kernel_builder.build.compile.ninja_build import included_files

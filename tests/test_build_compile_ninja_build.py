@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from build_fixtures import STATE_DIR
+from build_runs import STATE_DIR
 
 from kernel_builder.build.compile.ninja_build import build, configure, link_compile_commands
 

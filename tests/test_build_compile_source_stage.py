@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from build_fixtures import write_tree
+from cpu_projects import write_tree
 
 from kernel_builder.build.compile import source_stage
 from kernel_builder.build.compile.compiler_output import Cleaner

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import matrix_data as md
 import pytest
-from build_fixtures import copy_example, run_cli
+from build_runs import run_cli
+from cpu_projects import copy_example
 from simple_index import SimpleIndex, serve
 
 from kernel_builder.build.environment import provision, wheel_index

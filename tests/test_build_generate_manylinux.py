@@ -15,7 +15,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, copy_example, run_cli
+from build_runs import run_cli
+from cpu_projects import copy_example
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.build.abi_policy import manylinux_policy
 from kernel_builder.build.check.abi import check_library

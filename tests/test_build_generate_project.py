@@ -8,7 +8,8 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, quick_project
+from cpu_projects import quick_project
+from matrix_data import CPU_VARIANT
 from stage_fixtures import load
 
 from kernel_builder.build.environment.interpreter import BuildInterpreter, quick_probe

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import pytest
-from build_fixtures import CPU_VARIANT, CliRun, copy_example, git, git_init, printed, run_cli, run_json
+from build_runs import CliRun, git, git_init, printed, run_cli, run_json
+from cpu_projects import copy_example
+from matrix_data import CPU_VARIANT
 from stage_fixtures import load, write_files
 
 from kernel_builder.build.generate.pyproject import pyproject_text

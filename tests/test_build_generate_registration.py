@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from build_fixtures import quick_project
+from cpu_projects import quick_project
 from stage_fixtures import load, write_files
 
 from kernel_builder.build.generate.registration import (

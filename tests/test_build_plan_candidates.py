@@ -23,7 +23,7 @@ from stage_fixtures import fake_host, load, write_files
 
 from kernel_builder import cli
 from kernel_builder.build import builder as builder_module
-from kernel_builder.build.builder import Builder, BuildOptions, VariantResult
+from kernel_builder.build.builder import Builder, BuildOptions, VariantResult, VariantStatus
 from kernel_builder.build.plan import selected as selected_plans
 from kernel_builder.build.plan.candidates import Candidate, Selection, all_candidates, select_candidates
 from kernel_builder.build.plan.planner import BUILDABLE_HOST
@@ -530,11 +530,13 @@ def built_variants(monkeypatch: pytest.MonkeyPatch) -> Recorder:
             raise BuildError(f"{candidate.name} broke on purpose")
         return SimpleNamespace(name=candidate.name, aot=False), None
 
-    def build_variant(self: Builder, plan: SimpleNamespace, unique_id: str, interpreter: object) -> str:
+    def build_variant(
+        self: Builder, plan: SimpleNamespace, unique_id: str, interpreter: object, *, capture: bool
+    ) -> VariantStatus:
         out = self.build_root / plan.name
         out.mkdir(parents=True, exist_ok=True)
         (out / "metadata.json").write_text("{}\n", encoding="utf-8")
-        return "built"
+        return VariantStatus.BUILT
 
     monkeypatch.setattr(Builder, "_plan_candidate", plan_candidate)
     monkeypatch.setattr(Builder, "_build_variant", build_variant)
@@ -726,10 +728,10 @@ def test_matrix_of_a_noarch_project(capsys: pytest.CaptureFixture[str], tmp_path
 
 def test_build_table() -> None:
     results = [
-        VariantResult(CPU_213, "built", 12.34, 70_000),
-        VariantResult(CPU_213_ARM, "skipped", message="cannot be built here"),
-        VariantResult(CU130_214, "failed", 1.0, 0, "compilation failed"),
-        VariantResult(CU126_213, "up to date", 0.06, 3 * 1024 * 1024),
+        VariantResult(CPU_213, VariantStatus.BUILT, 12.34, 70_000),
+        VariantResult(CPU_213_ARM, VariantStatus.SKIPPED, message="cannot be built here"),
+        VariantResult(CU130_214, VariantStatus.FAILED, 1.0, 0, "compilation failed"),
+        VariantResult(CU126_213, VariantStatus.UP_TO_DATE, 0.06, 3 * 1024 * 1024),
     ]
     lines = build_table(results, 3.14159).splitlines()
     assert [line.split("  ")[0].strip() for line in lines[:5]] == [
@@ -802,9 +804,11 @@ def no_environments(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     seen: list[str] = []
 
-    def build_variant(self: Builder, plan: object, unique_id: str, interpreter: object) -> str:
+    def build_variant(
+        self: Builder, plan: object, unique_id: str, interpreter: object, *, capture: bool
+    ) -> VariantStatus:
         seen.append(f"{plan.name} {getattr(interpreter, 'torch_version', None)}")  # type: ignore[attr-defined]
-        return "built"
+        return VariantStatus.BUILT
 
     monkeypatch.setattr(selected_plans, "ensure_env", ensure_env)
     monkeypatch.setattr(Builder, "_build_variant", build_variant)

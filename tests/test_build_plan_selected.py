@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from build_fixtures import CPU_VARIANT, quick_project
+from cpu_projects import quick_project
+from matrix_data import CPU_VARIANT
 from stage_fixtures import CPU_213, CU130_213, load
 
 from kernel_builder.build.plan.selected import served, variant_name

@@ -9,7 +9,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from build_fixtures import STATE_DIR, quick_project
+from build_runs import STATE_DIR
+from cpu_projects import quick_project
 from stage_fixtures import CPU_213, load
 
 from kernel_builder.build.check.abi import Violation

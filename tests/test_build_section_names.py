@@ -10,8 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, GENERAL, build, cpu_python, run_json, write_tree
+from build_runs import build, cpu_python, run_json
 from conftest import MakeProject
+from cpu_projects import GENERAL, write_tree
+from matrix_data import CPU_VARIANT
 
 from kernel_builder.build.generate.cmake import (
     BINDING_TARGET,

@@ -13,8 +13,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, noarch_project, quick_project, write_tree
+from cpu_projects import noarch_project, quick_project, write_tree
 from hub_server import HubServer
+from matrix_data import CPU_VARIANT
 from publish_fixtures import CPU, CUDA, REPO, write_kernel
 from publish_fixtures import cpu_machine as cpu_machine  # noqa: F401 (fixture)
 

@@ -19,7 +19,9 @@ USER_FACING = [
 def test_no_reference_outside_the_repository(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert "shared/spec" not in text
-    assert "§" not in text, "cite a docs/ page, not a section of an unpublished spec"
+    assert "\N{SECTION SIGN}" not in text, (
+        "cite a docs/ page or state the rule, not a numbered section elsewhere"
+    )
 
 
 def test_docs_pages_cited_in_code_exist() -> None:

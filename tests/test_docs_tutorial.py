@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT
 from hub_server import HubServer
+from matrix_data import CPU_VARIANT
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "tutorial.md"
 SKIP_MARK = "<!-- not run by the tutorial test"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import matrix_data as md
 import pytest
-from build_fixtures import built_example, run_cli
+from build_runs import run_cli
+from cpu_projects import built_example
 from hub_server import HubServer, files_from_directory
 from layers_fixtures import differences, run_compat_script
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """``built(example)``: the root of a copy of ``examples/<example>`` built for the CPU: the one build of it that
-    every test of the session shares (``build_fixtures.built_example``)."""
+    every test of the session shares (``cpu_projects.built_example``)."""
 
     def get(example: str) -> Path:
         return built_example(example, tmp_path_factory).root

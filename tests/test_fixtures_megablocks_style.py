@@ -15,18 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import (
-    CPU_VARIANT,
-    CUDA_VARIANT,
-    STATE_DIR,
-    Built,
-    build,
-    compile_commands,
-    cpu_python,
-    object_files,
-    require_cuda_python,
-    run_json,
-)
+from build_outputs import compile_commands, object_files
+from build_runs import STATE_DIR, Built, build, cpu_python, require_cuda_python, run_json
+from matrix_data import CPU_VARIANT, CUDA_VARIANT
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "megablocks-style"
 BINDING = "torch-ext/torch_binding.cpp"

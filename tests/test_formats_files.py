@@ -15,10 +15,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from build_fixtures import CPU_VARIANT, build, copy_example, cpu_python, run_json, write_tree
+from build_runs import build, cpu_python, run_json
+from cpu_projects import copy_example, write_tree
 from hub_server import HubServer, git_blob_oid
 from huggingface_hub.utils import filter_repo_objects  # type: ignore[attr-defined]  # lazily exported
 from loader_fixtures import write_variant
+from matrix_data import CPU_VARIANT
 from publish_fixtures import (
     committed_paths,
     run_cli,

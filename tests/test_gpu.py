@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from build_fixtures import lambda_project
+from cuda_projects import lambda_project
 from hub_server import HubServer, files_from_directory
 
 from kernel_builder.cli import main

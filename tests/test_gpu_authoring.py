@@ -12,7 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from build_fixtures import copy_example, run_cli, run_python
+from build_runs import run_cli, run_python
+from cpu_projects import copy_example
 
 torch = pytest.importorskip("torch")
 pytestmark = [

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from build_fixtures import GENERAL, REPO, build, write_tree
+from build_runs import REPO, build
+from cpu_projects import GENERAL, write_tree
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
 from publish_fixtures import cpu_machine, run_cli  # noqa: F401 (fixture)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import run_python
+from build_runs import run_python
 from loader_fixtures import write_variant
 
 pytest.importorskip("kernels", reason="the kernels package (the test extra) is what these tests share with")

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import noarch_project, run_cli
+from build_runs import run_cli
+from cpu_projects import noarch_project
 
 LOAD = """
 import warnings

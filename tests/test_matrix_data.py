@@ -10,7 +10,7 @@ import sys
 
 import matrix_data
 import pytest
-from build_fixtures import cuda_python
+from build_runs import cuda_python
 from matrix_data import (
     CPU_TEST_PIN,
     CPU_TEST_TORCH,

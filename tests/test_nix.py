@@ -21,7 +21,7 @@ from typing import Any
 
 import matrix_data as md
 import pytest
-from build_fixtures import metadata
+from build_runs import metadata
 from conftest import MakeProject
 
 from kernel_builder import __version__, cli

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 import kernel_builder.backends as backends
-from kernel_builder.build.builder import STATE_DIR, Builder, BuildOptions, BuildReport
+from kernel_builder.build.builder import STATE_DIR, Builder, BuildOptions, BuildReport, VariantStatus
 from kernel_builder.config import load_project
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, UsageError
@@ -47,7 +47,7 @@ def _built_variant(project: KernelProject, report: BuildReport) -> Path:
     """The variant this process loads: the compiled one of this environment, else the noarch one of its backend."""
     from kernel_builder.formats.runtime import detect_backend
 
-    done = {r.name for r in report.results if r.status in ("built", "up to date")}
+    done = {r.name for r in report.results if r.status in (VariantStatus.BUILT, VariantStatus.UP_TO_DATE)}
     variants = [v for v in report.plan.variants if v.name in done]
     compiled = [v for v in variants if v.aot]
     if compiled:
@@ -133,7 +133,7 @@ def load(
 
     progress = None if verbose else CompileProgress(lambda line: print(line, file=sys.stderr, flush=True))
     report = Builder(project, options, log=log, progress=progress).run()
-    failures = [r for r in report.results if r.status == "failed"]
+    failures = [r for r in report.results if r.status == VariantStatus.FAILED]
     if failures:
         raise BuildError("\n".join(f"{r.name}: {r.message}" for r in failures))
     snapshot = _snapshot(_built_variant(project, report), project.root / STATE_DIR)

@@ -13,6 +13,8 @@ that nothing needs recompiling (docs/layout.md, "Up to date").
 from __future__ import annotations
 
 import contextlib
+import enum
+import functools
 import os
 import shutil
 import threading
@@ -55,6 +57,7 @@ __all__ = [
     "BuildReport",
     "Builder",
     "VariantResult",
+    "VariantStatus",
     "default_parallel",
 ]
 
@@ -62,10 +65,23 @@ STATE_DIR = state.STATE_DIR
 BUILD_DIR = state.BUILD_DIR
 
 
+class VariantStatus(str, enum.Enum):
+    """What became of one variant. The value is the text the summary table, the progress lines and ``--json``
+    show; a ``str`` subclass, so it serializes and compares as that text."""
+
+    BUILT = "built"
+    UP_TO_DATE = "up to date"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass
 class VariantResult:
     name: str
-    status: str  # built, up to date, skipped, failed
+    status: VariantStatus
     seconds: float = 0.0
     size: int = 0
     message: str = ""
@@ -79,7 +95,7 @@ class BuildReport:
 
     @property
     def failed(self) -> bool:
-        return any(r.status == "failed" for r in self.results)
+        return any(r.status == VariantStatus.FAILED for r in self.results)
 
 
 def _dir_size(path: Path) -> int:
@@ -103,8 +119,19 @@ def default_parallel(variant_count: int) -> int:
     return max(1, min(variant_count, (os.cpu_count() or 1) // 4))
 
 
-# A job: a plan already made (default selection), or a selected candidate planned in its own environment.
-_Job = tuple[VariantPlan, "BuildInterpreter | None"] | Candidate
+@dataclass(frozen=True)
+class _Job:
+    """One variant to build: its name, and what gives its plan and build interpreter. The default selection is
+    planned before any job runs; a selected candidate is planned when its job runs, in its own environment."""
+
+    name: str
+    plan: Callable[[], tuple[VariantPlan, BuildInterpreter | None]]
+
+
+def _planned(
+    variant: VariantPlan, interpreter: BuildInterpreter | None
+) -> tuple[VariantPlan, BuildInterpreter | None]:
+    return variant, interpreter
 
 
 class Builder:
@@ -121,8 +148,8 @@ class Builder:
         self.options = options
         self.log = log
         self.progress: ProgressSink = progress or LogProgress(log)
-        self.capture = False  # set when variants build in parallel: output goes to per-variant logs
         self.warnings: list[Diagnostic] = []
+        self._warned: set[Diagnostic] = set()  # the same diagnostics: warn() de-duplicates against it
         self.root = project.root
         self.build_root = project.root / BUILD_DIR
         self._lock = threading.Lock()
@@ -160,10 +187,13 @@ class Builder:
             selected = select_candidates(self.project, options.selection, check=check)
             report = BuildReport(BuildPlan(unique_id, (), sources=sources), diagnostics=[])
             for name, reason in selected.skipped:
-                report.results.append(VariantResult(name, "skipped", message=reason))
+                report.results.append(VariantResult(name, VariantStatus.SKIPPED, message=reason))
             for name, reason in selected.failed:
-                report.results.append(VariantResult(name, "failed", message=reason))
-            jobs.extend(selected.chosen)
+                report.results.append(VariantResult(name, VariantStatus.FAILED, message=reason))
+            jobs.extend(
+                _Job(c.name, functools.partial(self._plan_candidate, c, unique_id, interpreter))
+                for c in selected.chosen
+            )
         else:
             targets = None
             if options.arch == "native" and interpreter is not None:
@@ -181,8 +211,9 @@ class Builder:
             )
             report = BuildReport(plan, diagnostics=list(plan.diagnostics))
             for name, reason in plan.skipped:
-                report.results.append(VariantResult(name, "skipped", message=reason))
-            jobs.extend((variant, interpreter) for variant in plan.variants)
+                report.results.append(VariantResult(name, VariantStatus.SKIPPED, message=reason))
+            jobs.extend(_Job(v.name, functools.partial(_planned, v, interpreter)) for v in plan.variants)
+        self._warned = set(report.diagnostics)
         self.warnings = report.diagnostics
         build = report.plan
         for rel in sources.hidden:
@@ -198,16 +229,18 @@ class Builder:
             raise BuildError(f"cannot write {exc.filename}: {exc.strerror}") from None
 
         workers = options.parallel or default_parallel(len(jobs))
-        self.capture = workers > 1 or options.compile_log
+        capture = workers > 1 or options.compile_log  # compiler output to per-variant logs, not the terminal
         if workers <= 1:
-            results = [self._run_job(job, build, interpreter) for job in jobs]
+            results = [self._run_job(job, build, interpreter, capture) for job in jobs]
         else:
             from concurrent.futures import ThreadPoolExecutor
 
             prefix = f"kernel-builder-variant-{id(self):x}"
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix) as pool:
                 try:
-                    results = list(pool.map(lambda job: self._run_job(job, build, interpreter), jobs))
+                    results = list(
+                        pool.map(lambda job: self._run_job(job, build, interpreter, capture), jobs)
+                    )
                 except KeyboardInterrupt:
                     # Stop the other threads' commands (and refuse new ones) before the pool waits for them.
                     processes.GROUPS.stop_all()
@@ -215,27 +248,27 @@ class Builder:
                     _join_threads(prefix)
                     raise
         report.results.extend(results)
-        if results and not any(r.status == "failed" for r in results):
+        if results and not any(r.status == VariantStatus.FAILED for r in results):
             source_snapshot.write(self.root, sources.inputs)  # for the loader's staleness check
         return report
 
-    def _run_job(self, job: _Job, build: BuildPlan, default: BuildInterpreter | None) -> VariantResult:
-        name = job.name if isinstance(job, Candidate) else job[0].name
+    def _run_job(
+        self, job: _Job, build: BuildPlan, default: BuildInterpreter | None, capture: bool
+    ) -> VariantResult:
+        name = job.name
         start = time.monotonic()
         try:
-            if isinstance(job, Candidate):
-                plan, interpreter = self._plan_candidate(job, build.unique_id, default)
-            else:
-                plan, interpreter = job
-            status = self._build_variant(plan, build, interpreter if plan.aot else interpreter or default)
+            plan, interpreter = job.plan()
+            chosen = interpreter if plan.aot else interpreter or default
+            status = self._build_variant(plan, build, chosen, capture=capture)
         except KernelBuilderError as exc:
-            self.progress.stage(name, "failed")
-            return VariantResult(name, "failed", time.monotonic() - start, message=str(exc))
+            self.progress.stage(name, VariantStatus.FAILED)
+            return VariantResult(name, VariantStatus.FAILED, time.monotonic() - start, message=str(exc))
         except OSError as exc:  # the state directory or the toolchain: name what failed, no traceback
-            self.progress.stage(name, "failed")
+            self.progress.stage(name, VariantStatus.FAILED)
             what = f"{exc.filename}: " if exc.filename else ""
             return VariantResult(
-                name, "failed", time.monotonic() - start, message=f"{what}{exc.strerror or exc}"
+                name, VariantStatus.FAILED, time.monotonic() - start, message=f"{what}{exc.strerror or exc}"
             )
         self.progress.stage(name, status)
         return VariantResult(name, status, time.monotonic() - start, _dir_size(self.build_root / name))
@@ -257,12 +290,18 @@ class Builder:
     def warn(self, message: str) -> None:
         diagnostic = Diagnostic(Severity.WARNING, message, self.project.display_path)
         with self._lock:
-            if diagnostic not in self.warnings:
+            if diagnostic not in self._warned:
+                self._warned.add(diagnostic)
                 self.warnings.append(diagnostic)
 
     def _build_variant(
-        self, variant: VariantPlan, build: BuildPlan, interpreter: BuildInterpreter | None
-    ) -> str:
+        self,
+        variant: VariantPlan,
+        build: BuildPlan,
+        interpreter: BuildInterpreter | None,
+        *,
+        capture: bool,
+    ) -> VariantStatus:
         """Build one variant of ``build`` (the plan, with its source scan), or confirm it is up to date."""
         assert build.sources is not None  # a build's plan always carries its scan
         inputs = variant_inputs(build.sources, variant, interpreter, asdict(self.options))
@@ -270,10 +309,10 @@ class Builder:
         up_to_date = record.matches(inputs) and (self.build_root / variant.name / "metadata.json").is_file()
         if not variant.aot:
             if up_to_date:
-                return "up to date"
+                return VariantStatus.UP_TO_DATE
             self._package(variant, build.unique_id, build.sources, interpreter, None)
             record.save(inputs)
-            return "built"
+            return VariantStatus.BUILT
 
         assert interpreter is not None
         variant_state = self.root / STATE_DIR / variant.name
@@ -290,14 +329,14 @@ class Builder:
             findings = record.findings(variant_state / "stage" / f"{variant.ops_name}.abi3.so")
             if findings is not None:
                 self._judge_abi(variant, findings)
-                return "up to date"
+                return VariantStatus.UP_TO_DATE
         from kernel_builder.build.compile import ninja_build
 
         jobs = self._jobs(variant)
         if (
             up_to_date
             and (cmake_build / "CMakeCache.txt").is_file()
-            and self._recompile(variant, cmake_build, jobs)
+            and self._recompile(variant, cmake_build, jobs, capture)
         ):
             extension = ninja_build.install(
                 cmake_build, variant_state / "stage", verbose=self.options.verbose,
@@ -314,7 +353,7 @@ class Builder:
                 else:  # a record written before findings were kept
                     record.add_findings(self._check_abi(variant, extension))
                 record.watch(self._watched(variant_state, cmake_build))
-                return "up to date"
+                return VariantStatus.UP_TO_DATE
             else:
                 self.log(f"{variant.name}: the extension was relinked; assembling again")
         # The import check's interpreter imports Torch and the loaders while the variant configures and compiles.
@@ -324,13 +363,15 @@ class Builder:
                 # The build directory is about to describe another project: until this build succeeds, the record
                 # (of the last good build) no longer matches it, so a failure must not leave it behind.
                 record.forget()
-                extension = self._configure_and_compile(variant, interpreter, project_dir, cmake_build, jobs)
+                extension = self._configure_and_compile(
+                    variant, interpreter, project_dir, cmake_build, jobs, capture
+                )
             found = self._package(variant, build.unique_id, build.sources, interpreter, extension, worker)
         finally:
             if worker is not None:
                 worker.close()
         record.save(inputs, extension, found, self._watched(variant_state, cmake_build))
-        return "built"
+        return VariantStatus.BUILT
 
     def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:
         """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
@@ -386,6 +427,7 @@ class Builder:
         project_dir: Path,
         cmake_build: Path,
         jobs: int,
+        capture: bool,
     ) -> Path:
         from kernel_builder.build.compile import compiler_cache, ninja_build, source_stage
         from kernel_builder.build.compile.header_accounting import header_warnings
@@ -424,10 +466,10 @@ class Builder:
             )  # fmt: skip
             ninja_build.link_compile_commands(self.root, cmake_build, staged)
             self.progress.stage(variant.name, "compiling")
-            self._compile(variant, cmake_build, jobs, staged)
+            self._compile(variant, cmake_build, jobs, staged, capture)
             after = wrapper.statistics() if wrapper is not None else None
             if wrapper is not None and before is not None and after is not None:
-                shared = " and of builds running beside it" if self.capture else ""
+                shared = " and of builds running beside it" if capture else ""
                 self.log(
                     f"{variant.name}: compiler cache: {(after - before).describe()} "
                     f"({wrapper.tool}'s statistics over this compile{shared})"
@@ -439,7 +481,7 @@ class Builder:
                 name=f"{variant.ops_name}.abi3.so",
             )  # fmt: skip
 
-    def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int) -> bool:
+    def _recompile(self, variant: VariantPlan, cmake_build: Path, jobs: int, capture: bool) -> bool:
         """Ninja over a project that is up to date, through the source stage it was generated for (if any);
         False, compiling nothing, when that stage can no longer be used (the caller configures again)."""
         from kernel_builder.build.compile import source_stage
@@ -448,7 +490,7 @@ class Builder:
         with self._staged(variant, stage) as staged:
             if stage is not None and staged is None:
                 return False
-            self._compile(variant, cmake_build, jobs, staged)
+            self._compile(variant, cmake_build, jobs, staged, capture)
         return True
 
     @contextlib.contextmanager
@@ -472,12 +514,15 @@ class Builder:
                 self.log(f"{variant.name}: sources through {stage.path} (for sccache; {changed} updated)")
             yield stage.path if changed is not None else None
 
-    def _compile(self, variant: VariantPlan, cmake_build: Path, jobs: int, staged: Path | None) -> None:
-        """Ninja's output streams through as written, or, for parallel builds, goes to the variant's log."""
+    def _compile(
+        self, variant: VariantPlan, cmake_build: Path, jobs: int, staged: Path | None, capture: bool
+    ) -> None:
+        """Ninja's output streams through as written, or, when ``capture`` (parallel builds, ``--compile-log``),
+        goes to the variant's log."""
         from kernel_builder.build.compile import ninja_build
 
         aliases = (staged,) if staged is not None else ()
-        if not self.capture:
+        if not capture:
             ninja_build.build(
                 cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root, aliases=aliases
             )

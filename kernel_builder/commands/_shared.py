@@ -138,7 +138,9 @@ def build_first(
 
 
 def print_failures(results: Sequence[VariantResult]) -> None:
-    for failure in (r for r in results if r.status == "failed"):
+    from kernel_builder.build.builder import VariantStatus  # imported already: the results come from a build
+
+    for failure in (r for r in results if r.status == VariantStatus.FAILED):
         print(f"error: {failure.name}: {failure.message}", file=sys.stderr)
 
 

@@ -24,8 +24,6 @@ from kernel_builder.config.schema import (
 from kernel_builder.config.values import KERNEL_SECTION_RE
 from kernel_builder.formats.dependencies import CUTLASS_PINS, KERNEL_DEPENDS
 
-COMPILED_EVERYWHERE = (".cpp", ".cc", ".cxx")
-
 
 def compiled_by_backend() -> dict[str, tuple[str, ...]]:
     """Source suffixes that only some backends compile, and those backends (``.cu``: cuda and rocm)."""

@@ -52,7 +52,6 @@ TVM_FFI = frozenset({"src", "include", "pyext", "cxx-flags"})
 #: Kernel keys valid only with one backend.
 KERNEL_BACKEND_KEYS = kernel_backend_keys()
 KERNEL = frozenset({"backend", "src", "depends", "include", "cxx-flags", *KERNEL_BACKEND_KEYS})
-TABLE_KEYS = {"[torch]": TORCH, "[torch-noarch]": TORCH_NOARCH, "[tvm-ffi]": TVM_FFI}
 
 _ALIASES = {
     "sources": "src",

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import kernel_builder.backends as backends
-
 
 @dataclass(frozen=True)
 class KernelDependency:
@@ -41,12 +39,6 @@ PYTHON_DEPENDENCIES: dict[str, PythonDependency] = {
         PythonDependency("nki", "neuron", "nki", "nki"),
     )
 }
-
-#: Levels that can hold ``python-depends`` and the names allowed there (``tpu`` has none).
-PYTHON_DEPENDENCY_LEVELS = (
-    "general",
-    *(b.name for b in backends.all_backends() if b.general_table and "python-depends" in b.general_table),
-)
 
 
 def allowed_python_dependencies(level: str) -> list[str]:

@@ -7,7 +7,9 @@ a newer loader, :mod:`~kernel_builder.loader.minver`; sharing each module with t
 :mod:`~kernel_builder.loader.alias`), :mod:`~kernel_builder.loader.local` loads from local directories and
 ``LOCAL_KERNELS`` (warning when a local build is older than its sources, :mod:`~kernel_builder.loader.stale`),
 and :mod:`~kernel_builder.loader.remote` loads from the Hub (through :mod:`kernel_builder.hub`, the only module
-that makes HTTP requests; arguments checked by :mod:`~kernel_builder.loader.arguments`) behind the trust gate of
+that makes HTTP requests; arguments checked by :mod:`~kernel_builder.loader.arguments`; ``get_kernel`` first
+tries the Hub cache alone, without the Hub client, in :mod:`~kernel_builder.loader.warm`, trusting the
+resolutions recorded by :mod:`~kernel_builder.loader.hubcache`) behind the trust gate of
 :mod:`~kernel_builder.loader.trust` and, when required, the Sigstore check of
 :mod:`~kernel_builder.loader.signatures`; :mod:`~kernel_builder.loader.locked` loads the commits pinned in a
 ``kernels.lock``. A kernel's own kernel dependencies are resolved, fetched and loaded before it by
