@@ -160,3 +160,7 @@ def test_a_failure_that_only_introduces_its_cause_names_the_cause() -> None:
     except RuntimeError as outer:
         assert failure_line(outer) == "RuntimeError: backend='inductor' raised: OSError: c++: not found"
     assert failure_line(ValueError("bad\nmore")) == "ValueError: bad"
+    # torch.compile's BackendCompilerFailed has no __cause__: its message's second line says what went wrong
+    assert failure_line(RuntimeError("backend='inductor' raised:\nInvalidCxxCompiler: no compiler\n")) == (
+        "RuntimeError: backend='inductor' raised: InvalidCxxCompiler: no compiler"
+    )

@@ -182,16 +182,17 @@ def rotation_note(count: int, footprint: int, cache: int | None) -> str:
 
 
 def failure_line(exc: BaseException) -> str:
-    """One line for a failed call: its type and first line, and, when that line only introduces its cause (as
-    ``torch.compile``'s ``backend='inductor' raised:`` does), the innermost cause's first line after it."""
-    line = f"{type(exc).__name__}: {exc}".strip().splitlines()[0]
+    """One line for a failed call: its type and first line, and, when that line only introduces what follows (as
+    ``torch.compile``'s ``backend='inductor' raised:`` does), the next line; then the innermost cause's first
+    line, when the error has a cause."""
+    lines = [part.strip() for part in f"{type(exc).__name__}: {exc}".splitlines() if part.strip()]
     cause = exc
     while cause.__cause__ is not None and cause.__cause__ is not cause:
         cause = cause.__cause__
     if cause is not exc:
         inner = f"{type(cause).__name__}: {cause}".strip().splitlines()[0]
-        line = f"{line.rstrip(':')}: {inner}"
-    return line
+        return f"{lines[0].rstrip(':')}: {inner}"
+    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
 def compile_reference(reference: Callable[..., Any]) -> Callable[..., Any]:
