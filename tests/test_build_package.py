@@ -156,6 +156,12 @@ def build_aot(tmp_path: Path, backend: str = "cpu", **kwargs: Any) -> tuple[Kern
     return project, plan, out
 
 
+def assemble_again(project: KernelProject, plan: VariantPlan, tmp_path: Path) -> Path:
+    """The variant of :func:`build_aot` assembled once more from the project as it is now."""
+    return assemble(project, plan, UID, project.root / "build", extension(tmp_path), None, None,
+                    sources=scan_sources(project))  # fmt: skip
+
+
 def files_of(directory: Path) -> list[str]:
     return sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
 
@@ -223,16 +229,7 @@ def test_assembling_again_replaces_the_variant(tmp_path: Path) -> None:
     project, plan, out = build_aot(tmp_path)
     (project.root / "torch-ext/pack/layers/sub/deep.py").unlink()
     (project.root / "torch-ext/pack/layers/new.py").write_text("", encoding="utf-8")
-    again = assemble(
-        project,
-        plan,
-        UID,
-        project.root / "build",
-        extension(tmp_path),
-        None,
-        None,
-        sources=scan_sources(project),
-    )
+    again = assemble_again(project, plan, tmp_path)
     assert again == out
     assert "layers/new.py" in files_of(out) and "layers/sub/deep.py" not in files_of(out)
     assert [p.name for p in (project.root / "build").iterdir()] == [out.name]  # no temporary leftovers
@@ -557,16 +554,7 @@ def test_replacing_swaps_in_one_step_and_leaves_no_temporary(tmp_path: Path) -> 
     project, plan, out = build_aot(tmp_path)
     inode = out.stat().st_ino
     (project.root / "torch-ext/pack/layers/new.py").write_text("", encoding="utf-8")
-    assemble(
-        project,
-        plan,
-        UID,
-        project.root / "build",
-        extension(tmp_path),
-        None,
-        None,
-        sources=scan_sources(project),
-    )
+    assemble_again(project, plan, tmp_path)
     assert out.stat().st_ino != inode and (out / "layers/new.py").is_file()
     assert [p.name for p in (project.root / "build").iterdir()] == [out.name]
     assert list((project.root / ".kernel-builder" / "tmp").iterdir()) == []
@@ -597,16 +585,7 @@ def test_failed_rename_puts_the_previous_variant_back(
         monkeypatch.setattr(os, "rename", rename)
         problem = "Permission denied"
     with pytest.raises(BuildError) as info:
-        assemble(
-            project,
-            plan,
-            UID,
-            project.root / "build",
-            extension(tmp_path),
-            None,
-            None,
-            sources=scan_sources(project),
-        )
+        assemble_again(project, plan, tmp_path)
     assert str(info.value) == (
         f"cannot write {out}: {problem}; {out} is unchanged. Free some space or fix the permissions, then build again"
     )
@@ -627,16 +606,7 @@ def test_unwritable_staging_names_the_path(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(shutil, "copyfile", copyfile)
     with pytest.raises(BuildError) as info:
-        assemble(
-            project,
-            plan,
-            UID,
-            project.root / "build",
-            extension(tmp_path),
-            None,
-            None,
-            sources=scan_sources(project),
-        )
+        assemble_again(project, plan, tmp_path)
     message = str(info.value)
     assert message.startswith(f"cannot write {project.root / '.kernel-builder' / 'tmp'}/")
     assert message.endswith(
