@@ -93,9 +93,29 @@ class BuildReport:
     results: list[VariantResult] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
+    interpreter: BuildInterpreter | None = (
+        None  # the build interpreter probed (None: no torch, or none needed)
+    )
+    explicit: bool = False  # variants were selected (--variant, --required, --all-variants)
+
     @property
     def failed(self) -> bool:
         return any(r.status == VariantStatus.FAILED for r in self.results)
+
+    @property
+    def nothing_built(self) -> bool:
+        """No variant was built or found up to date, and none failed: every one was skipped, or there were none."""
+        done = (VariantStatus.BUILT, VariantStatus.UP_TO_DATE, VariantStatus.FAILED)
+        return not any(r.status in done for r in self.results)
+
+    def nothing_built_error(self, project: KernelProject, command: str = "build") -> str | None:
+        """Why this build made no variant and what would make one (``nothing_built``), else ``None``."""
+        if not self.nothing_built:
+            return None
+        from kernel_builder.build.plan.nothing_built import explain
+
+        skipped = [(r.name, r.message) for r in self.results if r.status == VariantStatus.SKIPPED]
+        return explain(project, skipped, self.interpreter, explicit=self.explicit, command=command)
 
 
 def _dir_size(path: Path) -> int:
@@ -248,6 +268,7 @@ class Builder:
                     _join_threads(prefix)
                     raise
         report.results.extend(results)
+        report.interpreter, report.explicit = interpreter, options.selection.explicit
         if results and not any(r.status == VariantStatus.FAILED for r in results):
             source_snapshot.write(self.root, sources.inputs)  # for the loader's staleness check
         return report

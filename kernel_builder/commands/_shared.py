@@ -115,12 +115,17 @@ def load(path: str) -> KernelProject:
 
 
 def build_first(
-    path: str, options: BuildOptions, *, before: Callable[[KernelProject], None] | None = None
+    path: str,
+    options: BuildOptions,
+    *,
+    before: Callable[[KernelProject], None] | None = None,
+    command: str = "test",
 ) -> tuple[KernelProject, int]:
     """``test`` and ``bench``: build the project's default selection and print its table to standard error.
 
     ``before`` runs between loading the project and building it (a check that should not wait for a build).
-    Returns the project and 0, or 1 when a variant failed (each failure printed).
+    Returns the project and 0, or 1 when a variant failed or none was built (each failure, or why nothing was
+    built and how ``command`` would have something to run, printed).
     """
     import time
 
@@ -134,7 +139,10 @@ def build_first(
     print_diagnostics(report.diagnostics)
     print(build_table(report.results, time.monotonic() - started), file=sys.stderr)
     print_failures(report.results)
-    return project, 1 if report.failed else 0
+    nothing = report.nothing_built_error(project, command)
+    if nothing is not None:
+        print(f"error: {nothing}", file=sys.stderr)
+    return project, 1 if report.failed or nothing is not None else 0
 
 
 def print_failures(results: Sequence[VariantResult]) -> None:

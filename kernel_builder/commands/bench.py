@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.runs < 1 or args.warmup < 0:
         raise UsageError("--runs must be at least 1 and --warmup at least 0")
-    project, status = build_first(args.path, BuildOptions())
+    project, status = build_first(args.path, BuildOptions(), command="bench")
     if status:
         return status
     json_file = Path(args.json).resolve() if args.json else None

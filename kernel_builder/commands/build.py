@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -137,15 +138,18 @@ def run(args: argparse.Namespace) -> int:
     print_diagnostics(report.diagnostics)
     print(build_table(report.results, time.monotonic() - started))
     print_failures(report.results)
+    nothing = report.nothing_built_error(project)
+    if nothing is not None:
+        print(f"error: {nothing}", file=sys.stderr)
     if args.json:
         import json
         from pathlib import Path
 
         data = build_report_json(
-            report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id
+            report.results, report.diagnostics, time.monotonic() - started, report.plan.unique_id, nothing
         )
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    return 1 if report.failed else 0
+    return 1 if report.failed or nothing is not None else 0
 
 
 def provenance_option(commit: str | None, dirty: bool) -> ProvenanceEntry | None:
@@ -170,13 +174,19 @@ def provenance_option(commit: str | None, dirty: bool) -> ProvenanceEntry | None
 
 
 def build_report_json(
-    results: Sequence[VariantResult], diagnostics: Sequence[Diagnostic], total: float, unique_id: str
+    results: Sequence[VariantResult],
+    diagnostics: Sequence[Diagnostic],
+    total: float,
+    unique_id: str,
+    nothing_built: str | None = None,
 ) -> dict[str, object]:
-    """``build --json``: what ``build_table`` shows, plus the warnings (findings), for CI and tests."""
+    """``build --json``: what ``build_table`` shows, plus the warnings (findings), for CI and tests;
+    ``nothing_built`` is the error of a build that made no variant (``failed`` too)."""
     return {
         "unique_id": unique_id,
         "seconds": round(total, 3),
-        "failed": any(r.status == "failed" for r in results),
+        "failed": nothing_built is not None or any(r.status == "failed" for r in results),
+        "nothing_built": nothing_built,
         "variants": [
             {
                 "name": r.name,

@@ -206,7 +206,9 @@ def plan_build(
             diags,
             explicit_archs,
         )
-        if plan is not None:
+        if isinstance(plan, str):  # its bounds exclude this interpreter's variant
+            skipped.append((env_backend, plan))
+        else:
             plans.append(plan)
     for noarch in noarch_plans(project, unique_id):
         if backend in (None, noarch.backend):
@@ -225,9 +227,9 @@ def _aot_plan(
     matrix: Matrix,
     diags: DiagnosticList,
     explicit_archs: tuple[str, ...] | None = None,
-) -> VariantPlan | None:
-    """The variant of ``interpreter`` for ``backend``; ``native_targets`` (``--arch native``) or
-    ``explicit_archs`` (``--arch 8.0,9.0a``) replace the default capability list."""
+) -> VariantPlan | str:
+    """The variant of ``interpreter`` for ``backend``, or why the project's bounds exclude it; ``native_targets``
+    (``--arch native``) or ``explicit_archs`` (``--arch 8.0,9.0a``) replace the default capability list."""
     config = project.config
     framework = config.framework
     assert isinstance(framework, Torch)
@@ -239,16 +241,12 @@ def _aot_plan(
     compute_version = interpreter.backend()[1] if spec.versioned else None
     capability_archs = spec.gpu_arch == "capability"
     if not within_bounds(torch_version, framework.minver, framework.maxver):
-        diags.note(
-            f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is outside [torch] minver/maxver"
-        )
-        return None
+        return f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is outside [torch] minver/maxver"
     if abi is not None and torch_version < abi.major_minor:
-        diags.note(
+        return (
             f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is older than the stable "
             f"ABI {abi} of [torch] stable-abi"
         )
-        return None
     try:
         variant = interpreter.variant(abi.major_minor if abi is not None else None)
     except UnsupportedEnvironmentError as exc:
@@ -257,11 +255,10 @@ def _aot_plan(
         ) from None
     bounds = config.general.settings(backend)
     if compute_version is not None and not within_bounds(compute_version, bounds.minver, bounds.maxver):
-        diags.note(
+        return (
             f"no {backend} variant is built: {spec.title or backend} {compute_version[0]}.{compute_version[1]} is "
             f"outside [general.{backend}] minver/maxver"
         )
-        return None
     # A stable-ABI variant is named by the ABI version: every applicable Torch of its compute gives that name.
     entries = [
         e
@@ -427,8 +424,8 @@ def plan_candidate(
     )
     if diags.errors:
         raise ConfigError(diags.sorted())
-    if plan is None or plan.name != candidate_name:
-        found = plan.name if plan is not None else "none"
+    if isinstance(plan, str) or plan.name != candidate_name:
+        found = f"none ({plan})" if isinstance(plan, str) else plan.name
         raise BuildError(
             f"the build environment {interpreter.python} (torch {interpreter.torch_version}) gives variant {found}, "
             f"not {candidate_name}"
