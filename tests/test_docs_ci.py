@@ -66,7 +66,8 @@ def test_the_workflow_builds_the_required_set_checks_and_uploads_once() -> None:
     assert text.count("kernel-builder check-abi") == 2  # each variant's job, and all of them before uploading
     assert text.count("kernel-builder upload") == 1
     assert "needs: build" in text.split("  upload:")[1]
-    assert set(re.findall(r"runs-on: (\S+)", text)) == {"ubuntu-24.04"}
+    # The matrix and upload jobs on the x86_64 runner; each variant's job on its platform's runner.
+    assert re.findall(r"runs-on: (.+)", text) == ["ubuntu-24.04", "${{ matrix.runner }}", "ubuntu-24.04"]
     # A CUDA toolkit is installed only by the jobs whose CUDA release PyPI lacks.
     assert "if: matrix.toolkit == 'system'" in text
 
@@ -84,7 +85,11 @@ def test_matrix_runner_labels_are_standard_github_hosted_ones(
     )
     result = lint(tmp_path, f"name: labels\non: push\njobs:\n{jobs}")
     assert result.returncode == 0, result.stdout
-    assert labels == ["ubuntu-24.04"]
+    assert labels == ["ubuntu-24.04", "ubuntu-24.04-arm"]
+    assert {(e["system"], e["runner"]) for e in include} == {
+        ("x86_64-linux", "ubuntu-24.04"),
+        ("aarch64-linux", "ubuntu-24.04-arm"),
+    }
 
 
 def test_matrix_says_what_each_job_installs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -100,10 +105,23 @@ def test_matrix_says_what_each_job_installs(capsys: pytest.CaptureFixture[str]) 
         for e in md.entries(backend, system=md.HOST_SYSTEM)
         if e["required"]
     }
-    assert sorted(include) == sorted(required)
+    assert sorted(name for name in include if name.endswith(md.HOST_SYSTEM)) == sorted(required)
+    # The same set for aarch64-linux, on its own runner; nothing for macOS, which this tool does not build.
+    arm = {name.replace(md.HOST_SYSTEM, "aarch64-linux") for name in required}
+    assert {name for name in include if name.endswith("-aarch64-linux")} == arm
+    assert set(include) == required | arm
     # What each job installs: nothing for cpu; CUDA 13 comes from PyPI, CUDA 12 from the system.
     torch = md.NEWEST_REQUIRED_TORCH
     assert (include[md.variant(torch)]["cuda"], include[md.variant(torch)]["toolkit"]) == ("", "")
     for cuda in md.cuda_versions(torch):
         job = include[md.variant(torch, cuda)]
         assert (job["cuda"], job["toolkit"]) == (md.dotted(cuda), "pypi" if cuda >= (13, 0) else "system")
+        arm = include[md.variant(torch, cuda).replace(md.HOST_SYSTEM, "aarch64-linux")]
+        assert (arm["cuda"], arm["toolkit"]) == (job["cuda"], job["toolkit"])
+        # A CUDA 12 job installs from NVIDIA's apt repository of its CPU: sbsa for aarch64.
+        if job["toolkit"] == "system":
+            assert job["cuda_repo"].endswith("/ubuntu2404/x86_64") and arm["cuda_repo"].endswith(
+                "/ubuntu2404/sbsa"
+            )
+        else:
+            assert job["cuda_repo"] == arm["cuda_repo"] == ""

@@ -42,6 +42,11 @@ class Candidate:
 
 
 def _cannot_build_system(backend: str, system: str) -> str:
+    from kernel_builder.build.plan.runners import NO_RUNNER
+
+    elsewhere = NO_RUNNER.get(system.partition("-")[2])
+    if elsewhere is not None:  # no host of this tool builds it, whatever this one is
+        return f"variant for {system}: {elsewhere}"
     return (
         f"variant for {system} cannot be built on this host ({host_system()}): this kernel-builder compiles "
         f"{backend} variants for {BUILDABLE_HOST} on {BUILDABLE_HOST} only (no cross-compilation)"
