@@ -89,6 +89,7 @@ def test_upload_to_a_new_repo_then_load_it(
         "branch": "v1",
         "url": f"{hub.url}/kernels/{REPO}/tree/v1",
         "pull_requests": [],
+        "missing": [],
     }
 
     hub.add_organization("org")
@@ -256,6 +257,7 @@ def test_create_pr_batches_land_on_the_pull_request(
             {"branch": "v1", "url": f"{hub.url}/kernels/{REPO}/discussions/1"},
             {"branch": "main", "url": f"{hub.url}/kernels/{REPO}/discussions/2"},
         ],
+        "missing": [],
     }
     assert f"  v1: {hub.url}/kernels/{REPO}/discussions/1" in run.out
 
@@ -381,6 +383,10 @@ def test_dry_run_changes_nothing(hub: HubServer, tmp_path: Path, capsys: pytest.
             f"  add    benchmarks/benchmark_relu.py ({len(BENCHMARK)} B) to v1",
             *(f"  add    {path} ({size} B) to v1" for path, size in sorted(sizes.items())),
             f"  add    README.md ({len(CARD)} B) to main",
+            "checks:",
+            "  1 variant(s): names, metadata.json, package and digest checked",
+            "  check-abi: no findings",
+            f"  required variants: not checked (no build.toml in {kernel})",
             "",
         ]
     )
@@ -391,7 +397,7 @@ def test_dry_run_changes_nothing(hub: HubServer, tmp_path: Path, capsys: pytest.
     hub.commit(REPO, {"build/torch-cpu/stale.py": "x"}, branch="v1")
     hub.clear_requests()
     run = upload(capsys, kernel, "--dry-run")
-    assert run.out.splitlines()[2:] == [
+    assert run.out.splitlines()[2:5] == [
         "  delete build/torch-cpu/stale.py from v1",
         "  5 file(s) unchanged on v1",
         "  1 file(s) unchanged on main",

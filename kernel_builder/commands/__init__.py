@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "update-build": "rewrite a legacy build.toml in the current edition",
     "schema": "print the JSON Schema of build.toml (for editors)",
     "list-variants": "list the project's candidate variants",
-    "matrix": "print a CI build matrix of the buildable variants",
+    "matrix": "print a CI build matrix: every variant a CI runner builds, with its runner",
     "check-abi": "check the built extensions against manylinux_2_28 and abi3",
     "generate": "write pyproject.toml so pip builds the kernel as a wheel (scikit-build-core)",
     "build": "build the kernel's variants into build/<variant>/",

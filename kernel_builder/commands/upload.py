@@ -25,7 +25,10 @@ def register(commands: Subparsers) -> None:
     parser.add_argument("--private", action="store_true", help="create the repository as private")
     parser.add_argument("--repo-type", choices=["kernel", "model"], default="kernel", help="repository type")
     parser.add_argument("--create-pr", action="store_true", help="open pull requests instead of committing")
-    parser.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    parser.add_argument(
+        "--dry-run", action="store_true",
+        help="print what would change and what the checks found; write nothing (works offline)",
+    )  # fmt: skip
     parser.add_argument(
         "--allow-abi-violations", action="store_true",
         help="upload variants that check-abi rejects (the card lists the violations)",
@@ -33,6 +36,10 @@ def register(commands: Subparsers) -> None:
     parser.add_argument(
         "--allow-explicit-archs", action="store_true",
         help="upload variants built with an explicit --arch list (only those capabilities)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--allow-incomplete", action="store_true",
+        help="upload a release that lacks required variants (the card lists them)",
     )  # fmt: skip
     parser.add_argument("--output-json", metavar="PATH", help="write the outcome as JSON to PATH")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only warnings and errors")
@@ -63,10 +70,12 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         print("\n".join(["dry run: nothing was changed", *describe_plan(result.plan)]))
+        if result.plan.refused is not None:  # the rehearsal fails as the upload would
+            print(f"error: {result.plan.refused}", file=sys.stderr)
     elif not args.quiet:
         print(f"{_SUMMARY[result.status]}: {result.plan.url}")
         for pr in result.pull_requests:
             print(f"  {pr.branch}: {pr.url}")
     if args.output_json:
         Path(args.output_json).write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
-    return 0
+    return 1 if result.plan.refused is not None else 0

@@ -3,7 +3,10 @@
 :func:`upload` resolves the target (repo id, branch, type), collects the content
 (:mod:`~kernel_builder.publish.content`), and builds an :class:`UploadPlan` with read calls only: whether the
 repo and branch exist, which files are new or changed (compared by git blob id or LFS SHA-256 with the tree
-listing), and which are deleted. A dry run stops there. Otherwise it creates the repo and branch if needed and
+listing), and which are deleted; then the completeness gate (:mod:`~kernel_builder.publish.completeness`)
+checks that the release has every required variant, counting those the branch already has. A dry run stops
+there, and works without the network: offline (``HF_HUB_OFFLINE``), or when the Hub cannot be reached, it plans
+from the local files alone and says so. Otherwise it creates the repo and branch if needed and
 commits the changes in path order, in batches of at most :data:`MAX_OPERATIONS_PER_COMMIT`, then the card as
 ``README.md`` on ``main`` in its own commit. With ``create_pr`` each branch's first commit opens a pull request
 and later batches go to it. The module never prints; the CLI renders the plan and the result.
@@ -11,6 +14,7 @@ and later batches go to it. The module never prints; the CLI renders the plan an
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -19,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_builder import __version__
-from kernel_builder.errors import HubError, UsageError
+from kernel_builder.errors import HubConnectionError, HubError, UsageError
 from kernel_builder.formats.identifiers import repo_id_problem
 from kernel_builder.hub import (
     KERNEL,
@@ -33,6 +37,7 @@ from kernel_builder.hub import (
     describe_error,
 )
 from kernel_builder.publish.abi_gate import abi_gate
+from kernel_builder.publish.completeness import Missing, missing_variants, refusal, with_card_section
 from kernel_builder.publish.content import Content, LocalFile, collect_content, is_benchmark
 
 __all__ = [
@@ -65,6 +70,7 @@ class UploadOptions:
     dry_run: bool = False
     allow_abi_violations: bool = False  # upload variants check-abi rejects; the card then says so
     allow_explicit_archs: bool = False  # upload variants built for an explicit --arch list
+    allow_incomplete: bool = False  # upload a release that lacks required variants; the card then lists them
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,18 @@ class UploadPlan:
     private: bool = False
     variants: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    kept_variants: tuple[str, ...] = ()  # variants the target branch has that this upload leaves in place
+    hub_unknown: str | None = None  # why the Hub was not asked (a dry run offline); None when it was
+    checks: tuple[str, ...] = ()  # what the checks before the upload found, one line each
+    missing: tuple[Missing, ...] = ()  # required variants neither uploaded nor kept on the branch
+    refused: str | None = None  # why the upload would be refused (a dry run shows it, then fails)
+
+    @property
+    def card_source(self) -> Path | None:
+        """The local file the card is read from."""
+        if self.card is None:
+            return None
+        return (self.card.adds or self.card.unchanged)[0].source
 
     @property
     def changed(self) -> bool:
@@ -135,6 +153,7 @@ class UploadResult:
             "branch": self.plan.branch,
             "url": self.plan.url,
             "pull_requests": [{"branch": pr.branch, "url": pr.url} for pr in self.pull_requests],
+            "missing": [{"variant": m.variant, "runner": m.runner, "how": m.how} for m in self.plan.missing],
         }
 
 
@@ -268,6 +287,16 @@ def plan_upload(
             return path.startswith(("build/", "benchmarks/"))
 
     files = _changes(branch, content.files, tree, doomed)
+    kept = sorted(
+        {
+            path.split("/")[1]
+            for path in (f.path for f in tree)
+            if path.count("/") >= 2 and path.startswith("build/")
+        }
+        - set(variants)
+    )
+    if not exists:
+        kept = []  # a new branch starts from main without its variants
     card = None
     if content.card is not None:
         main_tree = tree if base == main_head else (hub.tree_files(repo, main_head) if main_head else [])
@@ -280,6 +309,31 @@ def plan_upload(
         main_head=main_head,
         files=files,
         card=card,
+        kept_variants=tuple(kept),
+    )
+
+
+def local_plan(
+    hub: Hub, repo: RemoteRepo, content: Content, branch: str, options: UploadOptions, why: str
+) -> UploadPlan:
+    """A dry run's plan without the Hub: every file is listed as sent; whether the repository and branch exist,
+    which files it already has and what would be deleted are not known (``why`` says why it was not asked)."""
+    return UploadPlan(
+        repo_id=repo.repo_id,
+        repo_type=options.repo_type,
+        branch=branch,
+        url=f"{hub.repo_url(repo)}/tree/{branch}",
+        create_repo=False,
+        create_branch=False,
+        base=None,
+        main_head=None,
+        files=BranchChanges(branch, tuple(content.files)),
+        card=BranchChanges(MAIN, (content.card,)) if content.card is not None else None,
+        create_pr=options.create_pr,
+        private=options.private,
+        variants=tuple(v.name for v in content.variants),
+        warnings=content.warnings,
+        hub_unknown=why,
     )
 
 
@@ -294,6 +348,11 @@ def _size(size: int) -> str:
 def describe_plan(plan: UploadPlan) -> list[str]:
     """The plan as lines for a dry run: creations, adds with sizes, unchanged counts, deletes, README."""
     lines = [f"upload to {plan.repo_type} repo {plan.repo_id}, branch {plan.branch} ({plan.url})"]
+    if plan.hub_unknown is not None:
+        lines.append(
+            f"  the Hub was not asked ({plan.hub_unknown}): whether the repository and the branch exist, which "
+            "files it has already and what would be deleted are not known; every file is listed"
+        )
     if plan.create_repo:
         lines.append(f"  create repository {plan.repo_id} ({'private' if plan.private else 'public'})")
     if plan.create_branch:
@@ -310,8 +369,18 @@ def describe_plan(plan: UploadPlan) -> list[str]:
             lines.append(f"  {len(changes.unchanged)} file(s) unchanged on {changes.branch}")
     if plan.card is None:
         lines.append("  no CARD.md in the variants directory: README.md is left as it is")
-    if not plan.changed:
+    if not plan.changed and plan.hub_unknown is None:
         lines.append("  nothing to change")
+    if plan.kept_variants:
+        lines.append(
+            f"  {len(plan.kept_variants)} variant(s) already on {plan.branch} stay: {', '.join(plan.kept_variants)}"
+        )
+    if plan.checks or plan.missing:
+        lines.append("checks:")
+        lines += [f"  {check}" for check in plan.checks]
+    if plan.missing:
+        lines.append(f"  missing required variants ({len(plan.missing)}):")
+        lines += [f"    {m.describe()}" for m in plan.missing]
     return lines
 
 
@@ -458,29 +527,108 @@ def upload(
     builds) as soon as it is collected, before any request (they are also kept in the plan).
 
     Raises ``UsageError`` (exit 2) for a missing or invalid repo id, :class:`HubError` (exit 1) for
-    refused variants, a missing repo or branch with ``create_pr``, and failed Hub requests.
+    refused variants, an incomplete release without ``allow_incomplete``, a missing repo or branch with
+    ``create_pr``, and failed Hub requests. A dry run that would be refused returns its plan with ``refused``.
     """
     repo_id, branch_setting = _repo_id(options)
     content = collect_content(options.kernel_dir, allow_explicit_archs=options.allow_explicit_archs)
     with tempfile.TemporaryDirectory(prefix="kernel-builder-upload-") as scratch:
-        content = abi_gate(content, options.allow_abi_violations, Path(scratch))
-        for warning in content.warnings:
+        gated = abi_gate(content, options.allow_abi_violations, Path(scratch))
+        for warning in gated.warnings:
             warn(warning)
-        return _upload(options, repo_id, branch_setting, content, log)
+        checks = (
+            f"{len(gated.variants)} variant(s): names, metadata.json, package and digest checked",
+            "check-abi: no findings"
+            if gated is content
+            else "check-abi: findings accepted (--allow-abi-violations)",
+        )
+        return _upload(options, repo_id, branch_setting, gated, checks, Path(scratch), log, warn)
 
 
 def _upload(
-    options: UploadOptions, repo_id: str, branch_setting: str | None, content: Content, log: Log
+    options: UploadOptions,
+    repo_id: str,
+    branch_setting: str | None,
+    content: Content,
+    checks: tuple[str, ...],
+    scratch: Path,
+    log: Log,
+    warn: Log,
 ) -> UploadResult:
     branch = _branch(branch_setting, content)
     hub = Hub(agent=f"kernel-builder-cli/{__version__}")
-    if hub.offline:
-        raise HubError("upload needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it")
+    if hub.offline and not options.dry_run:
+        raise HubError(
+            "upload needs the network, but offline mode is on (HF_HUB_OFFLINE); unset it "
+            "(`upload --dry-run` rehearses the upload offline)"
+        )
     repo = RemoteRepo(repo_id, options.repo_type)
     try:
-        plan = plan_upload(hub, repo, content, branch, options)
+        plan = _plan(hub, repo, content, branch, options)
+        gated, content = _completeness(plan, content, checks, options, scratch, warn)
+        plan = gated
+        if content.card is not None and plan.card is not None and content.card.source != plan.card_source:
+            # The card now lists the missing variants: compare that card with the Hub's README instead.
+            plan = dataclasses.replace(_plan(hub, repo, content, branch, options), **_gate_fields(gated))
         if options.dry_run:
             return UploadResult("dry_run", plan)
+        if plan.refused is not None:
+            raise HubError(plan.refused)
         return _execute(hub, repo, plan, log)
     except REQUEST_ERRORS as error:
         raise HubError(f"upload to {repo_id} failed: {describe_error(error)}") from error
+
+
+def _plan(hub: Hub, repo: RemoteRepo, content: Content, branch: str, options: UploadOptions) -> UploadPlan:
+    """The plan from the Hub; for a dry run without the Hub (offline, or unreachable), from the files alone."""
+    if hub.offline:
+        return local_plan(hub, repo, content, branch, options, "offline mode is on: HF_HUB_OFFLINE")
+    try:
+        return plan_upload(hub, repo, content, branch, options)
+    except HubConnectionError as error:
+        if not options.dry_run:
+            raise
+        return local_plan(hub, repo, content, branch, options, f"it could not be reached: {error}")
+
+
+def _gate_fields(plan: UploadPlan) -> dict[str, Any]:
+    return {"checks": plan.checks, "missing": plan.missing, "refused": plan.refused}
+
+
+def _completeness(
+    plan: UploadPlan,
+    content: Content,
+    checks: tuple[str, ...],
+    options: UploadOptions,
+    scratch: Path,
+    warn: Log,
+) -> tuple[UploadPlan, Content]:
+    """The plan with the completeness gate's verdict, and the content with the card that lists what is missing
+    when ``allow_incomplete`` lets an incomplete release through."""
+    present = {*plan.variants, *plan.kept_variants}
+    found = missing_variants(Path(options.kernel_dir), present)
+    if found is None:  # a directory of variants alone (no project): nothing says which are required
+        note = f"required variants: not checked (no build.toml in {options.kernel_dir})"
+        return dataclasses.replace(plan, checks=(*checks, note)), content
+    missing, required = found
+    have = f"required variants: {required - len(missing)} of {required} present"
+    if plan.hub_unknown is not None:
+        have += " (variants already on the Hub branch are not known: the Hub was not asked)"
+    blocking = [m for m in missing if m.blocking]
+    refused = None
+    if blocking and not options.allow_incomplete:
+        refused = str(refusal(missing, required))
+    elif blocking:
+        warn(
+            f"uploading an incomplete release (--allow-incomplete): {len(blocking)} required variant(s) missing, "
+            "listed on the card"
+        )
+        content = with_card_section(content, missing, scratch)
+        for warning in content.warnings[len(plan.warnings) :]:
+            warn(warning)
+    elif missing:
+        warn(
+            f"the release lacks {len(missing)} required variant(s) that kernel-builder does not build: "
+            + ", ".join(m.variant for m in missing)
+        )
+    return dataclasses.replace(plan, checks=(*checks, have), missing=tuple(missing), refused=refused), content
