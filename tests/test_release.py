@@ -90,7 +90,10 @@ def test_release_workflow_checks_everything_and_publishes_only_from_a_tag() -> N
 def test_tutorial_install_commands_work_in_a_fresh_venv(tmp_path: Path) -> None:
     script = install_block()
     # A CPU torch: the tutorial's CPU kernel builds nothing under the CUDA build a plain `pip install torch` brings.
-    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu\npip install ./kernel-builder\n" in script
+    assert (
+        "pip install torch --index-url https://download.pytorch.org/whl/cpu\npip install ./kernel-builder\n"
+        in script
+    )
     source_copy(tmp_path / "kernel-builder")
     # The tutorial's first line creates .venv (without pip, see above); a .pth file there makes this
     # environment's packages visible, except kernel-builder itself, and .venv/bin/pip runs their pip with
