@@ -70,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         print("\n".join(["dry run: nothing was changed", *describe_plan(result.plan)]))
-        if result.plan.refused is not None:  # the rehearsal fails as the upload would
-            print(f"error: {result.plan.refused}", file=sys.stderr)
+        if result.plan.refused is not None:  # the rehearsal fails as the upload would; the plan listed why
+            lines = result.plan.refused.splitlines()
+            print(f"error: {lines[0].rstrip(':')} (listed above)\n{lines[-1]}", file=sys.stderr)
     elif not args.quiet:
         print(f"{_SUMMARY[result.status]}: {result.plan.url}")
         for pr in result.pull_requests:
