@@ -133,3 +133,30 @@ def test_test_under_a_cuda_torch_names_the_fix(tmp_path: Path) -> None:
         f"(a virtual environment where you ran `{_cpu_install()}`)"
     ) in run.stderr
     assert f"`kernel-builder build --variant {CPU_VARIANT}`" in run.stderr
+
+
+def _metal_project(tmp_path: Path) -> Path:
+    """The init CPU project with a compiled Metal kernel too: its variants are macOS ones, built by no host here."""
+    root = _init(tmp_path, "my-relu", "cpu")
+    toml = root / "build.toml"
+    text = toml.read_text(encoding="utf-8").replace('backends = ["cpu"]', 'backends = ["cpu", "metal"]')
+    text += '\n[kernel.my_relu_metal]\nbackend = "metal"\ndepends = ["torch"]\nsrc = ["my_relu_metal/relu.metal"]\n'
+    toml.write_text(text, encoding="utf-8")
+    (root / "my_relu_metal").mkdir()
+    (root / "my_relu_metal" / "relu.metal").write_text("// a Metal kernel\n", encoding="utf-8")
+    return root
+
+
+def test_a_selection_with_nothing_buildable_fails(tmp_path: Path) -> None:
+    """Every selected variant skipped: the table gives each one's reason, the error where to build them."""
+    run = run_cli(["build", _metal_project(tmp_path), "--all-variants", "--backend", "metal", "--offline"])
+    assert run.returncode == 1, run.output
+    skipped = [line for line in run.stdout.splitlines() if line.startswith("skipped torch")]
+    assert skipped and all(
+        "-metal-aarch64-darwin: backend 'metal' cannot be built" in line for line in skipped
+    )
+    assert (
+        f"error: no variant was built: none of the {len(skipped)} selected variant(s) can be built here"
+        in run.stderr
+    )
+    assert "`kernel-builder matrix --format github` gives each one a CI runner" in run.stderr
