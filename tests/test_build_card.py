@@ -8,6 +8,7 @@ allocate without end: each gives one error naming the card, and runs nothing.
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from kernel_builder.build import card as card_module
 from kernel_builder.build.card import CardFacts, card_facts, fill_card, fill_project_card
 from kernel_builder.build.package import sync_card
 from kernel_builder.config import load_project
-from kernel_builder.errors import ConfigError
+from kernel_builder.errors import BuildError, ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cards"
 TEMPLATED = FIXTURES / "templated"
@@ -196,3 +197,13 @@ def test_fill_card_errors(kernel: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert run.code == 2 and "no card to fill" in run.err
     run = run_cli(capsys, "fill-card", str(kernel), "--repo-id", "not a repo")
     assert run.code == 2 and "--repo-id 'not a repo'" in run.err
+
+
+def test_a_broken_renderer_is_not_the_cards_fault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interpreter that cannot render (here one that exits 1 at once, as one without jinja2 would) is a
+    failed operation (exit 1) naming it, not a card error."""
+    card = tmp_path / "CARD.md"
+    card.write_text("# {{ repo_id }}\n")
+    monkeypatch.setattr(sys, "executable", shutil.which("false") or "/bin/false")
+    with pytest.raises(BuildError, match=r"cannot fill .*CARD.md: the card renderer \(.*false\) failed"):
+        fill_card(card, CardFacts("org/k", None, None, False, None, None))

@@ -154,6 +154,8 @@ def test_build_with_max_jobs_and_cores(tmp_path: Path, capsys: pytest.CaptureFix
     run = run_cli(capsys, "build", str(root), "--max-jobs", "1", "--cores", "1", "--no-import-check")
     assert run.code == 0, run.err
     assert (root / "build" / "torch-cpu" / "metadata.json").is_file()
+    card = (root / "build" / "CARD.md").read_text()  # the card is filled at build time
+    assert "# kernels-example/card-demo\n" in card and "{%" not in card
 
 
 # --- list-variants --arch -----------------------------------------------------------------------------------

@@ -27,11 +27,11 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kernel_builder.build.card_sandbox import RENDER_MEMORY, RENDER_SECONDS
+from kernel_builder.build.card_sandbox import CARD_ERROR, RENDER_MEMORY, RENDER_SECONDS
 from kernel_builder.build.plan.sources import package_dir
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.config.model import KernelProject
-from kernel_builder.errors import ConfigError
+from kernel_builder.errors import BuildError, ConfigError
 
 CARD_FILE = "CARD.md"
 #: The largest card read: a card is a page of text.
@@ -136,11 +136,16 @@ def fill_card(path: Path, facts: CardFacts) -> str:
             f"{path}: cannot fill the card template: it ran for more than {RENDER_SECONDS} s (a loop too "
             "large?); a card may only format the variables it is given"
         ) from None
-    if result.returncode != 0:
-        reason = result.stderr.strip().splitlines()[-1:] or [f"the renderer exited with {result.returncode}"]
-        if result.returncode < 0:
-            reason = [f"it went beyond the renderer's limits ({RENDER_MEMORY >> 20} MiB, {RENDER_SECONDS} s)"]
-        raise ConfigError(f"{path}: cannot fill the card template: {_explain(reason[0], path)}")
+    last = (result.stderr.strip().splitlines() or [f"it exited with status {result.returncode}"])[-1]
+    if result.returncode == CARD_ERROR:
+        raise ConfigError(f"{path}: cannot fill the card template: {_explain(last, path)}")
+    if result.returncode < 0:  # killed at its CPU limit (or by the system, at its memory limit)
+        raise ConfigError(
+            f"{path}: cannot fill the card template: it went beyond the limits of a card's rendering "
+            f"({RENDER_SECONDS} s, {RENDER_MEMORY >> 20} MiB)"
+        )
+    if result.returncode != 0:  # not the card: the renderer itself (jinja2 missing, ...)
+        raise BuildError(f"cannot fill {path}: the card renderer ({sys.executable}) failed: {last}")
     return result.stdout
 
 

@@ -16,6 +16,8 @@ MAX_FILLED_CHARS = 1 << 20
 #: Seconds of wall time (the parent's timeout) and CPU time, and bytes of address space, for one card.
 RENDER_SECONDS = 10
 RENDER_MEMORY = 1 << 30
+#: The exit status that says the card is at fault (anything else is the renderer's own failure).
+CARD_ERROR = 3
 
 
 def _render(template: str, context: dict[str, Any]) -> str:
@@ -62,7 +64,7 @@ def _child() -> int:
         filled = _render(request["template"], request["context"])
     except Exception as error:  # the card's fault, whatever it is: say so in one line
         print(_describe(error).replace("\n", " "), file=sys.stderr)
-        return 3
+        return CARD_ERROR
     sys.stdout.write(filled)
     return 0
 
