@@ -1,10 +1,11 @@
 """glibc >= 2.38's C23 redirects turned off by the manylinux header (kernel_builder/build/generate/manylinux.py).
 
 glibc 2.38 headers bind ``sscanf``, ``strtol``, ``strtoull`` ... to ``__isoc23_*`` (GLIBC_2.38) whenever GNU
-extensions are on, as g++ always has them. This host's glibc is older, so the headers that redirect are put
-first among the C library's include directories: ``tests/fixtures/glibc-c23-replica`` (a replica of 2.38's
-logic over this host's glibc, see its README), or a real set of glibc >= 2.38 headers when
-``KB_TEST_GLIBC_HEADERS`` names one (the ``usr/include`` of an unpacked ``libc6-dev``). The fixture kernel
+extensions are on, as g++ always has them. A glibc >= 2.38 host compiles with its own headers; on an older one
+(CI's has 2.36) headers that redirect are put first among the C library's include directories:
+``tests/fixtures/glibc-c23-replica`` (a replica of 2.38's logic over this host's glibc, see its README), or a
+real set of glibc >= 2.38 headers when ``KB_TEST_GLIBC_HEADERS`` names one (the ``usr/include`` of an unpacked
+``libc6-dev``). The fixture kernel
 ``tests/fixtures/libc-c23`` calls the three functions from C++ and from CUDA host code; without the header its
 objects reference ``__isoc23_*``, with it the functions a glibc 2.28 system has.
 """
@@ -40,11 +41,20 @@ extern "C" long long parse_cuda(const char *text) {
 """
 
 
+def host_glibc() -> tuple[int, int]:
+    version = (os.confstr("CS_GNU_LIBC_VERSION") or "").split()
+    if len(version) != 2 or version[0] != "glibc":
+        return (0, 0)
+    major, minor = version[1].split(".")[:2]
+    return int(major), int(minor)
+
+
 def header_dirs() -> list[Path]:
-    """The redirecting headers, in search order: a real set when given, else the replica."""
+    """The redirecting headers, in search order: a real set when given; none on a host whose own headers
+    redirect (glibc >= 2.38: Ubuntu 24.04, Debian 13); else the replica."""
     real = os.environ.get("KB_TEST_GLIBC_HEADERS")
     if not real:
-        return [REPLICA]
+        return [] if host_glibc() >= (2, 38) else [REPLICA]
     root = Path(real)
     multiarch = [p for p in root.iterdir() if (p / "bits" / "libc-header-start.h").exists()]
     return [*multiarch, root]
@@ -52,7 +62,9 @@ def header_dirs() -> list[Path]:
 
 def include_flags(first: list[Path]) -> list[str]:
     """g++'s own include directories with ``first`` just before the C library's (after libstdc++'s, whose
-    ``<cstdlib>`` reaches ``<stdlib.h>`` with ``#include_next``), as ``-nostdinc -isystem ...``."""
+    ``<cstdlib>`` reaches ``<stdlib.h>`` with ``#include_next``), as ``-nostdinc -isystem ...``; none for none."""
+    if not first:
+        return []
     listing = subprocess.run(
         ["g++", "-xc++", "-E", "-v", "/dev/null"], capture_output=True, text=True, check=True
     ).stderr
