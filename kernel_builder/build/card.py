@@ -172,7 +172,9 @@ def fill_project_card(
     import hashlib
 
     text = read_card(path)
-    key = hashlib.sha256(json.dumps([text, asdict(facts)], sort_keys=True).encode()).hexdigest()
+    from kernel_builder import __version__
+
+    key = hashlib.sha256(json.dumps([__version__, text, asdict(facts)], sort_keys=True).encode()).hexdigest()
     try:
         kept = json.loads(cache.read_text(encoding="utf-8"))
         if isinstance(kept, dict) and kept.get("key") == key and isinstance(kept.get("card"), str):
