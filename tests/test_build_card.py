@@ -207,3 +207,12 @@ def test_a_broken_renderer_is_not_the_cards_fault(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(sys, "executable", shutil.which("false") or "/bin/false")
     with pytest.raises(BuildError, match=r"cannot fill .*CARD.md: the card renderer \(.*false\) failed"):
         fill_card(card, CardFacts("org/k", None, None, False, None, None))
+
+
+def test_a_card_is_utf8_whatever_the_locale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LC_ALL", "C")
+    monkeypatch.setenv("LANG", "C")
+    card = tmp_path / "CARD.md"
+    card.write_text("# {{ repo_id }} — Größe ✓\n", encoding="utf-8")
+    facts = CardFacts("org/k", None, None, False, None, None)
+    assert fill_card(card, facts) == "# org/k — Größe ✓\n"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -127,7 +128,8 @@ def fill_card(path: Path, facts: CardFacts) -> str:
             [sys.executable, "-m", "kernel_builder.build.card_sandbox"],
             input=request,
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            env={**os.environ, "PYTHONIOENCODING": "utf-8"},  # whatever the locale: a card is UTF-8
             timeout=RENDER_SECONDS,
             check=False,
         )
