@@ -89,6 +89,7 @@ TESTED_ELSEWHERE = {
             "check_abi",
             "check_config",
             "download",
+            "fill_card",
             "generate",
             "info",
             "init",

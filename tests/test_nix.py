@@ -420,6 +420,7 @@ def test_flake_outputs() -> None:
             "abi3info",
             "rich",
             "filelock",
+            "jinja2",
         )
     ]
     assert out["default"] == "kernel-builder"

@@ -60,14 +60,29 @@ def check_name(name: str) -> str:
     )
 
 
+def split_name(name: str, org: str | None) -> tuple[str, str | None]:
+    """``--name OWNER/NAME`` (Hugging Face's builder's form) is ``--name NAME --org OWNER``; with a different
+    ``--org`` it is an error, as is any other ``/``."""
+    if "/" not in name:
+        return name, org
+    owner, _, bare = name.partition("/")
+    if not owner or not bare or "/" in bare:
+        raise UsageError(f"--name {name!r}: expected NAME or OWNER/NAME")
+    if org is not None and org != owner:
+        raise UsageError(f"--name {name!r} names the owner {owner!r}, but --org is {org!r}: give one of them")
+    return bare, owner
+
+
 def parse_backends(text: str) -> tuple[str, ...]:
-    """``--backends cuda,cpu``; the order given is kept, duplicates are an error."""
+    """``--backends cuda,cpu`` (the command line joins ``--backends cuda cpu`` with commas); the order given is
+    kept, duplicates are an error."""
     backends = tuple(part.strip() for part in text.split(",") if part.strip())
     unknown = [b for b in backends if b not in BACKENDS]
     if not backends or unknown:
         raise UsageError(
-            f"--backends {text!r}: expected a comma-separated list of {', '.join(BACKENDS)} "
-            f"(unknown: {', '.join(unknown) or 'none given'})"
+            f"--backends {text!r}: expected {' and/or '.join(BACKENDS)}, comma- or space-separated "
+            f"(unknown: {', '.join(unknown) or 'none given'}); init writes {' and '.join(BACKENDS)} projects "
+            "only, and a PATH goes before --backends"
         )
     if len(set(backends)) != len(backends):
         raise UsageError(f"--backends {text!r} names a backend twice")

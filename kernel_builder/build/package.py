@@ -22,7 +22,6 @@ from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.build.plan.scan import SourceScan
 from kernel_builder.build.plan.sources import is_shipped, package_dir
 from kernel_builder.build.state import exchange, make_staging, staging_for, write_atomic
-from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
 
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
     # metadata.json's model is imported where a variant is assembled: a no-op build only syncs the card.
     from kernel_builder.formats.metadata import Metadata, ProvenanceEntry
 
-_CARD_LIMIT = 16 << 20  # a model card is text; far larger means a wrong file (or a device)
 _REGISTERING_DECORATORS = (
     "custom_op", "triton_op", "register_kernel", "register_fake", "register_vmap", "register_torch_dispatch",
 )  # fmt: skip
@@ -271,18 +269,20 @@ def _replace_dir(new: Path, final: Path) -> None:
 
 
 def sync_card(project: KernelProject, build_root: Path) -> None:
-    """``build/CARD.md`` mirrors ``<root>/CARD.md``; a stale copy is removed.
+    """``build/CARD.md`` is ``<root>/CARD.md`` filled in (a Jinja template, :mod:`kernel_builder.build.card`); a
+    stale copy is removed.
 
-    The copy is written fresh under ``.kernel-builder/tmp/`` and renamed into place: it is never half-written, a
+    The card is written fresh under ``.kernel-builder/tmp/`` and renamed into place: it is never half-written, a
     link planted at ``build/CARD.md`` is replaced, and the file it points to is never written.
     """
+    from kernel_builder.build.card import fill_project_card
+    from kernel_builder.build.state import state_dir
+
     card = project.root / "CARD.md"
     target = build_root / "CARD.md"
     if card.is_file():
-        try:
-            data = read_bounded(card, _CARD_LIMIT)
-        except UnsafeFileError as exc:
-            raise BuildError(f"cannot copy {card}: {exc}") from None
+        filled = fill_project_card(project, cache=state_dir(project.root) / "card.json")
+        data = (filled or "").encode("utf-8")
         try:
             if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
                 build_root.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "test": "build this environment's variant, then run the project's tests against it",
     "bench": "build, then time the kernel's ops against a reference (benchmarks/ or torch)",
     "upload": "upload the built variants to a kernel repo on the Hub",
+    "fill-card": "print (or write) the kernel's CARD.md with its template variables filled in",
     "lock": "pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock",
     "download": "download and verify the kernels pinned in kernels.lock",
     "info": "describe a Hub kernel: its variants, which one loads here and why not the others",

@@ -47,6 +47,12 @@ def register(commands: Subparsers) -> None:
     parser.add_argument(
         "--parallel", type=int, metavar="N", help="variants built at once (default: cores / 4)"
     )
+    parser.add_argument(
+        "--max-jobs",
+        type=positive,
+        metavar="N",
+        help="the same as --parallel (Hugging Face's builder's name)",
+    )
     parser.add_argument("--werror", action="store_true", help="treat ABI symbol-version warnings as errors")
     parser.add_argument("--backend", help="build only this backend's variants")
     parser.add_argument(
@@ -91,6 +97,9 @@ def register(commands: Subparsers) -> None:
         "-j", "--jobs", type=int, metavar="N", help="parallel compile jobs (default: from MAX_JOBS or cores)"
     )
     parser.add_argument(
+        "--cores", type=positive, metavar="N", help="the same as --jobs (Hugging Face's builder's name)"
+    )
+    parser.add_argument(
         "--nvcc-threads", type=int, metavar="N", help="nvcc --threads (default: from the arch count)"
     )
     parser.add_argument(
@@ -119,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     from kernel_builder.common.progress import progress_display
 
     started = time.monotonic()
+    args.parallel = same_option(args, "parallel", "max_jobs")
+    args.jobs = same_option(args, "jobs", "cores")
     if args.unique_id is not None:
         check_unique_id(args.unique_id)
     provenance = provenance_option(args.provenance_commit, args.provenance_dirty)
@@ -150,6 +161,28 @@ def run(args: argparse.Namespace) -> int:
         )
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return 1 if report.failed or nothing is not None else 0
+
+
+def positive(text: str) -> int:
+    """A count of at least 1 (``--max-jobs``, ``--cores``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least 1")
+    return value
+
+
+def same_option(args: argparse.Namespace, ours: str, alias: str) -> int | None:
+    """The value of ``--<ours>`` or of its alias (Hugging Face's builder's name); both, differing, is an error."""
+    mine: int | None = getattr(args, ours)
+    theirs: int | None = getattr(args, alias)
+    if mine is not None and theirs is not None and mine != theirs:
+        flag = "--" + ours.replace("_", "-")
+        other = "--" + alias.replace("_", "-")
+        raise UsageError(f"{flag} {mine} and {other} {theirs} disagree: {other} is {flag}; give one")
+    return mine if mine is not None else theirs
 
 
 def provenance_option(commit: str | None, dirty: bool) -> ProvenanceEntry | None:

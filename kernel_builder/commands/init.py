@@ -17,10 +17,18 @@ def register(commands: Subparsers) -> None:
     parser.add_argument(
         "path", nargs="?", default=None, metavar="PATH", help="directory to create (default: ./NAME)"
     )
-    parser.add_argument("--name", required=True, help="kernel name: lowercase letters, digits and `-`")
+    parser.add_argument(
+        "--name",
+        required=True,
+        metavar="NAME|OWNER/NAME",
+        help="kernel name: lowercase letters, digits and `-`; OWNER/NAME also sets --org",
+    )
     parser.add_argument("--org", help="Hub organisation or user; the repo id becomes ORG/NAME")
     parser.add_argument(
-        "--backends", metavar="LIST", help="comma-separated: cuda,cpu (default: from the template)"
+        "--backends",
+        nargs="+",
+        metavar="BACKEND",
+        help="cuda and/or cpu, comma- or space-separated: cuda,cpu or cuda cpu (default: from the template)",
     )
     parser.add_argument(
         "--template", choices=["cuda", "cpu", "triton"], help="cuda (also builds cpu), cpu, or triton"
@@ -28,7 +36,9 @@ def register(commands: Subparsers) -> None:
     parser.add_argument(
         "--license", metavar="ID", default="Apache-2.0", help="SPDX license identifier (default: Apache-2.0)"
     )
-    parser.add_argument("--force", action="store_true", help="overwrite files that already exist")
+    parser.add_argument(
+        "--force", "--overwrite", dest="force", action="store_true", help="overwrite files that already exist"
+    )
     add_common(parser)
     parser.set_defaults(handler=run)
 
@@ -42,17 +52,19 @@ def run(args: argparse.Namespace) -> int:
         init_project,
         next_steps,
         parse_backends,
+        split_name,
     )
 
-    check_name(args.name)
+    name, org = split_name(args.name, args.org)
+    check_name(name)
     options = InitOptions(
-        name=args.name,
-        org=args.org,
-        backends=parse_backends(args.backends) if args.backends else None,
+        name=name,
+        org=org,
+        backends=parse_backends(",".join(args.backends)) if args.backends else None,
         template=args.template,
         license=args.license,
         force=args.force,
     )
-    root = Path(args.path if args.path is not None else args.name)
+    root = Path(args.path if args.path is not None else name)
     print(next_steps(root, init_project(root, options)))
     return 0

@@ -20,6 +20,11 @@ def register(commands: Subparsers) -> None:
     add_path(parser)
     parser.add_argument("--json", action="store_true", help="print the candidates as a JSON list")
     parser.add_argument(
+        "--arch",
+        action="store_true",
+        help="only the variants for this machine's CPU and OS (x86_64-linux, ...), not the pure-Python ones",
+    )
+    parser.add_argument(
         "--no-probe", action="store_true",
         help="only what this kernel-builder can build on this platform: do not read pip's indexes for whether each "
         "variant's Torch build can be installed here, nor look for its CUDA compiler",
@@ -38,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     with progress_display(log) as progress:
         candidates = list_variants(project, probe=not args.no_probe, progress=progress)
+    if args.arch:
+        from kernel_builder.build.plan.planner import host_system
+
+        candidates = [c for c in candidates if c.system == host_system()]
     if not args.no_probe:
         log(f"probed {len(candidates)} candidates in {time.monotonic() - start:.1f} s")
     if args.json:

@@ -38,7 +38,7 @@ from kernel_builder.hub import (
 )
 from kernel_builder.publish.abi_gate import abi_gate
 from kernel_builder.publish.completeness import Missing, missing_variants, refusal, with_card_section
-from kernel_builder.publish.content import Content, LocalFile, collect_content, is_benchmark
+from kernel_builder.publish.content import README, Content, LocalFile, collect_content, is_benchmark
 
 __all__ = [
     "MAX_OPERATIONS_PER_COMMIT",
@@ -187,6 +187,23 @@ def _repo_id(options: UploadOptions) -> tuple[str, str | None]:
     if options.repo_type not in (KERNEL, MODEL):
         raise UsageError(f"invalid repo type {options.repo_type!r}: expected {KERNEL} or {MODEL}")
     return repo_id, branch
+
+
+def _filled_card(kernel_dir: Path, repo_id: str, content: Content, scratch: Path) -> Content:
+    """The kernel's ``CARD.md`` filled in for ``repo_id`` (the repository uploaded to, which ``build`` may not
+    have known) in place of ``build/CARD.md``; ``content`` as it is for a directory without ``build.toml`` and
+    ``CARD.md``, whose ``build/CARD.md`` goes as ``build`` wrote it."""
+    from kernel_builder.build.card import CARD_FILE, fill_project_card
+    from kernel_builder.config import load_project
+
+    if not ((kernel_dir / "build.toml").is_file() and (kernel_dir / CARD_FILE).is_file()):
+        return content
+    filled = fill_project_card(load_project(kernel_dir).project, repo_id=repo_id)
+    if filled is None:
+        return content
+    card = scratch / README
+    card.write_text(filled, encoding="utf-8")
+    return dataclasses.replace(content, card=LocalFile.read(README, card))
 
 
 def _branch(branch: str | None, content: Content) -> str:
@@ -533,6 +550,7 @@ def upload(
     repo_id, branch_setting = _repo_id(options)
     content = collect_content(options.kernel_dir, allow_explicit_archs=options.allow_explicit_archs)
     with tempfile.TemporaryDirectory(prefix="kernel-builder-upload-") as scratch:
+        content = _filled_card(Path(options.kernel_dir), repo_id, content, Path(scratch))
         gated = abi_gate(content, options.allow_abi_violations, Path(scratch))
         for warning in gated.warnings:
             warn(warning)

@@ -45,7 +45,7 @@ let
   # Every other package of the set: a named placeholder.
   ps = pythonPackages // builtins.listToAttrs (
     map (name: { inherit name; value = program "python-${name}"; }) [
-      "setuptools" "tomli" "tomlkit" "packaging" "huggingface-hub" "scikit-build-core" "pyelftools" "auditwheel" "abi3info" "rich" "filelock"
+      "setuptools" "tomli" "tomlkit" "packaging" "huggingface-hub" "scikit-build-core" "pyelftools" "auditwheel" "abi3info" "rich" "filelock" "jinja2"
       "pytest" "mypy" "ruff" "numpy" "kernels"
     ]
   );

@@ -354,6 +354,12 @@ def _cmakelists(
         # Relative to the build directory (nvcc runs there): ccache rewrites g++'s -include under the root to a
         # relative path, but not nvcc's --pre-include, and an absolute path here would tie the cache to one checkout.
         cuda_options.append(f"--pre-include=../{compat[0].relative_to(project_dir.parent).as_posix()}")
+        # The C23 switch must precede every libc header, and nvcc's implicit cuda_runtime.h comes before its
+        # --pre-include: the host compiler's own -include comes before both (manylinux.py).
+        from kernel_builder.build.generate.manylinux import C23_HEADER_NAME
+
+        c23 = (compat[0].parent / C23_HEADER_NAME).relative_to(project_dir.parent).as_posix()
+        cuda_options.append(f"-Xcompiler=-include,../{c23}")
     if options.debug_info:
         cxx_options.append("-g")
         cuda_options += ["-g", "-lineinfo"]
