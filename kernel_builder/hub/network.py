@@ -276,8 +276,8 @@ def retrying(
             )
             each = "; ".join(f"try {number}: {reason}" for number, reason in enumerate(operation.tries, 1))
             raise HubConnectionError(
-                f"{what} on {endpoint} failed: {found.reason} (tried {tried} in {time.monotonic() - start:.0f} s"
-                f"{stopped}; {each}). Check the network connection and HF_ENDPOINT (now {endpoint}); "
+                f"{what} on {endpoint} failed: {found.reason} (tried {tried}). In {time.monotonic() - start:.0f} s: "
+                f"{each}{stopped}. Check the network connection and HF_ENDPOINT (now {endpoint}); "
                 f"{CONNECT_TIMEOUT}, {READ_TIMEOUT}, {RETRIES} and {DEADLINE} set the limits "
                 f"(docs/environment.md), HF_HUB_OFFLINE=1 loads from the cache alone."
             ) from None

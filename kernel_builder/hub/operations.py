@@ -30,11 +30,11 @@ from huggingface_hub import (
 from huggingface_hub.errors import GatedRepoError, RemoteEntryNotFoundError, RepositoryNotFoundError
 from huggingface_hub.hf_api import RepoFile, RepoFolder
 
+import kernel_builder.hub.network as network
 from kernel_builder import __version__
 from kernel_builder.common.hub_env import endpoint
 from kernel_builder.errors import HubConnectionError
 from kernel_builder.formats.files import HUB_IGNORE_PATTERNS
-from kernel_builder.hub import network
 from kernel_builder.hub.cache import CacheError, CacheLayout, entries, remove_partial
 from kernel_builder.hub.environment import is_offline
 from kernel_builder.hub.errors import failure

@@ -37,6 +37,7 @@ from kernel_builder.loader.arguments import check_trust_argument, trusted_by_cal
 from kernel_builder.loader.caller import LockMatch, find_locked
 from kernel_builder.loader.dependencies import Located, resolve_dependencies
 from kernel_builder.loader.errors import KernelIntegrityError, KernelNotLockedError, NoCompatibleVariantError
+from kernel_builder.loader.hub_steps import Operation, Target, start_operation, variant_metadata
 from kernel_builder.loader.importer import (
     RepoInfo,
     check_digest,
@@ -50,7 +51,6 @@ from kernel_builder.loader.lockcheck import (
     check_tree_hash,
     require_covered,
 )
-from kernel_builder.loader.remote import Operation, Target, start_operation, variant_metadata
 from kernel_builder.loader.trust import require_trusted
 
 __all__ = [
