@@ -63,6 +63,7 @@ TESTED_ELSEWHERE = {
     "loader.arguments": "test_loader_remote.py (get_kernel's arguments)",
     "loader.caller": "test_loader_remote.py",
     "loader.download": "test_loader_lock.py (`kernel-builder download`)",
+    "loader.sequence": "every load runs it: test_loader_remote.py, test_loader_local.py, test_loader_locked_dependencies.py",
     "loader.hub_steps": "the Hub's load sequence, run by test_loader_remote.py and test_loader_hub_dependencies.py",
     "loader.lockcheck": "test_loader_lock.py",
     "loader.trust": "test_loader_hostile.py, test_loader_remote.py",

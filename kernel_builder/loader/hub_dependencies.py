@@ -18,11 +18,9 @@ from kernel_builder.loader.arguments import check_trust_argument
 from kernel_builder.loader.dependencies import Located
 from kernel_builder.loader.hub_steps import (  # get_kernel's sequence: a dependency loads exactly like a kernel
     choose_variant,
-    fetch_variant,
     start_operation,
     trust_gate,
 )
-from kernel_builder.loader.importer import RepoInfo
 
 __all__ = ["HubSource"]
 
@@ -64,10 +62,4 @@ class HubSource:
             raise LookupError(
                 f"{dependency.repo_id} has no revision {revision!r} on {hub.endpoint}"
             ) from error
-        target = chosen.target
-        return Located(
-            chosen.where,
-            chosen.metadata,
-            lambda: fetch_variant(chosen, self.verify_digest),
-            RepoInfo(target.repo.repo_id, target.sha),
-        )
+        return chosen.located(self.verify_digest)

@@ -33,12 +33,14 @@ from kernel_builder.formats.variants import compute_name
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
 from kernel_builder.loader.arguments import trusted_by_caller
+from kernel_builder.loader.dependencies import Located
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.hubcache import (
     check_agreement,
     verify_download,
 )
 from kernel_builder.loader.importer import (
+    RepoInfo,
     check_python_dependencies,
     read_variant_metadata,
     warn,
@@ -435,6 +437,11 @@ class Chosen:
     @property
     def where(self) -> str:
         return f"{self.target.label}, build/{self.variant}"
+
+    def located(self, verify_digest: bool | None) -> Located:
+        """The variant as the load sequence takes it (:mod:`~kernel_builder.loader.sequence`)."""
+        repo_info = RepoInfo(self.target.repo.repo_id, self.target.sha)
+        return Located(self.where, self.metadata, lambda: fetch_variant(self, verify_digest), repo_info)
 
 
 def choose_variant(

@@ -37,7 +37,6 @@ from kernel_builder.loader.hub_steps import (
     choose_variant,
     decide,
     download_variant,
-    fetch_variant,
     follow_redirects_from_main,
     resolve_target,
     resolve_version,
@@ -53,15 +52,14 @@ from kernel_builder.loader.hubcache import (
     request_key,
 )
 from kernel_builder.loader.importer import (
-    RepoInfo,
     check_python_dependencies,
-    load_variant,
 )
 from kernel_builder.loader.local import (
     dependency_sources,
     local_kernel_path,
     local_variant_dir,
 )
+from kernel_builder.loader.sequence import load_located
 
 __all__ = [
     "ALLOW_NO_DIGEST",
@@ -112,15 +110,14 @@ def load_from_hub(
         verify_digest=verify_digest,
         offline=hub.offline,
     )
-    dependencies = resolve_dependencies(repo_id, chosen.metadata.kernel_depends, sources)  # docs/loading.md
-    variant_dir, metadata = fetch_variant(chosen, verify_digest)
-    target = chosen.target
-    repo_info = RepoInfo(target.repo.repo_id, target.sha)
-    module = load_variant(
-        variant_dir, metadata=metadata, repo_info=repo_info, dependencies=dependencies.load()
-    )
+    module = load_located(repo_id, chosen.located(verify_digest), sources)  # docs/loading.md
     _remember(
-        hub, repo_id, version, revision, target, publisher_trusted=not trusted_by_caller(trust, repo_id)
+        hub,
+        repo_id,
+        version,
+        revision,
+        chosen.target,
+        publisher_trusted=not trusted_by_caller(trust, repo_id),
     )
     return module
 
