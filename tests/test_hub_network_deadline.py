@@ -83,6 +83,24 @@ def test_a_stalled_operation_ends_at_its_deadline_naming_each_try(
     assert elapsed < 15.0, f"{fault} on {route}: gave up after {elapsed:.1f} s"
 
 
+def test_a_folder_download_stalled_in_its_worker_threads_ends_at_the_deadline(
+    hub: HubServer, tmp_path: Path
+) -> None:
+    """``snapshot_download`` fetches the files in worker threads: they run inside the operation too, so its
+    limits and deadline bound them (without, huggingface_hub's own 10 s timeouts and retries would)."""
+    sha = seed_version_one(hub, tmp_path / "publish", tag="folder_stall")
+    hub.inject("stall-body", RESOLVE, times=1000, seconds=30.0)
+    client = Hub(offline=False)
+    start = time.monotonic()
+    with pytest.raises(HubConnectionError) as caught:
+        client.download_folder(RemoteRepo(REPO, "kernel"), sha, f"build/{ENV_VARIANT}")
+    elapsed = time.monotonic() - start
+    message = str(caught.value)
+    assert message.startswith(f"{REPO}: download build/{ENV_VARIANT}"), message
+    assert tries(message) and "the 2.5 s deadline" in message, message
+    assert elapsed < 15.0, f"gave up after {elapsed:.1f} s"
+
+
 def test_a_download_that_keeps_progressing_outlasts_the_deadline(hub: HubServer, tmp_path: Path) -> None:
     """Twenty files, each arriving in 16 pieces over 3 s (each piece well within the read timeout):
     huggingface_hub downloads eight at a time, so the later files start after the 2.5 s deadline; they run
