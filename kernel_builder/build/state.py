@@ -74,7 +74,7 @@ class VariantState:
 
     @property
     def stage(self) -> Path:
-        """Where CMake installs the extension and the package files before assembly."""
+        """Where ``cmake --install`` puts the extension, for assembly into ``build/<variant>/``."""
         return self.folder / "stage"
 
     @property
