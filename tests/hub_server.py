@@ -261,8 +261,9 @@ class HubServer:
         """Misbehave on the next ``times`` requests whose decoded path starts with ``path_prefix``.
 
         ``fault`` is one of :data:`FAULTS`: ``stall`` (answer only after ``seconds``), ``drop`` (close the
-        connection without an answer), ``truncate`` (announce the whole body, send half, close), ``429`` (with
-        ``Retry-After: 0``) or ``500``. Faults are matched in the order they were injected; the returned
+        connection without an answer), ``truncate`` (announce the whole body, send half, close), ``stall-body``
+        (the headers and half the body, then stall ``seconds``), ``trickle`` (the whole body, in 16 pieces spread
+        over ``seconds``), ``429`` (with ``Retry-After: 0``) or ``500``. Faults are matched in the order they were injected; the returned
         :class:`Fault` counts the requests it hit.
         """
         if fault not in FAULTS:
@@ -845,7 +846,7 @@ def _json_body(request: LoggedRequest) -> dict[str, Any]:
     return data
 
 
-FAULTS = ("stall", "drop", "truncate", "429", "500")
+FAULTS = ("stall", "drop", "truncate", "stall-body", "trickle", "429", "500")
 
 
 @dataclass
@@ -948,6 +949,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if fault is not None and fault.kind in ("stall-body", "trickle") and self.command != "HEAD":
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            if fault.kind == "stall-body":
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                if self._stall(hub, fault.seconds):
+                    self.wfile.write(body[len(body) // 2 :])
+                return
+            pieces = 16
+            for index in range(pieces):
+                self.wfile.write(body[len(body) * index // pieces : len(body) * (index + 1) // pieces])
+                self.wfile.flush()
+                if index < pieces - 1 and not self._stall(hub, fault.seconds / pieces):
+                    return
             return
         self.send_response(status)
         for key, value in headers.items():

@@ -133,25 +133,29 @@ def test_bad_limits_name_the_variable(
         NetworkPolicy.from_environment()
 
 
-def test_the_limits_cap_every_request_of_the_shared_http_client(
+def test_the_limits_cap_our_requests_and_leave_the_others_alone(
     hub: HubServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """huggingface_hub's own calls pass "no timeout" (tree listings) or their own (downloads): the limits are set
-    on each request as it is sent, the lower of the two winning."""
+    """huggingface_hub's own calls pass "no timeout" (tree listings) or their own (downloads): inside one of our
+    operations the limits are set on each request as it is sent, the lower of the two winning; a request of the
+    same shared client outside our operations keeps its own timeout."""
     monkeypatch.setenv("KERNEL_BUILDER_HUB_CONNECT_TIMEOUT", "3")
     monkeypatch.setenv("KERNEL_BUILDER_HUB_READ_TIMEOUT", "7.5")
     from huggingface_hub import get_session
 
-    Hub(offline=False)
+    ours = Hub(offline=False)
     Hub(offline=False)  # a second operation does not add a second hook
     sent: list[dict[str, float]] = []
     session = get_session()
     session.event_hooks["response"].append(
         lambda response: sent.append(response.request.extensions["timeout"])
     )
+    url = f"{hub.url}/api/organizations/none/overview"
     try:
-        session.get(f"{hub.url}/api/organizations/none/overview", timeout=None)
-        session.get(f"{hub.url}/api/organizations/none/overview", timeout=2.0)
+        ours.retrying("ask", lambda: session.get(url, timeout=None))
+        ours.retrying("ask", lambda: session.get(url, timeout=2.0))
+        session.get(url, timeout=None)
+        session.get(url, timeout=20.0)
     finally:
         session.event_hooks["response"].pop()
-    assert [(t["connect"], t["read"]) for t in sent] == [(3.0, 7.5), (2.0, 2.0)]
+    assert [(t["connect"], t["read"]) for t in sent] == [(3.0, 7.5), (2.0, 2.0), (None, None), (20.0, 20.0)]

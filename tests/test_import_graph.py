@@ -1,4 +1,4 @@
-"""The package's import graph: no two modules import each other, and the layers point one way.
+"""The package's import graph: no import cycle of any length, and the layers point one way.
 
 The graph is read from the source with :mod:`ast` (nothing is imported), counting every import: at module level,
 inside functions and under ``if TYPE_CHECKING:``, since a lazy import is still a dependency. ``from pkg import
@@ -6,6 +6,12 @@ name`` is an edge to ``pkg`` and, where ``name`` is a submodule, to ``pkg.name``
 package layout in the README: the shared formats depend on neither the builder nor the loader (nor the
 publishing, authoring or command layers), the loader does not depend on the builder, and no build stage
 reaches back into another (:data:`FORBIDDEN` lists each rule, with why).
+
+Cycles are the strongly connected components of the graph, so a cycle through three or more modules is found
+as surely as two modules importing each other. The package's own ``__init__`` is the lazy public facade
+(``kernel_builder.get_kernel`` and friends, imported on first access; its imports are ``TYPE_CHECKING`` only):
+every module may import ``kernel_builder`` for ``__version__``, so the facade's edges are left out of the cycle
+search (:data:`FACADES`), and nothing else is.
 """
 
 from __future__ import annotations
@@ -20,6 +26,37 @@ import kernel_builder
 
 PACKAGE_DIR = Path(kernel_builder.__file__).parent
 
+_LATE_STAGES = ("kernel_builder.build.package", "kernel_builder.build.record", "kernel_builder.build.builder")
+_STAGES = (
+    "kernel_builder.build.plan",
+    "kernel_builder.build.environment",
+    "kernel_builder.build.generate",
+    "kernel_builder.build.compile",
+    "kernel_builder.build.check",
+    "kernel_builder.build.options",
+    *_LATE_STAGES,
+)
+_LOADER_COMMANDS = (
+    "kernel_builder.loader.lock",
+    "kernel_builder.loader.download",
+    "kernel_builder.loader.describe",
+)
+_ABOVE_COMMON = (
+    "kernel_builder.formats",
+    "kernel_builder.config",
+    "kernel_builder.build",
+    "kernel_builder.hub",
+    "kernel_builder.loader",
+    "kernel_builder.publish",
+    "kernel_builder.authoring",
+    "kernel_builder.commands",
+    "kernel_builder.cli",
+    "kernel_builder.layers",
+)
+#: Packages whose own ``__init__`` is a lazy re-exporting facade: their outgoing edges are not followed in the
+#: cycle search (the module docstring says why).
+FACADES = frozenset({"kernel_builder"})
+
 #: Package prefix → the packages it must not import (the prefix itself and every module below it).
 FORBIDDEN = {
     "kernel_builder.formats": (
@@ -30,21 +67,91 @@ FORBIDDEN = {
         "kernel_builder.commands",
         "kernel_builder.cli",
     ),
-    "kernel_builder.loader": ("kernel_builder.build",),
+    # The loader runs code strangers publish and is imported by users' programs: nothing of building,
+    # publishing, authoring or the CLI. The Hub package is below the loader and the publisher, and knows
+    # neither. The shared helpers (common) and the backend table sit below everything.
+    "kernel_builder.loader": (
+        "kernel_builder.build",
+        "kernel_builder.config",
+        "kernel_builder.publish",
+        "kernel_builder.authoring",
+        "kernel_builder.commands",
+        "kernel_builder.cli",
+        "kernel_builder.layers",
+    ),
+    # The load sequence and its sources do not depend on the commands over them (lock, download, describe).
+    "kernel_builder.loader.hub_steps": _LOADER_COMMANDS,
+    "kernel_builder.loader.remote": _LOADER_COMMANDS,
+    "kernel_builder.loader.local": _LOADER_COMMANDS,
+    "kernel_builder.loader.locked": _LOADER_COMMANDS,
+    "kernel_builder.loader.hub_dependencies": _LOADER_COMMANDS,
+    "kernel_builder.loader.warm": _LOADER_COMMANDS,
+    "kernel_builder.hub": (
+        "kernel_builder.loader",
+        "kernel_builder.build",
+        "kernel_builder.config",
+        "kernel_builder.publish",
+        "kernel_builder.authoring",
+        "kernel_builder.commands",
+        "kernel_builder.cli",
+        "kernel_builder.layers",
+    ),
+    "kernel_builder.common": _ABOVE_COMMON,
+    "kernel_builder.backends": _ABOVE_COMMON,
+    "kernel_builder.publish": ("kernel_builder.authoring", "kernel_builder.commands", "kernel_builder.cli"),
+    "kernel_builder.config": (
+        "kernel_builder.build",
+        "kernel_builder.loader",
+        "kernel_builder.hub",
+        "kernel_builder.publish",
+        "kernel_builder.authoring",
+        "kernel_builder.commands",
+        "kernel_builder.cli",
+    ),
     # The build stages: configuration knows nothing of the build; planning asks the build environment what can be
     # built, never the compile stage; the environment (interpreters, toolchain, isolated environments) depends
     # on no stage; compiling takes its inputs as values, not the plan's or the generator's types; generating
     # does not reach into the checks (the manylinux policy they share lives below both, in build/abi_policy.py).
-    "kernel_builder.config": ("kernel_builder.build",),
-    "kernel_builder.build.plan": ("kernel_builder.build.compile",),
+    # The later stages (packaging, the build record, the builder that runs them all) are reached by no earlier
+    # one; the build state and the ABI policy sit below every stage.
+    "kernel_builder.build.plan": (
+        "kernel_builder.build.compile",
+        "kernel_builder.build.generate",
+        "kernel_builder.build.check",
+        *_LATE_STAGES,
+    ),
     "kernel_builder.build.environment": (
         "kernel_builder.build.plan",
         "kernel_builder.build.generate",
         "kernel_builder.build.compile",
         "kernel_builder.build.check",
+        "kernel_builder.build.options",
+        *_LATE_STAGES,
     ),
-    "kernel_builder.build.compile": ("kernel_builder.build.plan", "kernel_builder.build.generate"),
-    "kernel_builder.build.generate": ("kernel_builder.build.check",),
+    "kernel_builder.build.compile": (
+        "kernel_builder.build.plan",
+        "kernel_builder.build.generate",
+        "kernel_builder.build.check",
+        *_LATE_STAGES,
+    ),
+    "kernel_builder.build.generate": (
+        "kernel_builder.build.check",
+        "kernel_builder.build.compile",
+        *_LATE_STAGES,
+    ),
+    "kernel_builder.build.check": (
+        "kernel_builder.build.compile",
+        "kernel_builder.build.generate",
+        *_LATE_STAGES,
+    ),
+    "kernel_builder.build.package": (
+        "kernel_builder.build.compile",
+        "kernel_builder.build.check",
+        "kernel_builder.build.record",
+        "kernel_builder.build.builder",
+    ),
+    "kernel_builder.build.state": _STAGES,
+    "kernel_builder.build.abi_policy": _STAGES,
 }
 
 
@@ -90,6 +197,42 @@ def mutual_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     return sorted({(a, b) if a < b else (b, a) for a in graph for b in graph[a] if a in graph.get(b, ())})
 
 
+def import_cycles(graph: dict[str, set[str]], facades: frozenset[str] = frozenset()) -> list[list[str]]:
+    """Every import cycle, of any length: the strongly connected components of more than one module (each
+    sorted, the list sorted), found with Tarjan's algorithm. The edges out of ``facades`` are left out."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in () if module in facades else sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
 def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
@@ -121,6 +264,10 @@ def layering_violations(
 
 def test_no_two_modules_import_each_other() -> None:
     assert mutual_imports(import_graph(PACKAGE_DIR)) == []
+
+
+def test_no_import_cycle_of_any_length() -> None:
+    assert import_cycles(import_graph(PACKAGE_DIR), FACADES) == []
 
 
 def test_every_layer_keeps_to_its_place() -> None:
@@ -161,6 +308,41 @@ def test_a_planted_cycle_is_found(tmp_path: Path) -> None:
     graph = import_graph(package)
     assert graph["toy.d"] == {"toy.a"}
     assert mutual_imports(graph) == [("toy.a", "toy.b"), ("toy.sub", "toy.sub.c")]
+
+
+def test_a_planted_three_module_cycle_is_found(tmp_path: Path) -> None:
+    """a → b → c → a, with a lazy import closing it, and a tail d → a outside the cycle: no two modules import
+    each other, so only the search for cycles of any length sees it."""
+    package = _package(
+        tmp_path,
+        {
+            "toy/__init__.py": "",
+            "toy/a.py": "from toy import b\n",
+            "toy/b.py": "import toy.c\n",
+            "toy/c.py": "def f():\n    from toy.a import thing\n",
+            "toy/d.py": "from toy import a\n",
+            "toy/e.py": "",
+        },
+    )
+    graph = import_graph(package)
+    assert mutual_imports(graph) == []
+    assert import_cycles(graph) == [["toy.a", "toy.b", "toy.c"]]
+    assert import_cycles(graph, frozenset({"toy.c"})) == []  # a facade's edges are not followed
+
+
+def test_cycles_are_found_apart_and_whole() -> None:
+    graph = {
+        "p.a": {"p.b"},
+        "p.b": {"p.a"},
+        "p.c": {"p.d"},
+        "p.d": {"p.e"},
+        "p.e": {"p.f", "p.c"},
+        "p.f": {"p.g"},
+        "p.g": {"p.h"},
+        "p.h": {"p.f", "p.a"},
+        "p.z": set(),
+    }
+    assert import_cycles(graph) == [["p.a", "p.b"], ["p.c", "p.d", "p.e"], ["p.f", "p.g", "p.h"]]
 
 
 def test_a_planted_layering_violation_is_found(tmp_path: Path) -> None:

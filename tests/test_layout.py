@@ -49,6 +49,11 @@ TESTED_ELSEWHERE = {
     # formats
     "formats.dependencies": "test_config_forms.py and test_build_environment_cutlass.py",
     "formats.lockfile": "test_loader_lock.py",
+    # the Hub package: its operations through the loader's and the publisher's tests, each concern where it shows
+    "hub.errors": "the causes each failure is reported with: test_hub_network.py",
+    "hub.environment": "the user agent and offline mode: test_loader_remote.py, test_common_hub_env.py",
+    "hub.repos": "values only; used by every Hub test (test_loader_remote.py, test_publish_upload.py)",
+    "hub.operations": "test_loader_remote.py, test_publish_upload.py, test_hub_network.py, test_hub_cache_links.py",
     # layers (the kernelize API)
     "layers.checks": "test_layers_marks.py",
     "layers.device": "test_layers_kernelizer.py, test_layers_mapping.py",
@@ -58,6 +63,8 @@ TESTED_ELSEWHERE = {
     "loader.arguments": "test_loader_remote.py (get_kernel's arguments)",
     "loader.caller": "test_loader_remote.py",
     "loader.download": "test_loader_lock.py (`kernel-builder download`)",
+    "loader.sequence": "every load runs it: test_loader_remote.py, test_loader_local.py, test_loader_locked_dependencies.py",
+    "loader.hub_steps": "the Hub's load sequence, run by test_loader_remote.py and test_loader_hub_dependencies.py",
     "loader.lockcheck": "test_loader_lock.py",
     "loader.trust": "test_loader_hostile.py, test_loader_remote.py",
     # publishing
@@ -109,7 +116,7 @@ TESTED_ELSEWHERE = {
 
 # Test files whose names look like a module's tests but are about something else.
 NOT_A_MODULE_TEST = {
-    "test_hub_server.py": "tests/hub_server.py, the Hub double (not kernel_builder/hub.py)",
+    "test_hub_server.py": "tests/hub_server.py, the Hub double (not kernel_builder/hub/)",
 }
 
 

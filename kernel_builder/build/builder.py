@@ -336,8 +336,8 @@ class Builder:
             return VariantStatus.BUILT
 
         assert interpreter is not None
-        variant_state = self.root / STATE_DIR / variant.name
-        project_dir, cmake_build = variant_state / "project", variant_state / "cmake-build"
+        layout = state.VariantState.of(self.root, variant.name)
+        variant_state, project_dir, cmake_build = layout.folder, layout.project, layout.cmake_build
         problem = state.tree_problem(cmake_build)
         if problem is not None:
             # CMake refuses a tree made for another directory (a copied, moved or renamed project).
@@ -347,7 +347,7 @@ class Builder:
         if up_to_date and record.unchanged(cmake_build / "build.ninja"):
             # Nothing Ninja would look at changed, nor the installed extension: no process to start. (A copied
             # or moved project's record names the files of the old place: it goes the long way.)
-            findings = record.findings(variant_state / "stage" / f"{variant.ops_name}.abi3.so")
+            findings = record.findings(layout.stage / f"{variant.ops_name}.abi3.so")
             if findings is not None:
                 self._judge_abi(variant, findings)
                 return VariantStatus.UP_TO_DATE
@@ -360,7 +360,7 @@ class Builder:
             and self._recompile(variant, cmake_build, jobs, capture)
         ):
             extension = ninja_build.install(
-                cmake_build, variant_state / "stage", verbose=self.options.verbose,
+                cmake_build, layout.stage, verbose=self.options.verbose,
                 name=f"{variant.ops_name}.abi3.so",
             )  # fmt: skip
             if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
@@ -398,7 +398,7 @@ class Builder:
         """The files whose identity decides a no-op (``record``), the sources a stage mirrors included."""
         from kernel_builder.build.compile import ninja_build, source_stage
 
-        watched = ninja_build.watched_files(cmake_build, variant_state / "stage")
+        watched = ninja_build.watched_files(cmake_build, state.VariantState(variant_state).stage)
         stage = source_stage.remembered(variant_state, self.root)
         return stage.with_originals(watched) if stage is not None else watched
 
@@ -498,7 +498,7 @@ class Builder:
             for warning in header_warnings(self.project, cmake_build, staged):
                 self.warn(warning)
             return ninja_build.install(
-                cmake_build, cmake_build.parent / "stage", verbose=self.options.verbose,
+                cmake_build, state.VariantState(cmake_build.parent).stage, verbose=self.options.verbose,
                 name=f"{variant.ops_name}.abi3.so",
             )  # fmt: skip
 
@@ -548,7 +548,7 @@ class Builder:
                 cmake_build, jobs=jobs, verbose=self.options.verbose, root=self.root, aliases=aliases
             )
             return
-        log = cmake_build.parent / "build.log"
+        log = state.VariantState(cmake_build.parent).build_log
         ninja_build.build(
             cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log, root=self.root, aliases=aliases,
             on_step=lambda done, total: self.progress.step(variant.name, done, total),

@@ -25,12 +25,11 @@ from kernel_builder.build.environment import toolchain
 from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.build.plan.planner import VariantPlan
 from kernel_builder.build.plan.scan import SourceScan
-from kernel_builder.build.state import STATE_DIR
+from kernel_builder.build.state import VariantState
 
 if TYPE_CHECKING:
     from kernel_builder.build.check.abi import Violation
 
-RECORD_FILE = "record.json"
 
 #: Build options that do not shape a variant's output (compared with the record of the last build).
 NOT_INPUTS = (
@@ -98,7 +97,7 @@ class Record:
 
     @classmethod
     def read(cls, root: Path, variant: str) -> Record:
-        path = root / STATE_DIR / variant / RECORD_FILE
+        path = VariantState.of(root, variant).record
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

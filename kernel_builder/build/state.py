@@ -6,8 +6,10 @@ interrupted or killed build leaves nothing behind in ``build/``.
 - ``tmp/``: variants being assembled, and old variants being replaced; swept at the start of every build.
 - ``build.lock``: one build of a project at a time. A second one waits, saying so, and then finds the first
   one's results (usually up to date).
-- ``<variant>/cmake-build/``: CMake's build tree. CMake refuses a tree made for another directory (a copied,
-  moved or renamed project), and a tree from another version of this tool may be laid out differently: both are
+- ``<variant>/``: one variant's state, laid out by :class:`VariantState` — ``project/`` (the generated CMake
+  project), ``cmake-build/`` (CMake's build tree), ``stage/`` (what CMake installs), ``build.log``,
+  ``record.json`` (the build record). CMake refuses a build tree made for another directory (a copied, moved or
+  renamed project), and a tree from another version of this tool may be laid out differently: both are
   detected through a stamp and re-created.
 """
 
@@ -20,6 +22,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernel_builder import __version__
@@ -47,6 +50,42 @@ _LEGACY_FILE = re.compile(r"\.CARD\.md\.[a-z0-9_]{8}\.tmp")
 
 def state_dir(root: Path) -> Path:
     return root / STATE_DIR
+
+
+@dataclass(frozen=True)
+class VariantState:
+    """One variant's folders and files under ``.kernel-builder/<variant>/``: the one place they are named."""
+
+    folder: Path
+
+    @classmethod
+    def of(cls, root: Path, variant: str) -> VariantState:
+        return cls(state_dir(root) / variant)
+
+    @property
+    def project(self) -> Path:
+        """The generated CMake project."""
+        return self.folder / "project"
+
+    @property
+    def cmake_build(self) -> Path:
+        """CMake's build tree (stamped: :func:`stamp_tree`)."""
+        return self.folder / "cmake-build"
+
+    @property
+    def stage(self) -> Path:
+        """Where ``cmake --install`` puts the extension, for assembly into ``build/<variant>/``."""
+        return self.folder / "stage"
+
+    @property
+    def build_log(self) -> Path:
+        """The compiler's output, when it goes to a file instead of the terminal."""
+        return self.folder / "build.log"
+
+    @property
+    def record(self) -> Path:
+        """The build record (kernel_builder/build/record.py)."""
+        return self.folder / "record.json"
 
 
 def staging_dir(root: Path) -> Path:

@@ -27,18 +27,18 @@ from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.hub import REQUEST_ERRORS, Hub, RemoteRepo, describe_error
-from kernel_builder.loader.importer import read_variant_metadata
 
 # The resolution steps of a load, shared with get_kernel so that these commands answer what a load would do.
-from kernel_builder.loader.remote import (
+from kernel_builder.loader.hub_steps import (
     Operation,
     Target,
-    _decide,
-    _default_name,
-    _resolve_target,
+    decide,
+    default_name,
+    resolve_target,
     start_operation,
     variant_metadata,
 )
+from kernel_builder.loader.importer import read_variant_metadata
 from kernel_builder.loader.signatures import BUNDLE_FILE, SignatureCheck, Signer, verify_variant
 
 __all__ = [
@@ -110,7 +110,7 @@ def _version_refs(hub: Hub, repo_id: str) -> tuple[RemoteRepo, dict[int, str]]:
 
 
 def _preferred(operation: Operation, target: Target) -> str | None:
-    decisions, _ = _decide(operation.hub, target, operation.env, operation.backend, first_only=True)
+    decisions, _ = decide(operation.hub, target, operation.env, operation.backend, first_only=True)
     if decisions and isinstance(decisions[0], resolve.VariantAccepted):
         return decisions[0].variant.variant_str
     return None
@@ -236,7 +236,7 @@ def _start(repo_id: str, version: int | None, revision: str | None, backend: str
 def _target(operation: Operation, repo_id: str, version: int | None, revision: str | None) -> Target:
     """The commit to describe: the given version or revision, else the default one (:func:`_default_revision`)."""
     version, revision = _default_revision(operation.hub, repo_id, version, revision)
-    return _resolve_target(operation.hub, repo_id, version, revision)
+    return resolve_target(operation.hub, repo_id, version, revision)
 
 
 def _signed_paths(hub: Hub, target: Target) -> set[str]:
@@ -267,7 +267,7 @@ def _signature_state(
     hub.download_file(target.repo, target.sha, f"build/{name}/{BUNDLE_FILE}")
     directory = hub.snapshot(target.repo, target.sha) / "build" / name
     check = verify_variant(
-        directory, signers, check_files=False, default_name=_default_name(target.repo.repo_id)
+        directory, signers, check_files=False, default_name=default_name(target.repo.repo_id)
     )
     return ("verified", check.detail) if check.ok else ("invalid", check.describe())
 
@@ -339,7 +339,7 @@ def describe_kernel(
     hub = operation.hub
     try:
         target = _target(operation, repo_id, version, revision)
-        decisions, probe = _decide(hub, target, operation.env, operation.backend, first_only=False)
+        decisions, probe = decide(hub, target, operation.env, operation.backend, first_only=False)
         signed = _signed_paths(hub, target)
         variants: list[VariantInfo] = []
         shown: Metadata | None = None
@@ -457,7 +457,7 @@ def verify_signatures(
     hub = operation.hub
     try:
         target = _target(operation, repo_id, version, revision)
-        decisions, probe = _decide(hub, target, operation.env, operation.backend, first_only=not all_variants)
+        decisions, probe = decide(hub, target, operation.env, operation.backend, first_only=not all_variants)
         if all_variants:
             names = sorted(decision.variant.variant_str for decision in decisions)
         elif decisions and isinstance(decisions[0], resolve.VariantAccepted):
@@ -472,7 +472,7 @@ def verify_signatures(
         outcomes = []
         for name in names:
             directory = hub.download_folder(target.repo, target.sha, f"build/{name}")
-            check = verify_variant(directory, signers, default_name=_default_name(target.repo.repo_id))
+            check = verify_variant(directory, signers, default_name=default_name(target.repo.repo_id))
             outcomes.append(VariantVerification(name, directory, check))
     except _FAILURES as error:
         raise _failed(error) from None

@@ -29,9 +29,9 @@ from kernel_builder.formats.lockfile import (
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.hub import REQUEST_ERRORS, RemoteRepo, describe_error
 from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.hub_steps import Target, start_operation, variant_metadata
 from kernel_builder.loader.lock import read_dependencies
 from kernel_builder.loader.locked import cache_fix, choose_variant, fetch_locked_variant
-from kernel_builder.loader.remote import Target, start_operation, variant_metadata
 
 __all__ = ["DownloadOutcome", "download_locked"]
 

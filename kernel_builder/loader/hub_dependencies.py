@@ -10,25 +10,17 @@ its digest verified. Imported on first use, since it needs the Hub client.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
 from kernel_builder.formats.dependencies import KernelDependency
-from kernel_builder.formats.metadata import METADATA_FILE, Metadata
-from kernel_builder.loader.arguments import check_trust_argument, trusted_by_caller
+from kernel_builder.loader.arguments import check_trust_argument
 from kernel_builder.loader.dependencies import Located
-from kernel_builder.loader.importer import RepoInfo, check_python_dependencies
-from kernel_builder.loader.remote import (  # get_kernel's steps: a dependency loads exactly like a kernel
-    _check_agreement,
-    _choose,
-    _download,
-    _resolve_target,
-    _verify,
+from kernel_builder.loader.hub_steps import (  # get_kernel's sequence: a dependency loads exactly like a kernel
+    choose_variant,
     start_operation,
-    variant_metadata,
+    trust_gate,
 )
-from kernel_builder.loader.trust import require_trusted
 
 __all__ = ["HubSource"]
 
@@ -54,18 +46,13 @@ class HubSource:
     def locate(self, dependency: KernelDependency) -> Located:
         operation = self.operation
         hub = operation.hub
-        trust = check_trust_argument(self.trust_remote_code)
-
-        def gate(repo_id: str) -> None:
-            if not trusted_by_caller(trust, repo_id):
-                require_trusted(hub, repo_id)
-
+        gate = trust_gate(hub, check_trust_argument(self.trust_remote_code))
         gate(dependency.repo_id)
         version, revision = dependency.version, dependency.revision
         if self.revision_for is not None:
             version, revision = None, self.revision_for(dependency)
         try:
-            target = _resolve_target(hub, dependency.repo_id, version, revision, gate=gate)
+            chosen = choose_variant(operation, dependency.repo_id, version, revision, gate=gate)
         except RepositoryNotFoundError as error:
             raise LookupError(
                 f"repository {dependency.repo_id} does not exist on {hub.endpoint}, or is not visible with "
@@ -75,17 +62,4 @@ class HubSource:
             raise LookupError(
                 f"{dependency.repo_id} has no revision {revision!r} on {hub.endpoint}"
             ) from error
-        variant = _choose(hub, target, operation.env, operation.backend)
-        metadata = variant_metadata(hub, target, variant)
-        where = f"{target.label}, build/{variant}"
-        if metadata is None:  # pragma: no cover - resolution rejects GPU candidates without metadata
-            raise FileNotFoundError(f"{where}: {METADATA_FILE} not found")
-        _check_agreement(target, variant, metadata)
-        check_python_dependencies(metadata, operation.backend, where)
-
-        def fetch() -> tuple[Path, Metadata]:
-            variant_dir, downloaded = _download(operation, target, variant)
-            _verify(operation, target, variant_dir, downloaded, self.verify_digest)
-            return variant_dir, downloaded
-
-        return Located(where, metadata, fetch, RepoInfo(target.repo.repo_id, target.sha))
+        return chosen.located(self.verify_digest)

@@ -30,7 +30,6 @@ from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.importer import (
     check_digest,
     check_python_dependencies,
-    load_variant,
     read_variant_metadata,
 )
 
@@ -102,17 +101,29 @@ def _load_local(
 ) -> ModuleType:
     """``get_local_kernel``; ``root`` names the kernel in dependency chains (its repo id for ``LOCAL_KERNELS``)."""
     variant_dir, selected = _resolve(repo_path, backend, check_arch)
-    metadata = read_variant_metadata(variant_dir)
-    _check_agreement(variant_dir, metadata)
-    check_python_dependencies(metadata, selected, variant_dir)
+    located = _located(variant_dir, selected, verify_digest, str(variant_dir))
     sources = dependency_sources(
         selected, trust_remote_code=trust_remote_code, user_agent=user_agent, verify_digest=verify_digest
     )
-    from kernel_builder.loader.dependencies import resolve_dependencies  # not on the warm get_kernel path
+    from kernel_builder.loader.sequence import load_located  # not on the warm get_kernel path
 
-    tree = resolve_dependencies(root or str(variant_dir), metadata.kernel_depends, sources)
-    check_digest(variant_dir, metadata, verify_digest)
-    return load_variant(variant_dir, metadata=metadata, dependencies=tree.load())
+    return load_located(root or str(variant_dir), located, sources)
+
+
+def _located(variant_dir: Path, backend: str, verify_digest: bool | None, label: str) -> Located:
+    """A local variant as the load sequence takes it: its metadata read and checked against its name and this
+    environment's Python packages; fetching it is verifying its digest."""
+    from kernel_builder.loader.dependencies import Located
+
+    metadata = read_variant_metadata(variant_dir)
+    _check_agreement(variant_dir, metadata)
+    check_python_dependencies(metadata, backend, variant_dir)
+
+    def fetch() -> tuple[Path, Metadata]:
+        check_digest(variant_dir, metadata, verify_digest)
+        return variant_dir, metadata
+
+    return Located(label, metadata, fetch)
 
 
 def _check_agreement(variant_dir: Path, metadata: Metadata) -> None:
@@ -314,18 +325,9 @@ class LocalKernelsSource:
         if path is None:
             return None
         variant_dir, selected = _resolve(path, self.backend)
-        metadata = read_variant_metadata(variant_dir)
-        _check_agreement(variant_dir, metadata)
-        check_python_dependencies(metadata, selected, variant_dir)
-
-        def fetch() -> tuple[Path, Metadata]:
-            check_digest(variant_dir, metadata, self.verify_digest)
-            return variant_dir, metadata
-
-        from kernel_builder.loader.dependencies import Located
-
         logger.debug("%s: dependency from %s (%s)", dependency.repo_id, variant_dir, LOCAL_KERNELS)
-        return Located(f"{dependency.repo_id} ({LOCAL_KERNELS}: {variant_dir})", metadata, fetch)
+        label = f"{dependency.repo_id} ({LOCAL_KERNELS}: {variant_dir})"
+        return _located(variant_dir, selected, self.verify_digest, label)
 
 
 def dependency_sources(

@@ -25,7 +25,12 @@ from kernel_builder.formats.identifiers import is_commit_id, is_repo_id
 from kernel_builder.formats.lockfile import LOCK_FILE, LockEntry, group_variant_files, write_lock
 from kernel_builder.hub import REQUEST_ERRORS, Hub, RemoteRepo, describe_error
 from kernel_builder.loader.errors import UntrustedKernelError
-from kernel_builder.loader.remote import Target, follow_redirects_from_main, resolve_version, variant_metadata
+from kernel_builder.loader.hub_steps import (
+    Target,
+    follow_redirects_from_main,
+    resolve_version,
+    variant_metadata,
+)
 from kernel_builder.loader.trust import require_trusted
 
 __all__ = ["MAX_DEPTH", "MAX_KERNELS", "Dependency", "LockReport", "lock_project", "read_dependencies"]

@@ -35,13 +35,13 @@ from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
 from kernel_builder.loader.arguments import check_trust_argument, trusted_by_caller
 from kernel_builder.loader.caller import LockMatch, find_locked
-from kernel_builder.loader.dependencies import Located, resolve_dependencies
-from kernel_builder.loader.errors import KernelIntegrityError, KernelNotLockedError, NoCompatibleVariantError
+from kernel_builder.loader.dependencies import Located
+from kernel_builder.loader.errors import KernelNotLockedError, NoCompatibleVariantError
+from kernel_builder.loader.hub_steps import Operation, Target, start_operation, variant_metadata
 from kernel_builder.loader.importer import (
     RepoInfo,
     check_digest,
     check_python_dependencies,
-    load_variant,
     read_variant_metadata,
 )
 from kernel_builder.loader.lockcheck import (
@@ -50,7 +50,7 @@ from kernel_builder.loader.lockcheck import (
     check_tree_hash,
     require_covered,
 )
-from kernel_builder.loader.remote import Operation, Target, start_operation, variant_metadata
+from kernel_builder.loader.sequence import run_load
 from kernel_builder.loader.trust import require_trusted
 
 __all__ = [
@@ -347,20 +347,15 @@ class _LockedSource:
 
 
 def _load_locked(match: LockMatch, operation: Operation, choose: _Choose, gate: _Gate) -> ModuleType:
-    """_Choose the locked kernel's variant, resolve its whole dependency tree from the same lock (reading only
-    metadata), then fetch and verify the kernel, load the tree and import the kernel with it."""
+    """Choose the locked kernel's variant, then run the load sequence (:func:`load_located`): its whole
+    dependency tree from the same lock (reading only metadata), the kernel fetched and verified, the tree loaded
+    and the kernel imported with it."""
     locked = _start(match, operation)
     gate(locked)
     chosen = choose(locked)
     source = _LockedSource(match, operation, choose, gate)
-    tree = resolve_dependencies(match.entry.repo_id, chosen.depends, [source])
-    variant_dir, metadata = chosen.fetch()
-    if metadata.kernel_depends != chosen.depends:
-        raise KernelIntegrityError(
-            f"{_subject(locked)}, build/{chosen.variant}: the verified {METADATA_FILE} lists other "
-            f"kernel-depends than the one read before; refusing it"
-        )
-    return load_variant(variant_dir, metadata=metadata, repo_info=chosen.repo_info, dependencies=tree.load())
+    where = f"{_subject(locked)}, build/{chosen.variant}"
+    return run_load(match.entry.repo_id, where, chosen.depends, chosen.fetch, chosen.repo_info, [source])
 
 
 def load_kernel(

@@ -1,5 +1,8 @@
 """Kernels from the Hub: ``get_kernel``'s Hub path (:func:`load_from_hub`), ``has_kernel``, ``get_kernel_variants``, ``install_kernel`` (docs/loading.md).
 
+Each runs the Hub's load sequence of :mod:`~kernel_builder.loader.hub_steps` (resolve → trust → fetch → verify)
+with the dependencies in between and the import at the end.
+
 Each call works on one :class:`~kernel_builder.hub.Hub` (endpoint, cache and offline mode read once) and one
 :class:`Target`: the repository actually used (after the ``kernel``→``model`` fallback and redirects) and the
 commit SHA every later request pins. Online, a version is the branch ``v<N>`` and a named revision is
@@ -11,56 +14,57 @@ the dependency check needs them.
 from __future__ import annotations
 
 import logging
-import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
 import kernel_builder.loader.resolve as resolve
-from kernel_builder.common import toml
-from kernel_builder.common.env import env_flag
-from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
-from kernel_builder.formats import runtime
-from kernel_builder.formats.files import variant_directories
-from kernel_builder.formats.identifiers import is_commit_id, is_kernel_name, repo_id_problem, revision_problem
-from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata
-from kernel_builder.formats.variants import compute_name
-from kernel_builder.hub import KERNEL, Hub, RemoteRepo, environment_details
-from kernel_builder.hub import user_agent as build_user_agent
+from kernel_builder.formats.metadata import METADATA_FILE
+from kernel_builder.hub import KERNEL, Hub
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments, check_trust_argument, trusted_by_caller
 from kernel_builder.loader.dependencies import resolve_dependencies
-from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.hub_steps import (
+    MAX_REDIRECTS,
+    Chosen,
+    Operation,
+    Target,
+    VersionNotFound,
+    check_variant_agreement,
+    choose,
+    choose_variant,
+    decide,
+    download_variant,
+    follow_redirects_from_main,
+    resolve_target,
+    resolve_version,
+    start_operation,
+    trust_gate,
+    variant_metadata,
+    verify_download_of,
+)
 from kernel_builder.loader.hubcache import (
     ALLOW_NO_DIGEST,
     Resolution,
-    check_agreement,
     remember,
     request_key,
-    verify_download,
 )
 from kernel_builder.loader.importer import (
-    RepoInfo,
     check_python_dependencies,
-    load_variant,
-    read_variant_metadata,
-    warn,
 )
 from kernel_builder.loader.local import (
     dependency_sources,
     local_kernel_path,
     local_variant_dir,
 )
-from kernel_builder.loader.minver import check_kernels_minver
-from kernel_builder.loader.trust import require_trusted
+from kernel_builder.loader.sequence import load_located
 
 __all__ = [
     "ALLOW_NO_DIGEST",
     "MAX_REDIRECTS",
+    "Chosen",
     "Operation",
     "Target",
     "check_revision_arguments",
@@ -75,358 +79,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("kernel_builder")
-
-MAX_REDIRECTS = 5
-STATUS_FILE = "kernel-status.toml"
-_STATUS_LIMIT = 64 << 10  # a status file holds three short keys
-_VERSION_BRANCH_RE = re.compile(r"v(0|[1-9][0-9]*)")
-
-
-class _VersionNotFound(ValueError):
-    """No branch ``v<N>`` (online), or no cached ref for it (offline)."""
-
-
-@dataclass
-class Target:
-    """The repository and commit an operation works on, and the name to record in ``refs/``."""
-
-    repo: RemoteRepo
-    sha: str
-    ref: str | None  # v<N>, a branch or a tag; None when the caller gave a SHA
-    version: int | None = None
-    metadata: dict[str, Metadata | None] = field(default_factory=dict)  # per variant, fetched once
-    variants: tuple[str, ...] | None = None  # the variant folders at the commit, once listed online
-    newest: int | None = None  # the newest version branch, when a version was resolved online
-
-    @property
-    def label(self) -> str:
-        version = f" (v{self.version})" if self.version is not None else ""
-        return f"{self.repo.repo_id} at {self.sha}{version}"
-
-
-# --- commit ids the Hub answers with -----------------------------------------------------------------------
-
-
-def _commit_id(repo: RemoteRepo, what: str, sha: object) -> str:
-    """A commit id the Hub answered with, checked before it names a cache folder or a request."""
-    if not is_commit_id(sha):
-        raise ValueError(
-            f"{repo.repo_id}: the Hub gave {what} the target {sha!r}, which is not a 40-hex commit id; refusing it"
-        )
-    assert isinstance(sha, str)
-    return sha
-
-
-# --- revisions (docs/loading.md) ---------------------------------------------------------------------------------------
-
-
-def _available(versions: list[int]) -> str:
-    if not versions:
-        return "it has no version branches (v<N>) at all"
-    return f"available versions: {', '.join(str(v) for v in versions)}"
-
-
-def _resolve_online(
-    hub: Hub, repo: RemoteRepo, version: int | None, revision: str | None, *, warn_outdated: bool
-) -> Target:
-    if version is not None:
-        branches = hub.branches(repo)
-        versions = sorted(int(m.group(1)) for name in branches if (m := _VERSION_BRANCH_RE.fullmatch(name)))
-        found = branches.get(f"v{version}")
-        if found is None:
-            raise _VersionNotFound(
-                f"{repo.repo_id} has no version {version} (no branch v{version}); {_available(versions)}"
-            )
-        if warn_outdated and versions[-1] > version:
-            logger.warning(
-                "%s: loading version %d, but a newer major version %d exists (branch v%d)",
-                repo.repo_id,
-                version,
-                versions[-1],
-                versions[-1],
-            )
-        target = Target(repo, _commit_id(repo, f"branch 'v{version}'", found), f"v{version}", version)
-        target.newest = versions[-1]
-        return target
-    assert revision is not None
-    if is_commit_id(revision):
-        return Target(repo, revision, None)
-    try:
-        sha = hub.commit_of(repo, revision)
-    except RevisionNotFoundError as error:
-        error.append_to_message(f"\n{repo.repo_id}: revision {revision!r} does not exist.")
-        raise
-    return Target(repo, _commit_id(repo, f"revision {revision!r}", sha), revision)
-
-
-def _not_cached(repo_id: str, revision: str, hub: Hub) -> FileNotFoundError:
-    return FileNotFoundError(
-        f"{repo_id} at revision {revision!r} is not in the cache ({hub.cache_dir}), and offline mode "
-        f"(HF_HUB_OFFLINE) makes no Hub requests: it needs an earlier online download of that revision"
-    )
-
-
-def _resolve_offline(hub: Hub, repo_id: str, version: int | None, revision: str | None) -> Target:
-    """Version and revision from the cache alone: ``refs/<name>`` or a cached snapshot (docs/loading.md)."""
-    if version is not None:
-        name = f"v{version}"
-        repo = hub.find_cached(repo_id, lambda candidate: hub.read_ref(candidate, name) is not None)
-        if repo is None:
-            raise _VersionNotFound(
-                f"cannot resolve version {version} of {repo_id} offline (HF_HUB_OFFLINE is set): the cache "
-                f"({hub.cache_dir}) has no ref {name} for it. Load it once online "
-                f"(get_kernel({repo_id!r}, version={version})), or pass revision=<sha> of a cached download."
-            )
-        sha = hub.read_ref(repo, name)
-        requested = name
-    else:
-        assert revision is not None
-        requested, name = revision, revision
-        if is_commit_id(revision):
-            repo = hub.find_cached(repo_id, lambda candidate: hub.snapshot(candidate, revision).is_dir())
-            sha = revision
-        else:
-            repo = hub.find_cached(repo_id, lambda candidate: hub.read_ref(candidate, revision) is not None)
-            sha = None if repo is None else hub.read_ref(repo, revision)
-        if repo is None or sha is None:
-            raise _not_cached(repo_id, revision, hub)
-    assert sha is not None
-    if not hub.snapshot(repo, sha).is_dir():
-        raise _not_cached(repo_id, f"{requested} ({sha})", hub)
-    return Target(repo, sha, None if name == sha else name, version)
-
-
-# --- redirects (docs/loading.md) ---------------------------------------------------------------------------------------
-
-
-def _status(hub: Hub, target: Target) -> Mapping[str, object] | None:
-    try:
-        path = hub.download_file(target.repo, target.sha, STATUS_FILE)
-    except RevisionNotFoundError as error:  # a SHA given by the caller is checked here first
-        error.append_to_message(f"\n{target.repo.repo_id}: revision {target.sha!r} does not exist.")
-        raise
-    except RepositoryNotFoundError:
-        if target.repo.repo_type is None:
-            raise
-        return None
-    if path is None:
-        return None
-    try:
-        status: dict[str, object] = toml.loads(read_bounded(path, _STATUS_LIMIT).decode("utf-8"))
-        return status
-    except UnsafeFileError as error:
-        raise ValueError(f"{target.label}: {STATUS_FILE} cannot be read: {error}") from None
-    except (toml.TOMLDecodeError, UnicodeDecodeError, RecursionError) as error:
-        raise ValueError(f"{target.label}: {STATUS_FILE} is not valid TOML: {error}") from None
-
-
-def _redirect(status: Mapping[str, object], target: Target) -> tuple[str, str | None]:
-    kind = status.get("kind")
-    destination = status.get("destination")
-    revision = status.get("revision")
-    where = f"{target.label}: {STATUS_FILE}"
-    if kind != "redirect":
-        raise ValueError(f"{where} has kind {kind!r}; the only kind this loader follows is 'redirect'")
-    if not isinstance(destination, str) or repo_id_problem(destination) is not None:
-        raise ValueError(
-            f"{where} redirects without a valid 'destination' (<org>/<name>), got {destination!r}"
-        )
-    if revision is not None:
-        problem = revision_problem(revision)
-        if problem is not None:
-            raise ValueError(
-                f"{where}: 'revision' {revision!r} is not a branch, tag or commit id ({problem})"
-            )
-        assert isinstance(revision, str)
-    return destination, revision
-
-
-def _resolve_target(
-    hub: Hub,
-    repo_id: str,
-    version: int | None,
-    revision: str | None,
-    *,
-    warn_outdated: bool = False,
-    gate: Callable[[str], None] | None = None,
-) -> Target:
-    """Resolve the caller's version or revision, then follow redirects (online only)."""
-    if hub.offline:
-        return _resolve_offline(hub, repo_id, version, revision)
-    target = _resolve_online(hub, RemoteRepo(repo_id), version, revision, warn_outdated=warn_outdated)
-
-    def hop(repo: RemoteRepo, destination_revision: str | None) -> Target:
-        if destination_revision is not None:
-            return _resolve_online(hub, repo, None, destination_revision, warn_outdated=False)
-        if version is not None:
-            return _resolve_online(hub, repo, version, None, warn_outdated=warn_outdated)
-        return _resolve_online(hub, repo, None, "main", warn_outdated=False)
-
-    return _follow_redirects(hub, target, hop, gate)
-
-
-def _follow_redirects(
-    hub: Hub,
-    target: Target,
-    hop: Callable[[RemoteRepo, str | None], Target],
-    gate: Callable[[str], None] | None,
-) -> Target:
-    """Follow ``kernel-status.toml`` redirects from ``target``; ``hop`` resolves each destination (given the
-    redirect's own ``revision``, if any). Loops and more than :data:`MAX_REDIRECTS` hops raise ``ValueError``."""
-    chain = [target.repo.repo_id]
-    while (status := _status(hub, target)) is not None:
-        destination, destination_revision = _redirect(status, target)
-        chain.append(destination)
-        if destination in chain[:-1]:
-            raise ValueError(f"redirect loop: {' -> '.join(chain)}")
-        if len(chain) - 1 > MAX_REDIRECTS:
-            raise ValueError(f"more than {MAX_REDIRECTS} redirects: {' -> '.join(chain)}")
-        warn(f"'{target.repo.repo_id}' redirected to '{destination}'")
-        if gate is not None:
-            gate(destination)
-        target = hop(RemoteRepo(destination), destination_revision)
-    return target
-
-
-def resolve_version(hub: Hub, repo: RemoteRepo, version: int) -> str:
-    """The commit SHA of branch ``v<version>`` (online); ``ValueError`` listing the available versions."""
-    return _resolve_online(hub, repo, version, None, warn_outdated=False).sha
-
-
-def follow_redirects_from_main(
-    hub: Hub, repo_id: str, *, gate: Callable[[str], None] | None = None
-) -> RemoteRepo:
-    """The repository ``repo_id`` ends at when its ``kernel-status.toml`` redirects are followed from ``main``.
-
-    ``gate(destination)`` runs before each hop (the trust gate). Online only; loops and more than
-    :data:`MAX_REDIRECTS` hops raise ``ValueError`` listing the chain.
-    """
-    target = _resolve_online(hub, RemoteRepo(repo_id), None, "main", warn_outdated=False)
-
-    def hop(repo: RemoteRepo, _revision: str | None) -> Target:
-        return _resolve_online(hub, repo, None, "main", warn_outdated=False)
-
-    return _follow_redirects(hub, target, hop, gate).repo
-
-
-# --- variants (docs/loading.md) ------------------------------------------------------------------------------------
-
-
-def _default_name(repo_id: str) -> str:
-    """A stand-in kernel name for a legacy ``metadata.json`` without one, before its package is downloaded."""
-    name = repo_id.rsplit("/", 1)[-1].lower().replace("_", "-")
-    return name if is_kernel_name(name) else "kernel"
-
-
-def variant_metadata(hub: Hub, target: Target, variant: str) -> Metadata | None:
-    """``build/<variant>/metadata.json`` at the target's commit, fetched alone, once per operation."""
-    if variant not in target.metadata:
-        path = hub.download_file(target.repo, target.sha, f"build/{variant}/{METADATA_FILE}")
-        target.metadata[variant] = (
-            None if path is None else read_metadata(path, default_name=_default_name(target.repo.repo_id))
-        )
-    return target.metadata[variant]
-
-
-def _variant_names(hub: Hub, target: Target) -> list[str]:
-    if hub.offline:
-        return variant_directories(hub.snapshot(target.repo, target.sha) / "build")
-    names = hub.folders(target.repo, target.sha, "build")
-    target.variants = tuple(names)
-    return names
-
-
-def _decide(
-    hub: Hub,
-    target: Target,
-    env: runtime.Environment,
-    backend: str,
-    *,
-    first_only: bool,
-    check_arch: bool = True,
-) -> tuple[list[resolve.Decision], resolve.GpuProbe]:
-    probe = resolve.GpuProbe(lambda: resolve.probe_gpus(backend))
-    decisions = resolve.resolve_variants(
-        _variant_names(hub, target),
-        env,
-        backend,
-        lambda variant: variant_metadata(hub, target, variant),
-        gpus=probe,
-        check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
-        first_only=first_only,
-    )
-    return decisions, probe
-
-
-def _choose(
-    hub: Hub, target: Target, env: runtime.Environment, backend: str, *, check_arch: bool = True
-) -> str:
-    """The preferred variant's directory name, or :class:`NoCompatibleVariantError` with the trace."""
-    decisions, probe = _decide(hub, target, env, backend, first_only=True, check_arch=check_arch)
-    if decisions and isinstance(decisions[0], resolve.VariantAccepted):
-        chosen = decisions[0].variant.variant_str
-        logger.debug("%s: chose variant %s", target.label, chosen)
-        return chosen
-    line = resolve.environment_line(env, backend, probe.probed)
-    raise NoCompatibleVariantError(resolve.describe_no_compatible(target.label, line, decisions), decisions)
-
-
-# --- the operations -----------------------------------------------------------------------------------------
-
-
-@dataclass
-class Operation:
-    env: runtime.Environment
-    backend: str
-    hub: Hub
-
-
-def start_operation(
-    backend: str | None, caller_agent: str | Mapping[str, object] | None, offline: bool | None = None
-) -> Operation:
-    env = runtime.detect_environment()
-    selected = resolve.select_backend(env, backend)
-    try:
-        compute = compute_name(selected, env.backend_version if selected == env.backend else None)
-    except ValueError:
-        compute = selected
-    agent = build_user_agent(caller_agent, environment_details(compute, env.cpu, env.os, env.torch_version))
-    return Operation(env, selected, Hub(agent=agent, offline=offline, warn=warn))
-
-
-def _check_agreement(target: Target, variant: str, metadata: Metadata | None) -> None:
-    """Refuse a variant whose ``metadata.json`` contradicts its directory name (before and after download)."""
-    check_agreement(target.label, variant, metadata)
-
-
-def _download(operation: Operation, target: Target, variant: str) -> tuple[Path, Metadata]:
-    """Download the chosen variant, record the named revision, and read its metadata."""
-    hub = operation.hub
-    variant_dir = hub.download_folder(target.repo, target.sha, f"build/{variant}")
-    if target.ref is not None and not hub.offline:
-        hub.write_ref(target.repo, target.ref, target.sha)
-    metadata = read_variant_metadata(variant_dir)
-    _check_agreement(target, variant, metadata)
-    return variant_dir, metadata
-
-
-def _verify(
-    operation: Operation, target: Target, variant_dir: Path, metadata: Metadata, verify: bool | None
-) -> None:
-    """The digest check of a Hub download; a missing digest is refused unless the user allows it."""
-    folder = operation.hub.repo_folder(target.repo)
-    verify_download(target.label, variant_dir, metadata, verify, folder=folder, repo_id=target.repo.repo_id)
-
-
-def _trust_gate(hub: Hub, trust: bool | frozenset[str]) -> Callable[[str], None]:
-    """The gate each repository a load reaches passes: skipped for what the caller trusts, else the publisher
-    check."""
-
-    def gate(repo_id: str) -> None:
-        if not trusted_by_caller(trust, repo_id):
-            require_trusted(hub, repo_id)
-
-    return gate
 
 
 def load_from_hub(
@@ -446,16 +98,11 @@ def load_from_hub(
     imported; then the resolution is recorded for the next load (docs/loading.md)."""
     operation = start_operation(backend, user_agent)
     hub = operation.hub
-    gate = _trust_gate(hub, trust)
+    gate = trust_gate(hub, trust)
     gate(repo_id)
-    target = _resolve_target(hub, repo_id, version, revision, warn_outdated=True, gate=gate)
-    variant = _choose(hub, target, operation.env, operation.backend, check_arch=check_arch)
-    metadata = variant_metadata(hub, target, variant)
-    if metadata is None:  # pragma: no cover - resolution rejects GPU candidates without metadata
-        raise FileNotFoundError(f"{target.label}: build/{variant}/{METADATA_FILE} not found")
-    _check_agreement(target, variant, metadata)
-    check_kernels_minver(metadata, variant, f"{target.label}, build/{variant}")
-    check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    chosen = choose_variant(
+        operation, repo_id, version, revision, gate=gate, check_arch=check_arch, warn_outdated=True
+    )
     sources = dependency_sources(
         operation.backend,
         trust_remote_code=trust_remote_code,
@@ -463,15 +110,14 @@ def load_from_hub(
         verify_digest=verify_digest,
         offline=hub.offline,
     )
-    dependencies = resolve_dependencies(repo_id, metadata.kernel_depends, sources)  # docs/loading.md
-    variant_dir, metadata = _download(operation, target, variant)
-    _verify(operation, target, variant_dir, metadata, verify_digest)
-    repo_info = RepoInfo(target.repo.repo_id, target.sha)
-    module = load_variant(
-        variant_dir, metadata=metadata, repo_info=repo_info, dependencies=dependencies.load()
-    )
+    module = load_located(repo_id, chosen.located(verify_digest), sources)  # docs/loading.md
     _remember(
-        hub, repo_id, version, revision, target, publisher_trusted=not trusted_by_caller(trust, repo_id)
+        hub,
+        repo_id,
+        version,
+        revision,
+        chosen.target,
+        publisher_trusted=not trusted_by_caller(trust, repo_id),
     )
     return module
 
@@ -541,11 +187,11 @@ def has_kernel(
     _check_repo_id(repo_id)
     operation = start_operation(backend, None)
     hub = operation.hub
-    gate = _trust_gate(hub, trust)
+    gate = trust_gate(hub, trust)
     gate(repo_id)
     try:
-        target = _resolve_target(hub, repo_id, version, revision, gate=gate)
-    except (RepositoryNotFoundError, RevisionNotFoundError, _VersionNotFound) as error:
+        target = resolve_target(hub, repo_id, version, revision, gate=gate)
+    except (RepositoryNotFoundError, RevisionNotFoundError, VersionNotFound) as error:
         logger.debug("has_kernel(%s): %s", repo_id, error)
         return False
     except FileNotFoundError as error:
@@ -553,7 +199,7 @@ def has_kernel(
             raise
         logger.debug("has_kernel(%s): %s", repo_id, error)  # offline: not in the cache
         return False
-    decisions, _ = _decide(
+    decisions, _ = decide(
         hub, target, operation.env, operation.backend, first_only=True, check_arch=check_arch
     )
     if not decisions or not isinstance(decisions[0], resolve.VariantAccepted):
@@ -572,8 +218,8 @@ def get_kernel_variants(
     check_revision_arguments(version, revision)
     _check_repo_id(repo_id)
     operation = start_operation(backend, None)
-    target = _resolve_target(operation.hub, repo_id, version, revision)
-    decisions, _ = _decide(operation.hub, target, operation.env, operation.backend, first_only=False)
+    target = resolve_target(operation.hub, repo_id, version, revision)
+    decisions, _ = decide(operation.hub, target, operation.env, operation.backend, first_only=False)
     return decisions
 
 
@@ -599,12 +245,12 @@ def install_kernel(
     _check_repo_id(repo_id)
     trust = check_trust_argument(trust_remote_code)
     operation = start_operation(backend, user_agent, offline=True if local_files_only else None)
-    gate = _trust_gate(operation.hub, trust)
+    gate = trust_gate(operation.hub, trust)
     gate(repo_id)
-    target = _resolve_target(operation.hub, repo_id, version, revision, gate=gate)
-    variant = _choose(operation.hub, target, operation.env, operation.backend)
+    target = resolve_target(operation.hub, repo_id, version, revision, gate=gate)
+    variant = choose(operation.hub, target, operation.env, operation.backend)
     metadata = variant_metadata(operation.hub, target, variant)
-    _check_agreement(target, variant, metadata)
+    check_variant_agreement(target, variant, metadata)  # install_kernel's checks: no loader-version check
     if validate_dependencies and metadata is not None:
         check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
     # Its kernel dependencies are downloaded too, from the Hub (LOCAL_KERNELS does not apply), behind the same
@@ -618,7 +264,7 @@ def install_kernel(
         local_kernels=False,
     )
     dependencies = resolve_dependencies(repo_id, () if metadata is None else metadata.kernel_depends, sources)
-    variant_dir, metadata = _download(operation, target, variant)
-    _verify(operation, target, variant_dir, metadata, verify_digest)
+    variant_dir, downloaded = download_variant(operation, target, variant)
+    verify_download_of(operation, target, variant_dir, downloaded, verify_digest)
     dependencies.install()
     return variant_dir.absolute()

@@ -466,7 +466,7 @@ def _read_metadata(wheel: WheelFile, cert: str | None) -> str:
 
 
 def _cache_file(wheel: WheelFile) -> Path:
-    from kernel_builder.build.environment.isolated_envs import cache_root
+    from kernel_builder.build.environment.env_facts import cache_root
 
     key = wheel.sha256 or hashlib.sha256(wheel.url.encode()).hexdigest()
     return cache_root() / "wheel-metadata" / f"{key}.json"

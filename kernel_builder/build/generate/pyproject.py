@@ -99,7 +99,7 @@ def generate(
             )
         variant = aot[0]
         write_kernel_tree_copy(project, warn)
-        project_dir = state.state_dir(project.root) / variant.name / "project"
+        project_dir = state.VariantState.of(project.root, variant.name).project
         write_variant_project(project, variant, interpreter, project_dir, options, log)
         relative = PurePosixPath(project_dir.relative_to(project.root).as_posix())
         text = pyproject_text(project, relative, variant.name)
