@@ -79,6 +79,7 @@ def draw(report: Mapping[str, Any], path: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")  # no display: write the file only
+    matplotlib.rcParams["svg.fonttype"] = "none"  # an SVG keeps its text as text (searchable, editable)
     import matplotlib.pyplot as plt
 
     results = [r for r in report.get("results", ()) if _timing(r, "kernel") is not None]

@@ -522,8 +522,9 @@ def implausible_note(timing: Timing, nbytes: int | None, copy_gbps: float | None
         "its data were served from the cache: it has one buffer set, not rotated past the cache (give the Case "
         "inputs= so that bench rotates them)"
         if not rotated
-        else "the call did not do the work it declares: it returns a view, a cached or precomputed result, "
-        "evaluates lazily, or returns before the device finishes"
+        else "part of its data stayed in the cache (an output buffer the allocator hands back on every call, "
+        "which rotating the inputs does not move), or the call did not do the work it declares: it returns a "
+        "view, a cached or precomputed result, evaluates lazily, or returns before the device finishes"
     )
     return (f"implausible: {gbps:.1f} GB/s is {100 * gbps / copy_gbps:.0f}% of the measured copy bandwidth "
             f"({copy_gbps:.1f} GB/s), and no op moves its bytes faster than a copy. Likely {causes}; or bytes= "
