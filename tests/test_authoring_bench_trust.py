@@ -123,7 +123,8 @@ def test_sides_take_turns_and_stop_once_settled() -> None:
         [side("k"), side("r")], "cpu", warmup=1, runs=2, rounds=rounds, warmup_s=0
     )
     assert order == ["k", "r", *(["k", "k", "r", "r"] * 3)]
-    assert (kernel.rounds, reference.rounds) == (3, 3) and kernel.stable is True and kernel.runs == 6
+    assert (kernel.rounds, reference.rounds) == (3, 3) and kernel.stable is True
+    assert (kernel.runs, kernel.samples) == (2, 6)  # runs per round; the samples of the three rounds
     assert unstable_note(kernel) == ""
 
 

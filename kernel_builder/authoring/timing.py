@@ -76,7 +76,7 @@ MAX_SETS = 512
 
 @dataclass
 class Timing:
-    """Microseconds per call: the median, quartiles, minimum and maximum of ``runs`` samples.
+    """Microseconds per call: the median, quartiles, minimum and maximum of ``runs`` samples (per round).
 
     A sample is one call, or one replay of a graph of ``calls`` calls divided by ``calls``. ``sets`` is the
     number of buffer sets the calls cycled through (1: no rotation); ``method`` says how it was timed, and
@@ -99,6 +99,7 @@ class Timing:
     method: str = ""
     note: str = ""
     rounds: int = 1
+    samples: int | None = None  # the samples summarised (runs per round times the rounds kept)
     round_medians_us: list[float] = field(default_factory=list)
     spread: float | None = None  # relative spread of the round medians the verdict rests on
     stable: bool | None = None  # None: a single round, not judged
@@ -468,9 +469,11 @@ def _rounds_summary(taken: list[list[float]], sampler: _Sampler, sets: int, roun
     kept = taken[-rounds.window :] if stable else taken
     spread = _relative_spread(medians[-rounds.window :] if stable else medians) if judged else None
     samples = [s for r in kept for s in r]
-    return _summary(samples, calls=sampler.calls, sets=sets, method=sampler.method, note=sampler.note,
-                    rounds=len(taken), round_medians_us=medians if judged else [], spread=spread,
-                    stable=stable)  # fmt: skip
+    timing = _summary(samples, calls=sampler.calls, sets=sets, method=sampler.method, note=sampler.note,
+                      rounds=len(taken), round_medians_us=medians if judged else [], spread=spread,
+                      stable=stable)  # fmt: skip
+    timing.samples, timing.runs = len(samples), len(taken[0])
+    return timing
 
 
 def measure(
@@ -501,7 +504,7 @@ def unstable_note(timing: Timing) -> str:
     if timing.stable is not False or not timing.round_medians_us:
         return ""
     low, high = min(timing.round_medians_us), max(timing.round_medians_us)
-    return (f"unstable: the medians of {timing.rounds} rounds of {timing.runs // max(timing.rounds, 1)} samples "
+    return (f"unstable: the medians of {timing.rounds} rounds of {timing.runs} samples "
             f"ranged {low:.1f}-{high:.1f} µs (spread {100 * (timing.spread or 0):.0f}%, over the "
             f"{100 * BENCH_ROUNDS.spread:.0f}% asked); the machine's load or clock changed while it ran: rerun on "
             "an idle machine, or with more --runs")  # fmt: skip
