@@ -385,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     device = pick_device()
     device_name = torch.cuda.get_device_name() if device == "cuda" else device
     header: dict[str, Any] = {"device": device, "torch": torch.__version__, "threads": threads}
+    if args.hub:
+        header["kernel"] = args.kernel  # ORG/NAME@COMMIT
     counts = (f"rounds of {args.runs} runs after {args.warmup} warm-up (at least {WARMUP_S * 1e3:g} ms), until the "
               f"medians of {BENCH_ROUNDS.window} rounds agree within {100 * BENCH_ROUNDS.spread:g}% (at most "
               f"{BENCH_ROUNDS.limit})")  # fmt: skip
