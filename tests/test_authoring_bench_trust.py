@@ -159,10 +159,12 @@ def test_threads_are_pinned_and_reported(
 
 def test_a_busy_machine_is_said_to_be(monkeypatch: pytest.MonkeyPatch) -> None:
     """A load average above the CPUs as the run begins: a warning, since other processes then share the CPUs."""
-    from kernel_builder.authoring import bench
+    import os
 
-    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: (9.5, 8.0, 4.0))
-    assert bench.busy_note().startswith("the machine is busy: load average 9.5 on 2 CPUs")
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: (1.5, 1.0, 1.0))
-    assert bench.busy_note() == ""
+    from kernel_builder.authoring.bench import busy_note
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.5, 8.0, 4.0))
+    assert busy_note().startswith("the machine is busy: load average 9.5 on 2 CPUs")
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 1.0, 1.0))
+    assert busy_note() == ""
