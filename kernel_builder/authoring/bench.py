@@ -244,7 +244,7 @@ def run_cases(
             both = [kernel] if case.reference is None else [kernel, _bind(case.reference, sets)]
             try:
                 timings = measure_all(both, device, warmup=warmup, runs=runs, rounds=rounds,
-                                      warmup_s=_warmup_s(rounds))  # fmt: skip
+                                      warmup_s=rounds.warmup_s)  # fmt: skip
             except SideFailed as failed:
                 raise failed.error from None
             result.kernel = timings[0]
@@ -262,11 +262,6 @@ def run_cases(
             result.error = failure_line(exc)
         results.append(result)
     return results
-
-
-def _warmup_s(rounds: Rounds) -> float:
-    """The warm-up's least duration: :data:`~kernel_builder.authoring.timing.WARMUP_S` when timing in rounds."""
-    return WARMUP_S if rounds.limit > 1 else 0.0
 
 
 def assess(results: Sequence[Result], ceiling: Ceiling | None) -> None:
@@ -302,7 +297,7 @@ def _time_compiled(
         compiled = _bind(compile_reference(reference), sets)
         compiled[0]()  # compiles
         result.compiled = measure(compiled, device, warmup=warmup, runs=runs, rounds=rounds,
-                                  warmup_s=_warmup_s(rounds))  # fmt: skip
+                                  warmup_s=rounds.warmup_s)  # fmt: skip
     except Exception as exc:  # noqa: BLE001  (inductor's errors are many kinds; report the first line)
         result.compile_error = failure_line(exc)
         return

@@ -33,7 +33,6 @@ from kernel_builder.authoring.benchmark import Benchmark
 from kernel_builder.authoring.timing import (
     BENCH_ROUNDS,
     TIMING_HEADERS,
-    WARMUP_S,
     Ceiling,
     Rounds,
     SideFailed,
@@ -387,7 +386,7 @@ def run_workload(
         names.append(verify.__name__)
     try:
         timings = measure_all(timed, device, warmup=warmup, runs=runs, rounds=rounds,
-                              warmup_s=WARMUP_S if rounds.limit > 1 else 0.0)  # fmt: skip
+                              warmup_s=rounds.warmup_s)  # fmt: skip
     except SideFailed as failed:
         result.error = result.error or f"{names[failed.index]}: {_where(failed.error, path)}"
         return result
@@ -415,7 +414,7 @@ def _time_compiled(
         calls = [functools.partial(compiled, i) for i in instances]
         calls[0]()  # compiles
         result.compiled = measure(calls, device, warmup=warmup, runs=runs, rounds=rounds,
-                                  warmup_s=WARMUP_S if rounds.limit > 1 else 0.0)  # fmt: skip
+                                  warmup_s=rounds.warmup_s)  # fmt: skip
     except Exception as exc:  # noqa: BLE001  (inductor's errors are many kinds; report the first line)
         result.compile_error = failure_line(exc)
         return

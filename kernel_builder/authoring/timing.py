@@ -365,6 +365,11 @@ def _sampler(fns: Sequence[Callable[[], Any]], device: str, *, graphs: bool) -> 
     )
 
 
+#: Warm-up lasts at least this long (when any is asked for): the first calls fault pages in, fill caches and wake
+#: the clock up, and a fixed count of fast calls is over before that settles.
+WARMUP_S = 0.05
+
+
 @dataclass(frozen=True)
 class Rounds:
     """Repeat until stable: samples are taken in rounds of ``runs``; after at least ``window`` rounds, the timing
@@ -379,14 +384,16 @@ class Rounds:
     limit: int = 10
     spread: float = 0.05
 
+    @property
+    def warmup_s(self) -> float:
+        """The warm-up's least duration: :data:`WARMUP_S` when timing in rounds, none for a single round."""
+        return WARMUP_S if self.limit > 1 else 0.0
+
 
 #: One round, no verdict: :func:`measure`'s default.
 ONE_ROUND = Rounds(window=1, limit=1, spread=math.inf)
 #: What ``kernel-builder bench`` uses.
 BENCH_ROUNDS = Rounds()
-#: Warm-up lasts at least this long (when any is asked for): the first calls fault pages in, fill caches and wake
-#: the clock up, and a fixed count of fast calls is over before that settles.
-WARMUP_S = 0.05
 
 
 def _relative_spread(medians: Sequence[float]) -> float:
@@ -571,8 +578,11 @@ def copy_ceiling(
     sets = rotation_sets(moved, cache_bytes(device))
     pairs = [(x if i == 0 else x.clone(), torch.empty_like(x)) for i in range(sets)]
     fns = [lambda out=out, src=src: out.copy_(src) for src, out in pairs]
-    warmup_s = WARMUP_S if rounds.limit > 1 else 0.0
-    return measure(fns, device, warmup=warmup, runs=runs, rounds=rounds, warmup_s=warmup_s), moved, fns[0]
+    return (
+        measure(fns, device, warmup=warmup, runs=runs, rounds=rounds, warmup_s=rounds.warmup_s),
+        moved,
+        fns[0],
+    )
 
 
 def format_bytes(n: int) -> str:
