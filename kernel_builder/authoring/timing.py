@@ -538,7 +538,8 @@ def implausible_note(timing: Timing, nbytes: int | None, copy_gbps: float | None
     )
     return (f"implausible: {gbps:.1f} GB/s is {100 * gbps / copy_gbps:.0f}% of the measured copy bandwidth "
             f"({copy_gbps:.1f} GB/s), and no op moves its bytes faster than a copy. Likely {causes}; or bytes= "
-            "overstates what one call moves")  # fmt: skip
+            "overstates what one call moves; or the copy itself was timed slow (on a busy machine a pool of CPU "
+            "threads waits for the one descheduled: compare with --threads 1)")  # fmt: skip
 
 
 def side_warnings(
