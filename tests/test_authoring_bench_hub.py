@@ -106,7 +106,9 @@ def test_bench_a_hub_kernel_by_version(hub: HubServer, tmp_path: Path) -> None:
     )
     assert f"{REPO}@{sha}: mode: Benchmark classes of benchmarks/benchmark*.py" in run.stdout
     data = json.loads(report.read_text())
-    assert data["source"] == "Benchmark classes" and data["threads"] == 1 and data["kernel"] == f"{REPO}@{sha}"
+    assert (
+        data["source"] == "Benchmark classes" and data["threads"] == 1 and data["kernel"] == f"{REPO}@{sha}"
+    )
     (result,) = data["results"]
     assert result["name"] == "Relu.relu" and result["verified"] is True and result["error"] == ""
     assert result["kernel"]["median_us"] > 0 and result["reference"]["median_us"] > 0
