@@ -42,7 +42,7 @@ from kernel_builder.authoring.bench_classes import (  # noqa: E402  (after the s
     workloads_of,
 )
 from kernel_builder.authoring.benchmark import Benchmark  # noqa: E402
-from kernel_builder.authoring.timing import Timing  # noqa: E402
+from kernel_builder.authoring.timing import ONE_ROUND, Timing  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "bench-classes"
 
@@ -188,13 +188,14 @@ def test_setup_seed_and_a_fresh_instance_per_workload_in_upstreams_order() -> No
     torch.manual_seed(5)
     seeded = (random.random(), float(torch.rand(1)))
     one, two = run_classes([(Path("benchmark.py"), Recorder)], fake_kernel(), "cpu", warmup=1, runs=2,
-                           rotate=False)  # fmt: skip
+                           rotate=False, rounds=ONE_ROUND)  # fmt: skip
 
-    # Without rotation (below), one instance per workload. one: setup (kernel, device and seeds set first); one run and the check; 1 + 2 kernel runs; 1 + 2 reference
-    # runs. two: its own setup, no verify_two.
+    # Without rotation (below), one instance per workload. one: setup (kernel, device and seeds set first); one
+    # run and the check; a warm-up kernel run, a warm-up reference run, then the round: 2 kernel runs and 2
+    # reference runs (the sides take turns). two: its own setup, no verify_two.
     assert EVENTS == [
         ("init",), ("setup", "fake_kernel", "cpu", *seeded), ("benchmark_one",), ("verify_one",),
-        *[("benchmark_one",)] * 3, *[("verify_one",)] * 3,
+        ("benchmark_one",), ("verify_one",), *[("benchmark_one",)] * 2, *[("verify_one",)] * 2,
         ("init",), ("setup_two",), *[("benchmark_two",)] * 4,
     ]  # fmt: skip
     assert (one.name, one.verified, one.max_abs_error, one.error) == ("Recorder.one", True, 0.0, "")

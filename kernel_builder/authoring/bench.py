@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,9 +35,13 @@ from kernel_builder.authoring.bench_classes import (
     run_classes,
 )
 from kernel_builder.authoring.timing import (
+    BENCH_ROUNDS,
     LAUNCH_BOUND_US,
     TIMING_HEADERS,
+    WARMUP_S,
     Ceiling,
+    Rounds,
+    SideFailed,
     Timing,
     cache_bytes,
     compile_reference,
@@ -44,13 +49,16 @@ from kernel_builder.authoring.timing import (
     format_bytes,
     grouped_notes,
     measure,
+    measure_all,
     pick_device,
     render_rows,
     rotation_note,
     rotation_sets,
+    side_warnings,
     tensor_bytes,
     timer_name,
     timing_cells,
+    warning_lines,
 )
 
 if TYPE_CHECKING:
@@ -97,6 +105,8 @@ class Result:
     flops: int | None = None
     compiled: Timing | None = None  # torch.compile(reference), with --compare compile
     compile_error: str = ""
+    rotated: bool = False  # inputs cycled past the cache (or larger than it)
+    warnings: list[str] = field(default_factory=list)  # implausible or unstable sides (see assess)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -217,34 +227,50 @@ def run_cases(
     runs: int,
     compile: bool = False,
     sides: list[tuple[str, Callable[[], Any]]] | None = None,
+    rounds: Rounds = BENCH_ROUNDS,
 ) -> list[Result]:
-    """Time each case (see :mod:`kernel_builder.authoring.timing`); with ``compile``, ``torch.compile`` of its
-    reference too. ``sides`` collects a call of each timed side, for ``--profile``."""
+    """Time each case (see :mod:`kernel_builder.authoring.timing`): the kernel and the reference taking turns,
+    in ``rounds``; with ``compile``, ``torch.compile`` of its reference too. ``sides`` collects a call of each
+    timed side, for ``--profile``."""
     cache = cache_bytes(device)
     results = []
     for case in cases:
-        result = Result(case.name, bytes=case.bytes, flops=case.flops)
+        result = Result(case.name, bytes=case.bytes, flops=case.flops, rotated=case.inputs is not None)
         if case.compares:
             result.extra["compares"] = case.compares
         try:
             sets, result.extra["rotation"] = _buffer_sets(case, cache)
             kernel = _bind(case.run, sets)
-            result.kernel = measure(kernel, device, warmup=warmup, runs=runs)
+            both = [kernel] if case.reference is None else [kernel, _bind(case.reference, sets)]
+            try:
+                timings = measure_all(both, device, warmup=warmup, runs=runs, rounds=rounds,
+                                      warmup_s=rounds.warmup_s)  # fmt: skip
+            except SideFailed as failed:
+                raise failed.error from None
+            result.kernel = timings[0]
             _collect(sides, f"{case.name}: kernel", kernel)
             if case.reference is not None:
-                reference = _bind(case.reference, sets)
-                result.reference = measure(reference, device, warmup=warmup, runs=runs)
+                reference = both[1]
+                result.reference = timings[1]
                 _collect(sides, f"{case.name}: reference", reference)
                 if case.check:
                     result.matches = _matches(kernel[0](), reference[0]())
                 if compile:
-                    _time_compiled(
-                        result, case.reference, sets, device, warmup=warmup, runs=runs, sides=sides
-                    )
+                    _time_compiled(result, case.reference, sets, device, warmup=warmup, runs=runs, sides=sides,
+                                   rounds=rounds)  # fmt: skip
         except Exception as exc:  # noqa: BLE001  (one failing case is reported; the others still run)
             result.error = failure_line(exc)
         results.append(result)
     return results
+
+
+def assess(results: Sequence[Result], ceiling: Ceiling | None) -> None:
+    """Fill each result's ``warnings``: sides faster than the copy ceiling allows, and sides whose rounds did
+    not settle."""
+    copy_gbps = ceiling.gbps if ceiling else None
+    for r in results:
+        sides = [("kernel", r.kernel), ("reference", r.reference), ("torch.compile(reference)", r.compiled)]
+        r.warnings = side_warnings(sides, r.bytes, copy_gbps, rotated=r.rotated)
 
 
 def _collect(
@@ -263,13 +289,15 @@ def _time_compiled(
     warmup: int,
     runs: int,
     sides: list[tuple[str, Callable[[], Any]]] | None,
+    rounds: Rounds = BENCH_ROUNDS,
 ) -> None:
     """Compile the reference (at its first call) and time it; a failure is recorded, not raised: the compiled
     baseline is optional, and a machine without a working compiler still times the rest."""
     try:
         compiled = _bind(compile_reference(reference), sets)
         compiled[0]()  # compiles
-        result.compiled = measure(compiled, device, warmup=warmup, runs=runs)
+        result.compiled = measure(compiled, device, warmup=warmup, runs=runs, rounds=rounds,
+                                  warmup_s=rounds.warmup_s)  # fmt: skip
     except Exception as exc:  # noqa: BLE001  (inductor's errors are many kinds; report the first line)
         result.compile_error = failure_line(exc)
         return
@@ -316,41 +344,57 @@ def render_table(results: list[Result], device: str, ceiling: Ceiling | None = N
         notes += [(r.name, t.note) for t in (r.kernel, r.reference, r.compiled) if t is not None and t.note]
     if ceiling is not None:
         rows.append(ceiling.row(len(HEADERS)))
-    return "\n".join([f"device: {device}", *render_rows(rows), *grouped_notes(notes)])
+    return "\n".join([f"device: {device}", *render_rows(rows), *grouped_notes(notes),
+                      *warning_lines([(r.name, r.warnings) for r in results], ceiling)])  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The benchmark process: ``python -m kernel_builder.authoring.bench BUILD_DIR PROJECT_ROOT [options]``.
+    """The benchmark process: ``python -m kernel_builder.authoring.bench KERNEL ROOT [options]``.
 
+    ``KERNEL`` is a local build (a project's ``build/``), or with ``--hub`` a Hub kernel ``ORG/NAME@COMMIT``
+    loaded by :func:`kernel_builder.get_kernel` (its checks: trust, digest); ``ROOT`` holds ``benchmarks/``.
     The mode: the ``Benchmark`` classes of ``benchmarks/benchmark*.py`` when there are any
-    (:mod:`kernel_builder.authoring.bench_classes`), else the functions ``bench_*`` of ``benchmarks/*.py``, else
-    the public functions against their torch namesakes.
+    (:mod:`kernel_builder.authoring.bench_classes`), else (not for a Hub kernel) the functions ``bench_*`` of
+    ``benchmarks/*.py``, else the public functions against their torch namesakes.
     """
     parser = argparse.ArgumentParser(prog="python -m kernel_builder.authoring.bench")
-    parser.add_argument("build_dir")
+    parser.add_argument("kernel")
     parser.add_argument("root")
-    parser.add_argument("--package", required=True)
+    parser.add_argument("--package")
+    parser.add_argument("--hub", action="store_true")
+    parser.add_argument("--trust-remote-code", action="store_true")
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--json", dest="json_path")
+    parser.add_argument("--plot", dest="plot_path")
     parser.add_argument("--profile", dest="profile_path")
     parser.add_argument("--compare", action="append", choices=COMPARE, default=[])
     args = parser.parse_args(argv)
 
+    threads = pin_threads(args.threads)
     import torch
 
-    from kernel_builder.loader.alias import load_as
-
-    kernel = load_as(args.build_dir, args.package)
+    kernel = _load_kernel(args)
+    name = args.kernel if args.hub else args.package
     device = pick_device()
     device_name = torch.cuda.get_device_name() if device == "cuda" else device
-    header = {"device": device, "torch": torch.__version__}
-    counts = f"{args.runs} runs after {args.warmup} warm-up"
+    header: dict[str, Any] = {"device": device, "torch": torch.__version__, "threads": threads}
+    if args.hub:
+        header["kernel"] = args.kernel  # ORG/NAME@COMMIT
+    counts = (f"rounds of {args.runs} runs after {args.warmup} warm-up (at least {WARMUP_S * 1e3:g} ms), until the "
+              f"medians of {BENCH_ROUNDS.window} rounds agree within {100 * BENCH_ROUNDS.spread:g}% (at most "
+              f"{BENCH_ROUNDS.limit})")  # fmt: skip
     compile_ = "compile" in args.compare
     sides: list[tuple[str, Callable[[], Any]]] | None = [] if args.profile_path else None
     benchmarks = Path(args.root) / "benchmarks"
     print(_timer_line(device))
-    ceiling = Ceiling.measure(device, warmup=args.warmup, runs=args.runs, sides=sides)
+    print(_threads_line(device, threads))
+    busy = busy_note()
+    if busy:
+        print(f"warning: {busy}")
+        header["busy"] = busy
+    ceiling = Ceiling.measure(device, warmup=args.warmup, runs=args.runs, sides=sides, rounds=BENCH_ROUNDS)
     try:
         loaded = {}
         if benchmarks.is_dir():
@@ -358,16 +402,20 @@ def main(argv: list[str] | None = None) -> int:
             loaded = load_files(benchmarks)
             classes, notes = find_classes(loaded)
             if classes:
-                print(f"{args.package}: mode: {bench_classes.SOURCE} of benchmarks/benchmark*.py, reference "
+                print(f"{name}: mode: {bench_classes.SOURCE} of benchmarks/benchmark*.py, reference "
                       f"{bench_classes.REFERENCE}, {counts}")  # fmt: skip
                 print("\n".join(f"note: {note}" for note in notes), end="\n" if notes else "")
                 workloads = run_classes(classes, kernel, device, warmup=args.warmup, runs=args.runs,
                                         compile=compile_, sides=sides)  # fmt: skip
+                bench_classes.assess(workloads, ceiling)
                 print(bench_classes.render_table(workloads, device_name, ceiling))
                 _profile(sides, device, args.profile_path)
-                _write_json(args.json_path, {**header, **ceiling.to_json(),
-                                             **bench_classes.report(workloads, notes)})  # fmt: skip
+                _report(args, {**header, **ceiling.to_json(), **bench_classes.report(workloads, notes)})
                 return 1 if any(w.failed for w in workloads) else 0
+        if args.hub:
+            print(f"error: {args.kernel} has no Benchmark classes in benchmarks/benchmark*.py to run",
+                  file=sys.stderr)  # fmt: skip
+            return 1
         # Files of another convention (no bench_* functions) leave the list empty: then the public ops are timed.
         cases = list(_project_cases(benchmarks, kernel, device, loaded)) if benchmarks.is_dir() else []
     except BenchmarkFileError as exc:
@@ -376,13 +424,93 @@ def main(argv: list[str] | None = None) -> int:
     where = "benchmarks/" if cases else "public ops vs torch"
     results = run_cases(iter(cases) if cases else _public_cases(kernel, device), device, warmup=args.warmup,
                         runs=args.runs, compile=compile_, sides=sides)  # fmt: skip
+    assess(results, ceiling)
     mode = "functions bench_* of benchmarks/" if cases else "public ops vs torch"
-    print(f"{args.package}: mode: {mode}, {counts}")
+    print(f"{name}: mode: {mode}, {counts}")
     print(render_table(results, device_name, ceiling))
     _profile(sides, device, args.profile_path)
-    _write_json(args.json_path, {**header, **ceiling.to_json(), "source": where,
-                                 "results": [r.to_json() for r in results]})  # fmt: skip
+    _report(args, {**header, **ceiling.to_json(), "source": where, "results": [r.to_json() for r in results]})
     return 1 if any(r.error for r in results) or any(r.matches is False for r in results) else 0
+
+
+def _load_kernel(args: argparse.Namespace) -> ModuleType:
+    """The kernel under test: a local build exposed under its package name, or a Hub kernel at a commit."""
+    if args.hub:
+        import kernel_builder
+
+        repo_id, _, sha = args.kernel.partition("@")
+        return kernel_builder.get_kernel(repo_id, revision=sha, trust_remote_code=args.trust_remote_code)
+    from kernel_builder.loader.alias import load_as
+
+    return load_as(args.kernel, args.package)
+
+
+def _report(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Write the ``--json`` report and draw the ``--plot`` picture of it."""
+    _write_json(args.json_path, report)
+    if args.plot_path:
+        from kernel_builder.authoring import bench_plot
+
+        bench_plot.draw(report, Path(args.plot_path))
+        print(f"plot: {args.plot_path}")
+
+
+#: torch's CPU threads when ``--threads`` is not given: one. A benchmark is a comparison, and on one thread it
+#: repeats from run to run; a thread pool's barrier waits for whichever thread another process has descheduled
+#: (on a loaded 2-CPU machine, torch.relu of 16 MiB took a median 12-24 ms on 2 threads, 4-6 ms on one).
+#: ``--threads N`` times a pool of N.
+DEFAULT_THREADS = 1
+
+#: The variables that size the CPU thread pools of torch's libraries, read when torch loads.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity), where the system says; else the CPU count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def pin_threads(threads: int) -> int:
+    """Fix torch's CPU threads to ``threads`` (0: :data:`DEFAULT_THREADS`), the same in every run; returns it.
+
+    The thread variables are set too where torch is not loaded yet (the benchmark process's parent sets them
+    for it), so that the pools torch's libraries start have that size.
+    """
+    count = threads or DEFAULT_THREADS
+    if "torch" not in sys.modules:
+        for variable in THREAD_VARIABLES:
+            os.environ[variable] = str(count)
+    import torch
+
+    torch.set_num_threads(count)
+    try:
+        torch.set_num_interop_threads(1)  # benchmarks call ops one at a time
+    except RuntimeError:  # the inter-op pool had started already (torch was imported and used earlier)
+        pass
+    return count
+
+
+def busy_note() -> str:
+    """A warning when the machine was busy as the run began (its 1-minute load average above its CPUs), else
+    ``""``: other processes then take turns with the benchmark, and its timings vary with them."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return ""
+    cpus = os.cpu_count() or 1
+    if load <= cpus:
+        return ""
+    return (f"the machine is busy: load average {load:.1f} on {cpus} CPUs; other processes share the CPUs with "
+            "the benchmark, so its timings vary with their load: compare runs made on an idle machine")  # fmt: skip
+
+
+def _threads_line(device: str, threads: int) -> str:
+    where = "" if device == "cpu" else " (the host side of the calls)"
+    return (f"threads: {threads} CPU thread{'s' if threads > 1 else ''}{where}, pinned: torch.set_num_threads("
+            f"{threads}), OMP_NUM_THREADS={threads}; this machine has {cpu_count()} CPUs; --threads N to change")  # fmt: skip
 
 
 #: The baselines ``--compare`` can add.
@@ -416,6 +544,38 @@ def _write_json(path: str | None, report: dict[str, Any]) -> None:
         Path(path).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class BenchOptions:
+    """What ``kernel-builder bench`` asks of the benchmark process (see :func:`main`).
+
+    ``threads``: torch's CPU threads (0: :data:`DEFAULT_THREADS`); ``json_file``: the report;
+    ``plot``: its picture (:mod:`kernel_builder.authoring.bench_plot`); ``trace``: profile each timed side
+    and write the Chrome trace there; ``compare``: more baselines (``"compile"``).
+    """
+
+    runs: int = 100
+    warmup: int = 10
+    threads: int = 0
+    json_file: Path | None = None
+    plot: Path | None = None
+    trace: Path | None = None
+    compare: Sequence[str] = ()
+
+    def argv(self) -> list[str]:
+        argv = ["--runs", str(self.runs), "--warmup", str(self.warmup), "--threads", str(self.threads)]
+        for flag, path in (("--json", self.json_file), ("--plot", self.plot), ("--profile", self.trace)):
+            if path is not None:
+                argv += [flag, str(path)]
+        for baseline in self.compare:
+            argv += ["--compare", baseline]
+        return argv
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` with the thread variables pinned, so that the pools torch's libraries start have that size."""
+        threads = str(self.threads or DEFAULT_THREADS)
+        return {**base, **dict.fromkeys(THREAD_VARIABLES, threads)}
+
+
 def run_benchmarks(
     project: KernelProject,
     *,
@@ -424,26 +584,23 @@ def run_benchmarks(
     json_file: Path | None = None,
     trace: Path | None = None,
     compare: Sequence[str] = (),
+    threads: int = 0,
+    plot: Path | None = None,
 ) -> int:
     """Time ``project``'s built variant in a fresh process (:func:`main`), as its users would load it.
 
-    The variant must be built already (``build/``). ``trace``: profile each timed side and write the Chrome
-    trace there; ``compare``: more baselines (``"compile"``). Returns the benchmark process's exit status: 1
-    when a case failed or disagreed with its reference.
+    The variant must be built already (``build/``). The options are :class:`BenchOptions`'. Returns the
+    benchmark process's exit status: 1 when a case failed or disagreed with its reference.
     """
     import subprocess
 
     from kernel_builder.authoring.devtest import pytest_environment
 
+    options = BenchOptions(runs, warmup, threads, json_file, plot, trace, tuple(compare))
     argv = [sys.executable, "-m", "kernel_builder.authoring.bench", str(project.root / "build"), str(project.root),
-            "--package", project.py_name, "--runs", str(runs), "--warmup", str(warmup)]  # fmt: skip
-    if json_file is not None:
-        argv += ["--json", str(json_file)]
-    if trace is not None:
-        argv += ["--profile", str(trace)]
-    for baseline in compare:
-        argv += ["--compare", baseline]
-    return subprocess.run(argv, cwd=project.root, env=pytest_environment(project), check=False).returncode
+            "--package", project.py_name, *options.argv()]  # fmt: skip
+    env = options.environment(pytest_environment(project))
+    return subprocess.run(argv, cwd=project.root, env=env, check=False).returncode
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -24,25 +24,31 @@ import random
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from kernel_builder.authoring.benchmark import Benchmark
 from kernel_builder.authoring.timing import (
+    BENCH_ROUNDS,
     TIMING_HEADERS,
     Ceiling,
+    Rounds,
+    SideFailed,
     Timing,
     cache_bytes,
     compile_reference,
     failure_line,
     measure,
+    measure_all,
     render_rows,
     rotation_note,
     rotation_sets,
+    side_warnings,
     tensor_bytes,
     timing_cells,
+    warning_lines,
 )
 from kernel_builder.errors import KernelBuilderError
 
@@ -266,6 +272,8 @@ class WorkloadResult:
     compiled: Timing | None = None
     compile_error: str = ""
     rotation: str = ""
+    rotated: bool = False  # instances cycled past the cache
+    warnings: list[str] = field(default_factory=list)  # implausible or unstable sides (see assess)
 
     @property
     def speedup(self) -> float | None:
@@ -344,6 +352,7 @@ def _rotation(
 def run_workload(
     path: Path, cls: type, workload: str, kernel: Any, device: str, *, warmup: int, runs: int,
     compile: bool = False, sides: list[tuple[str, Callable[[], Any]]] | None = None, rotate: bool = True,
+    rounds: Rounds = BENCH_ROUNDS,
 ) -> WorkloadResult:  # fmt: skip
     """Set up, check and time one workload (the order of upstream's runner; see the module docstring).
 
@@ -369,27 +378,34 @@ def run_workload(
         elif check.max_abs_error is not None and not math.isfinite(check.max_abs_error):
             result.error = "NaN or infinity where self.out and the reference differ"
     instances = _rotation(result, path, cls, workload, instance, kernel, device, rotate)
-    runs_ = [getattr(i, f"benchmark_{workload}") for i in instances]
-    _, result.kernel = _step(
-        result, path, run.__name__, lambda: measure(runs_, device, warmup=warmup, runs=runs)
-    )
+    result.rotated = rotate
+    timed = [[getattr(i, f"benchmark_{workload}") for i in instances]]
+    names = [run.__name__]
+    if verify is not None and not result.error:  # the reference takes turns with the kernel
+        timed.append([getattr(i, f"verify_{workload}") for i in instances])
+        names.append(verify.__name__)
+    try:
+        timings = measure_all(timed, device, warmup=warmup, runs=runs, rounds=rounds,
+                              warmup_s=rounds.warmup_s)  # fmt: skip
+    except SideFailed as failed:
+        result.error = result.error or f"{names[failed.index]}: {_where(failed.error, path)}"
+        return result
+    result.kernel = timings[0]
     if sides is not None:
         sides.append((f"{result.name}: kernel", run))
-    if verify is not None and not result.error:
-        verifies = [getattr(i, f"verify_{workload}") for i in instances]
-        _, result.reference = _step(result, path, verify.__name__,
-                                    lambda: measure(verifies, device, warmup=warmup, runs=runs))  # fmt: skip
+    if verify is not None and len(timings) > 1:
+        result.reference = timings[1]
         if sides is not None:
             sides.append((f"{result.name}: reference", verify))
-        if compile and result.reference is not None:
+        if compile:
             _time_compiled(result, getattr(cls, f"verify_{workload}"), instances, device, warmup=warmup,
-                           runs=runs, sides=sides)  # fmt: skip
+                           runs=runs, sides=sides, rounds=rounds)  # fmt: skip
     return result
 
 
 def _time_compiled(
     result: WorkloadResult, verify: Callable[[Any], Any], instances: list[Any], device: str, *, warmup: int,
-    runs: int, sides: list[tuple[str, Callable[[], Any]]] | None,
+    runs: int, sides: list[tuple[str, Callable[[], Any]]] | None, rounds: Rounds = BENCH_ROUNDS,
 ) -> None:  # fmt: skip
     """``torch.compile`` of the class's ``verify_<w>``, called with each instance (the instance is an argument,
     so the rotation does not recompile it); a failure is recorded, not raised."""
@@ -397,7 +413,8 @@ def _time_compiled(
         compiled = compile_reference(verify)
         calls = [functools.partial(compiled, i) for i in instances]
         calls[0]()  # compiles
-        result.compiled = measure(calls, device, warmup=warmup, runs=runs)
+        result.compiled = measure(calls, device, warmup=warmup, runs=runs, rounds=rounds,
+                                  warmup_s=rounds.warmup_s)  # fmt: skip
     except Exception as exc:  # noqa: BLE001  (inductor's errors are many kinds; report the first line)
         result.compile_error = failure_line(exc)
         return
@@ -408,6 +425,7 @@ def _time_compiled(
 def run_classes(
     classes: Iterable[tuple[Path, type]], kernel: Any, device: str, *, warmup: int, runs: int,
     compile: bool = False, sides: list[tuple[str, Callable[[], Any]]] | None = None, rotate: bool = True,
+    rounds: Rounds = BENCH_ROUNDS,
 ) -> list[WorkloadResult]:  # fmt: skip
     """Every workload of every class, in order."""
     return [
@@ -422,6 +440,7 @@ def run_classes(
             compile=compile,
             sides=sides,
             rotate=rotate,
+            rounds=rounds,
         )  # fmt: skip
         for path, cls in classes
         for workload in workloads_of(cls)
@@ -478,7 +497,17 @@ def render_table(results: list[WorkloadResult], device: str, ceiling: Ceiling | 
     lines += notes
     lines.append(f"verified: torch.allclose(self.out, verify_<workload>(), atol={ATOL:g}, rtol={RTOL:g}); "
                  "-: no verify_<workload>")  # fmt: skip
+    lines += warning_lines([(r.name, r.warnings) for r in results], ceiling)
     return "\n".join(lines)
+
+
+def assess(results: Iterable[WorkloadResult], ceiling: Ceiling | None) -> None:
+    """Fill each result's ``warnings``: sides faster than the copy ceiling allows (with ``self.bytes``), and
+    sides whose rounds did not settle."""
+    copy_gbps = ceiling.gbps if ceiling else None
+    for r in results:
+        sides = [("kernel", r.kernel), (REFERENCE, r.reference), (f"torch.compile({REFERENCE})", r.compiled)]
+        r.warnings = side_warnings(sides, r.bytes, copy_gbps, rotated=r.rotated)
 
 
 def report(results: list[WorkloadResult], notes: list[str]) -> dict[str, Any]:

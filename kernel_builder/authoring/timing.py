@@ -12,7 +12,10 @@ The functions ``bench_*`` (:mod:`kernel_builder.authoring.bench`) and the ``Benc
   fails, the same batch runs eagerly and the timing says why); longer calls are timed one by one;
 - elsewhere the wall clock (``time.perf_counter``, after the device finishes its queued work): on the CPU, the
   "CPU timer";
-- the median, the quartiles, the minimum and the maximum of the samples.
+- the median, the quartiles, the minimum and the maximum of the samples;
+- for ``kernel-builder bench``, **rounds** (:class:`Rounds`): the samples come in rounds, the sides of a case
+  taking turns, repeated until the round medians settle, or reported unstable with their spread; and a side
+  whose GB/s exceeds the copy bandwidth is flagged implausible (:func:`implausible_note`).
 
 :func:`copy_ceiling` times ``out.copy_(x)`` the same way: the bandwidth an op that reads and writes every byte
 once can hope for on this device.
@@ -24,14 +27,19 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "BENCH_ROUNDS",
+    "IMPLAUSIBLE_FACTOR",
     "LAUNCH_BOUND_US",
     "Ceiling",
     "MAX_SETS",
+    "ONE_ROUND",
+    "Rounds",
+    "SideFailed",
     "Timing",
     "cache_bytes",
     "compile_reference",
@@ -39,15 +47,20 @@ __all__ = [
     "format_bytes",
     "format_time",
     "grouped_notes",
+    "implausible_note",
     "measure",
+    "measure_all",
     "pick_device",
     "render_rows",
     "rotation_note",
     "rotation_sets",
+    "side_warnings",
     "tensor_bytes",
     "timer_name",
     "timing_cells",
     "TIMING_HEADERS",
+    "unstable_note",
+    "warning_lines",
 ]
 
 #: A call (estimated from eager CUDA-event timings) shorter than this is launch-bound: it is timed in a graph.
@@ -63,11 +76,16 @@ MAX_SETS = 512
 
 @dataclass
 class Timing:
-    """Microseconds per call: the median, quartiles, minimum and maximum of ``runs`` samples.
+    """Microseconds per call: the median, quartiles, minimum and maximum of ``runs`` samples (per round).
 
     A sample is one call, or one replay of a graph of ``calls`` calls divided by ``calls``. ``sets`` is the
     number of buffer sets the calls cycled through (1: no rotation); ``method`` says how it was timed, and
     ``note`` why not as planned (a graph capture that failed, a rotation short of its target).
+
+    Taken in ``rounds`` (see :class:`Rounds`): ``round_medians_us`` are the medians of each round, ``spread``
+    the relative spread ``(max - min) / median`` of those the verdict ``stable`` rests on (the last
+    :attr:`Rounds.window` rounds when stable, all of them when not); the other fields summarise the samples of
+    the stable window (of all rounds when unstable).
     """
 
     median_us: float
@@ -80,6 +98,11 @@ class Timing:
     sets: int = 1
     method: str = ""
     note: str = ""
+    rounds: int = 1
+    samples: int | None = None  # the samples summarised (runs per round times the rounds kept)
+    round_medians_us: list[float] = field(default_factory=list)
+    spread: float | None = None  # relative spread of the round medians the verdict rests on
+    stable: bool | None = None  # None: a single round, not judged
 
     def gbps(self, nbytes: int | None) -> float | None:
         return None if not nbytes or self.median_us <= 0 else nbytes / (self.median_us * 1e-6) / 1e9
@@ -227,10 +250,10 @@ def _cycle(fns: Sequence[Callable[[], Any]], count: int, start: int = 0) -> None
         fns[i % len(fns)]()
 
 
-def _wall_samples(fns: Sequence[Callable[[], Any]], device: str, runs: int) -> list[float]:
+def _wall_samples(fns: Sequence[Callable[[], Any]], device: str, runs: int, start: int = 0) -> list[float]:
     synchronize = _synchronizer(device)
     samples = []
-    for i in range(runs):
+    for i in range(start, start + runs):
         synchronize()
         begin = time.perf_counter()
         fns[i % len(fns)]()
@@ -282,30 +305,182 @@ def _recover() -> None:
             continue
 
 
-def _measure_cuda(fns: Sequence[Callable[[], Any]], *, runs: int, graphs: bool) -> Timing:
+@dataclass
+class _Sampler:
+    """How one side is sampled, decided once: ``take(n)`` gives ``n`` more samples (µs per call), continuing the
+    rotation where the previous round left it."""
+
+    take: Callable[[int], list[float]]
+    calls: int = 1
+    method: str = ""
+    note: str = ""
+
+
+def _rotating(sample: Callable[[int, int], list[float]]) -> Callable[[int], list[float]]:
+    """``take(n)`` over ``sample(n, start)``, each round starting where the last one stopped."""
+    position = [0]
+
+    def take(n: int) -> list[float]:
+        samples = sample(n, position[0])
+        position[0] += n
+        return samples
+
+    return take
+
+
+def _cuda_sampler(fns: Sequence[Callable[[], Any]], *, graphs: bool) -> _Sampler:
     import torch
 
     sets = len(fns)
     # Eager estimate, one call per sample: decides whether the calls are launch-bound.
     estimate = statistics.median(_cuda_samples(lambda: _cycle(fns, 1), max(3, min(sets, 20))))
     if not graphs or estimate >= LAUNCH_BOUND_US:
-        samples: list[float] = []
-        for i in range(runs):  # each call alone, cycling through the sets
-            samples += _cuda_samples(fns[i % sets], 1)
-        return _summary(samples, sets=sets, method="CUDA events, one call each")
+
+        def each(n: int, start: int) -> list[float]:
+            samples: list[float] = []
+            for i in range(start, start + n):  # each call alone, cycling through the sets
+                samples += _cuda_samples(fns[i % sets], 1)
+            return samples
+
+        return _Sampler(_rotating(each), method="CUDA events, one call each")
     calls = max(sets, min(MAX_GRAPH_CALLS, math.ceil(GRAPH_BATCH_US / max(estimate, 0.01))))
     try:
         replay = _capture(fns, calls)
         replay()
         torch.cuda.synchronize()
-        return _summary(_cuda_samples(replay, runs, calls), calls=calls, sets=sets,
-                        method=f"CUDA graph of {calls} calls")  # fmt: skip
+        return _Sampler(lambda n: _cuda_samples(replay, n, calls), calls, f"CUDA graph of {calls} calls")
     except Exception as exc:  # noqa: BLE001  (a capture the op does not support: time it eagerly, and say why)
         _recover()
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        samples = _cuda_samples(lambda: _cycle(fns, calls), runs, calls)
-        return _summary(samples, calls=calls, sets=sets, method=f"eager batches of {calls} calls",
-                        note=f"CUDA graph capture failed ({reason}); timed eagerly")  # fmt: skip
+        return _Sampler(lambda n: _cuda_samples(lambda: _cycle(fns, calls), n, calls), calls,
+                        f"eager batches of {calls} calls",
+                        f"CUDA graph capture failed ({reason}); timed eagerly")  # fmt: skip
+
+
+def _sampler(fns: Sequence[Callable[[], Any]], device: str, *, graphs: bool) -> _Sampler:
+    if device.startswith("cuda"):
+        return _cuda_sampler(fns, graphs=graphs)
+    return _Sampler(
+        _rotating(lambda n, start: _wall_samples(fns, device, n, start)), method=timer_name(device)
+    )
+
+
+#: Warm-up lasts at least this long (when any is asked for): the first calls fault pages in, fill caches and wake
+#: the clock up, and a fixed count of fast calls is over before that settles.
+WARMUP_S = 0.05
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """Repeat until stable: samples are taken in rounds of ``runs``; after at least ``window`` rounds, the timing
+    is stable once the medians of the last ``window`` rounds lie within ``spread`` of each other (relative to
+    their median). At most ``limit`` rounds; a timing still moving then is reported unstable, with its spread.
+
+    Every side of a case takes its rounds in turn (kernel, reference, kernel, ...), so that a change in the
+    machine's load (a neighbour's job, the clock) falls on both sides, not on one.
+    """
+
+    window: int = 3
+    limit: int = 10
+    spread: float = 0.05
+
+    @property
+    def warmup_s(self) -> float:
+        """The warm-up's least duration: :data:`WARMUP_S` when timing in rounds, none for a single round."""
+        return WARMUP_S if self.limit > 1 else 0.0
+
+
+#: One round, no verdict: :func:`measure`'s default.
+ONE_ROUND = Rounds(window=1, limit=1, spread=math.inf)
+#: What ``kernel-builder bench`` uses.
+BENCH_ROUNDS = Rounds()
+
+
+def _relative_spread(medians: Sequence[float]) -> float:
+    middle = statistics.median(medians)
+    return (max(medians) - min(medians)) / middle if middle > 0 else 0.0
+
+
+def _window_stable(medians: Sequence[float], rounds: Rounds) -> bool:
+    return len(medians) >= rounds.window and _relative_spread(medians[-rounds.window :]) <= rounds.spread
+
+
+class SideFailed(Exception):
+    """A call of side ``index`` of :func:`measure_all` raised ``error`` (the sides are timed together, so the
+    caller needs to know whose call it was)."""
+
+    def __init__(self, index: int, error: BaseException) -> None:
+        super().__init__(f"side {index}: {error}")
+        self.index = index
+        self.error = error
+
+
+def _warm(fns: Sequence[Callable[[], Any]], device: str, warmup: int, warmup_s: float) -> None:
+    """``warmup`` calls, then more (cycling through the sets) until ``warmup_s`` has passed since the first."""
+    begin = time.perf_counter()
+    _cycle(fns, warmup)
+    if warmup <= 0 or warmup_s <= 0:
+        return
+    synchronize = _synchronizer(device)
+    synchronize()
+    done = warmup
+    while time.perf_counter() - begin < warmup_s and done < 100 * warmup:
+        fns[done % len(fns)]()
+        synchronize()
+        done += 1
+
+
+def measure_all(
+    sides: Sequence[Callable[[], Any] | Sequence[Callable[[], Any]]],
+    device: str,
+    *,
+    warmup: int,
+    runs: int,
+    graphs: bool = True,
+    rounds: Rounds = BENCH_ROUNDS,
+    warmup_s: float = WARMUP_S,
+) -> list[Timing]:
+    """Time each side (a call, or one call per buffer set), the sides' rounds of ``runs`` samples interleaved,
+    until every side is stable or ``rounds.limit`` rounds are done (see :class:`Rounds`).
+
+    Raises :class:`SideFailed` when a call raises.
+    """
+    all_fns = [[fn] if callable(fn) else list(fn) for fn in sides]
+    samplers = []
+    for index, fns in enumerate(all_fns):
+        try:
+            _warm(fns, device, warmup, warmup_s)
+            samplers.append(_sampler(fns, device, graphs=graphs))
+        except Exception as exc:  # noqa: BLE001  (the caller reports it against the side)
+            raise SideFailed(index, exc) from exc
+    taken: list[list[list[float]]] = [[] for _ in samplers]
+    for done in range(1, rounds.limit + 1):
+        for index, sampler in enumerate(samplers):
+            try:
+                taken[index].append(sampler.take(runs))
+            except Exception as exc:  # noqa: BLE001
+                raise SideFailed(index, exc) from exc
+        medians = [[statistics.median(r) for r in side] for side in taken]
+        if done >= rounds.window and all(_window_stable(m, rounds) for m in medians):
+            break
+    return [
+        _rounds_summary(side, sampler, len(fns), rounds)
+        for side, sampler, fns in zip(taken, samplers, all_fns)
+    ]
+
+
+def _rounds_summary(taken: list[list[float]], sampler: _Sampler, sets: int, rounds: Rounds) -> Timing:
+    medians = [statistics.median(r) for r in taken]
+    judged = rounds.limit > 1
+    stable = _window_stable(medians, rounds) if judged else None
+    kept = taken[-rounds.window :] if stable else taken
+    spread = _relative_spread(medians[-rounds.window :] if stable else medians) if judged else None
+    samples = [s for r in kept for s in r]
+    timing = _summary(samples, calls=sampler.calls, sets=sets, method=sampler.method, note=sampler.note,
+                      rounds=len(taken), round_medians_us=medians if judged else [], spread=spread,
+                      stable=stable)  # fmt: skip
+    timing.samples, timing.runs = len(samples), len(taken[0])
+    return timing
 
 
 def measure(
@@ -315,20 +490,85 @@ def measure(
     warmup: int,
     runs: int,
     graphs: bool = True,
+    rounds: Rounds = ONE_ROUND,
+    warmup_s: float = 0.0,
 ) -> Timing:
     """Time ``fn``, or the calls of ``fn`` in turn when it is a sequence (one per buffer set).
 
-    ``warmup`` untimed calls first (cycling through the sets), then ``runs`` samples (see the module docstring);
-    ``graphs=False`` never captures a CUDA graph.
+    ``warmup`` untimed calls first (cycling through the sets), then ``runs`` samples (see the module docstring),
+    in one round unless ``rounds`` says otherwise; ``graphs=False`` never captures a CUDA graph.
     """
-    fns = [fn] if callable(fn) else list(fn)
-    _cycle(fns, warmup)
-    if device.startswith("cuda"):
-        return _measure_cuda(fns, runs=runs, graphs=graphs)
-    return _summary(_wall_samples(fns, device, runs), sets=len(fns), method=timer_name(device))
+    try:
+        (timing,) = measure_all([fn], device, warmup=warmup, runs=runs, graphs=graphs, rounds=rounds,
+                                warmup_s=warmup_s)  # fmt: skip
+    except SideFailed as failed:
+        raise failed.error from None
+    return timing
 
 
-def copy_ceiling(device: str, *, warmup: int, runs: int) -> tuple[Timing, int, Callable[[], Any]]:
+def unstable_note(timing: Timing) -> str:
+    """Why a timing is not to be trusted as it stands: its round medians did not settle, or ``""``."""
+    if timing.stable is not False or not timing.round_medians_us:
+        return ""
+    low, high = min(timing.round_medians_us), max(timing.round_medians_us)
+    return (f"unstable: the medians of {timing.rounds} rounds of {timing.runs} samples "
+            f"ranged {low:.1f}-{high:.1f} µs (spread {100 * (timing.spread or 0):.0f}%, over the "
+            f"{100 * BENCH_ROUNDS.spread:.0f}% asked); the machine's load or clock changed while it ran: rerun on "
+            "an idle machine, or with more --runs")  # fmt: skip
+
+
+#: A side whose GB/s exceeds the measured copy bandwidth by this factor is flagged as implausible.
+IMPLAUSIBLE_FACTOR = 1.2
+
+
+def implausible_note(timing: Timing, nbytes: int | None, copy_gbps: float | None, *, rotated: bool) -> str:
+    """Why a side's GB/s cannot be right, or ``""``: no op moves the bytes it declares faster than a plain copy
+    moves them, so beyond :data:`IMPLAUSIBLE_FACTOR` times the copy bandwidth the time does not measure what the
+    bytes say. ``rotated``: whether its inputs were cycled past the cache."""
+    gbps = timing.gbps(nbytes)
+    if gbps is None or not copy_gbps or gbps <= IMPLAUSIBLE_FACTOR * copy_gbps:
+        return ""
+    causes = (
+        "its data were served from the cache: it has one buffer set, not rotated past the cache (give the Case "
+        "inputs= so that bench rotates them)"
+        if not rotated
+        else "part of its data stayed in the cache (an output buffer the allocator hands back on every call, "
+        "which rotating the inputs does not move), or the call did not do the work it declares: it returns a "
+        "view, a cached or precomputed result, evaluates lazily, or returns before the device finishes"
+    )
+    return (f"implausible: {gbps:.1f} GB/s is {100 * gbps / copy_gbps:.0f}% of the measured copy bandwidth "
+            f"({copy_gbps:.1f} GB/s), and no op moves its bytes faster than a copy. Likely {causes}; or bytes= "
+            "overstates what one call moves; or the copy itself was timed slow (on a busy machine a pool of CPU "
+            "threads waits for the one descheduled: compare with --threads 1)")  # fmt: skip
+
+
+def side_warnings(
+    sides: Sequence[tuple[str, Timing | None]], nbytes: int | None, copy_gbps: float | None, *, rotated: bool
+) -> list[str]:
+    """``side: note`` for each timed side that is implausible (:func:`implausible_note`) or unstable
+    (:func:`unstable_note`)."""
+    warnings = []
+    for label, timing in sides:
+        if timing is None:
+            continue
+        for note in (implausible_note(timing, nbytes, copy_gbps, rotated=rotated), unstable_note(timing)):
+            if note:
+                warnings.append(f"{label}: {note}")
+    return warnings
+
+
+def warning_lines(named: Sequence[tuple[str, Sequence[str]]], ceiling: Ceiling | None) -> list[str]:
+    """``warning: case: side: ...`` for each warning, the copy ceiling's own instability included."""
+    lines = [f"warning: {name}: {w}" for name, warnings in named for w in warnings]
+    if ceiling is not None:
+        lines += [f"warning: copy: {w}" for w in side_warnings([("out.copy_(x)", ceiling.timing)], None, None,
+                                                                rotated=True)]  # fmt: skip
+    return lines
+
+
+def copy_ceiling(
+    device: str, *, warmup: int, runs: int, rounds: Rounds = ONE_ROUND
+) -> tuple[Timing, int, Callable[[], Any]]:
     """``out.copy_(x)`` of a float32 buffer (256 MiB on a GPU, 4 MiB elsewhere), rotated like any case:
     its timing, the bytes one copy moves (read plus write) and one copy, to profile."""
     import torch
@@ -339,7 +579,11 @@ def copy_ceiling(device: str, *, warmup: int, runs: int) -> tuple[Timing, int, C
     sets = rotation_sets(moved, cache_bytes(device))
     pairs = [(x if i == 0 else x.clone(), torch.empty_like(x)) for i in range(sets)]
     fns = [lambda out=out, src=src: out.copy_(src) for src, out in pairs]
-    return measure(fns, device, warmup=warmup, runs=runs), moved, fns[0]
+    return (
+        measure(fns, device, warmup=warmup, runs=runs, rounds=rounds, warmup_s=rounds.warmup_s),
+        moved,
+        fns[0],
+    )
 
 
 def format_bytes(n: int) -> str:
@@ -374,6 +618,8 @@ def timing_cells(
     gbps = timing.gbps(nbytes)
     share = None if gbps is None or not copy_gbps else 100 * gbps / copy_gbps
     how = timing.method + (f", {timing.sets} sets" if timing.sets > 1 else "")
+    if timing.stable is not None:
+        how += f", {timing.rounds} rounds" + ("" if timing.stable else " UNSTABLE")
     return (format_time(timing), _rate(timing.min_us), _rate(timing.max_us), _rate(gbps), _rate(share, 0),
             _rate(timing.tflops(flops), 2), how)  # fmt: skip
 
@@ -407,10 +653,11 @@ class Ceiling:
 
     @classmethod
     def measure(
-        cls, device: str, *, warmup: int, runs: int, sides: list[tuple[str, Callable[[], Any]]] | None = None
-    ) -> Ceiling:
+        cls, device: str, *, warmup: int, runs: int, sides: list[tuple[str, Callable[[], Any]]] | None = None,
+        rounds: Rounds = ONE_ROUND,
+    ) -> Ceiling:  # fmt: skip
         """Time the copy (see :func:`copy_ceiling`); ``sides`` collects one call of it, for ``--profile``."""
-        timing, moved, fn = copy_ceiling(device, warmup=warmup, runs=runs)
+        timing, moved, fn = copy_ceiling(device, warmup=warmup, runs=runs, rounds=rounds)
         if sides is not None:
             sides.append(("copy ceiling: out.copy_(x)", fn))
         return cls(timing, moved)
