@@ -282,6 +282,7 @@ class Builder:
         plan, interpreter, diagnostics = selected_plans.plan_selected(
             self.project, candidate, unique_id, default, self.options, log=self.log,
             preparing=lambda: self.progress.stage(candidate.name, "preparing build environment"),
+            status=lambda text: self.progress.stage(candidate.name, text),
         )  # fmt: skip
         for diagnostic in diagnostics:
             self.warn(diagnostic.message)

@@ -1,8 +1,9 @@
 """How ``build`` shows progress: a live table per variant on a terminal, plain lines elsewhere.
 
 The builder only reports events (stage changes, Ninja's ``[n/m]`` steps); this module renders them. On a
-terminal it uses ``rich`` (stage, steps, elapsed time per variant); in logs and CI it prints one line per
-stage change, which keeps logs readable and streamed compiler output intact.
+terminal it uses ``rich`` (stage, steps, elapsed time per variant), coloured unless colour is off
+(``common.terminal``); in logs and CI it prints one line per stage change, which keeps logs readable and
+streamed compiler output intact.
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ class RichProgress:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.console = Console(stderr=True)
+        from kernel_builder.common.terminal import color_wanted
+
+        self.console = Console(stderr=True, no_color=not color_wanted(), highlight=False)
         self.bar = Progress(
             TextColumn("{task.description}"),
             TextColumn("{task.fields[stage]}"),
@@ -96,7 +99,12 @@ class RichProgress:
 
 @contextmanager
 def progress_display(log: Callable[[str], None], *, live: bool = True) -> Iterator[Any]:
-    if live and sys.stderr.isatty():
+    """A live table when standard error is a terminal that can redraw (and ``live``), else plain lines."""
+    import os
+
+    from kernel_builder.common.terminal import is_terminal
+
+    if live and is_terminal(sys.stderr) and os.environ.get("TERM") != "dumb":
         try:
             display = RichProgress()
         except ImportError:
