@@ -7,6 +7,7 @@ import base64
 import hashlib
 import os
 import random
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,6 +95,21 @@ def test_errors_are_kept_for_the_message() -> None:
     reader.line("ERROR: Could not find a version that satisfies the requirement torch==9")
     reader.line("ERROR: No matching distribution found for torch==9")
     assert reader.errors[-1] == "ERROR: No matching distribution found for torch==9"
+
+
+def test_a_quiet_pip_is_reported_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While pip says nothing (unpacking Torch), its last status is repeated with the time it has lasted."""
+    import sys
+
+    monkeypatch.setattr(pip_install, "HEARTBEAT", 0.3)
+    script = "import time; print('Installing collected packages: torch', flush=True); time.sleep(1.5); "
+    script += "print('Successfully installed torch-0.0.1')"
+    shown: list[str] = []
+    result = pip_install.run_pip([sys.executable, "-c", script], shown.append)
+    assert result.returncode == 0
+    assert shown[0] == "installing torch" and shown[-1] == "installed 1 package"
+    alive = shown[1:-1]
+    assert alive and all(re.fullmatch(r"installing torch \(\d+ s so far\)", text) for text in alive), shown
 
 
 def test_the_running_interpreters_pip_installs_with_byte_counts() -> None:

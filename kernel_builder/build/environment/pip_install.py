@@ -28,6 +28,9 @@ from kernel_builder.common import processes
 RAW_PROGRESS = (24, 1)
 #: A download reports its progress each time this share of it has arrived.
 STEP_PERCENT = 10
+#: Seconds pip may say nothing (unpacking Torch takes minutes on a busy machine) before the status is repeated
+#: with the time spent on it, so that a log shows the build is alive.
+HEARTBEAT = 15.0
 
 
 def _host_pip() -> tuple[int, ...] | None:
@@ -90,6 +93,21 @@ class PipOutput:
     tail: list[str] = field(default_factory=list)
     _file: str = ""
     _shown_percent: int = -1
+    _current: str = ""
+    _since: float = 0.0
+
+    def show(self, text: str) -> None:
+        import time
+
+        self._current, self._since = text, time.monotonic()
+        self.status(text)
+
+    def heartbeat(self) -> None:
+        """pip has been quiet for a while: the last status again, with how long it has lasted."""
+        import time
+
+        if self._current:
+            self.status(f"{self._current} ({time.monotonic() - self._since:.0f} s so far)")
 
     def line(self, text: str) -> None:
         text = text.rstrip()
@@ -102,19 +120,19 @@ class PipOutput:
         elif stripped.startswith("Progress ") and self._file:
             self._progress(stripped)
         elif stripped.startswith("Collecting "):
-            self.status(f"collecting {stripped.removeprefix('Collecting ')}")
+            self.show(f"collecting {stripped.removeprefix('Collecting ')}")
         elif stripped.startswith(tuple(_FETCHING)):
             verb = next(v for v in _FETCHING if stripped.startswith(v))
             self._file = _file_name(stripped.removeprefix(verb))
             self._shown_percent = -1
-            self.status(f"{_FETCHING[verb]} {self._file}")
+            self.show(f"{_FETCHING[verb]} {self._file}")
         elif stripped.startswith("Installing collected packages: "):
             names = [n.strip() for n in stripped.split(": ", 1)[1].split(",") if n.strip()]
             shown = ", ".join(names[:4]) + (f", … ({len(names)} in all)" if len(names) > 4 else "")
-            self.status(f"installing {shown}")
+            self.show(f"installing {shown}")
         elif stripped.startswith("Successfully installed "):
             count = len(stripped.removeprefix("Successfully installed ").split())
-            self.status(f"installed {count} package{'s' if count != 1 else ''}")
+            self.show(f"installed {count} package{'s' if count != 1 else ''}")
 
     def _progress(self, text: str) -> None:
         words = text.split()  # "Progress N of M"
@@ -125,7 +143,7 @@ class PipOutput:
         if percent > self._shown_percent:
             self._shown_percent = percent
             name = self._file.split(" (", 1)[0]
-            self.status(f"downloading {name}: {percent} % of {_size(total)}")
+            self.show(f"downloading {name}: {percent} % of {_size(total)}")
 
 
 @dataclass(frozen=True)
@@ -144,15 +162,33 @@ class PipResult:
 
 def run_pip(argv: Sequence[str], status: Callable[[str], None]) -> PipResult:
     """Run ``argv`` (a pip command), its output read as it comes; stops with the build (its process group)."""
+    import queue
+    import threading
+
     reader = PipOutput(status)
     process = processes.popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         errors="replace", env=_environment(),
     )  # fmt: skip
-    interrupted = True
-    try:
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:  # a thread, so that a quiet pip can be noticed
         assert process.stdout is not None
         for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    interrupted = True
+    try:
+        threading.Thread(target=pump, name="pip-output", daemon=True).start()
+        while True:
+            try:
+                line = lines.get(timeout=HEARTBEAT)
+            except queue.Empty:
+                reader.heartbeat()
+                continue
+            if line is None:
+                break
             reader.line(line)
         process.wait()
         interrupted = False

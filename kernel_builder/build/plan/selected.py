@@ -114,6 +114,10 @@ def plan_selected(
             torch_requirement=wheel.requirement if wheel is not None else None,
             status=status,
         )
+        if status is not None:
+            status(
+                "reading the build environment's torch"
+            )  # its first import: seconds, more on a busy machine
         interpreter = quick_probe(python)
     targets = native_targets(interpreter) if options.arch == "native" else None
     plan, diagnostics = plan_candidate(
