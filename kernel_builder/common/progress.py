@@ -21,7 +21,8 @@ class ProgressSink(Protocol):
 
     def stage(self, variant: str, stage: str) -> None: ...
 
-    def step(self, variant: str, done: int, total: int) -> None: ...
+    def step(self, variant: str, done: int, total: int, running: str = "") -> None:
+        """``done`` of ``total`` compile steps have ended; ``running`` names the one that runs now (if known)."""
 
 
 class LogProgress:
@@ -33,7 +34,7 @@ class LogProgress:
     def stage(self, variant: str, stage: str) -> None:
         self.log(f"{variant}: {stage}")
 
-    def step(self, variant: str, done: int, total: int) -> None:
+    def step(self, variant: str, done: int, total: int, running: str = "") -> None:
         pass
 
 
@@ -46,9 +47,11 @@ class PlainProgress:
         start = self._started.setdefault(variant, time.monotonic())
         self.log(f"[{time.monotonic() - start:6.1f} s] {variant}: {stage}")
 
-    def step(self, variant: str, done: int, total: int) -> None:
+    def step(self, variant: str, done: int, total: int, running: str = "") -> None:
         if done == total:
             self.log(f"{variant}: [{done}/{total}] compile steps done")
+        elif running.startswith("precompiling"):  # the one step that takes long enough to name in a log
+            self.log(f"{variant}: [{done}/{total}] {running}")
 
 
 class RichProgress:
@@ -93,8 +96,12 @@ class RichProgress:
         if stage in ("built", "up to date", "failed"):
             self.bar.stop_task(task)
 
-    def step(self, variant: str, done: int, total: int) -> None:
-        self.bar.update(self._task(variant), completed=done, total=total)
+    def step(self, variant: str, done: int, total: int, running: str = "") -> None:
+        task = self._task(variant)
+        if running:
+            self.bar.update(task, completed=done, total=total, stage=f"compiling: {running}")
+        else:
+            self.bar.update(task, completed=done, total=total)
 
 
 @contextmanager
