@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from build_runs import run_cli
+from cpu_projects import quick_project
+
 from kernel_builder.build.compile.compiler_output import compiler_diagnostics
 from kernel_builder.build.compile.ninja_build import planned_steps, step_name
 
@@ -61,3 +65,25 @@ def test_only_the_compilers_lines_are_kept() -> None:
         "b.cpp:3:5: error: 'x' was not declared in this scope",
         "    3 |     x = 1;",
     ]
+
+
+@pytest.mark.slow
+def test_a_comment_edit_rebuilds_without_cmakes_output(tmp_path: Path) -> None:
+    """A comment-only edit gives a new op namespace, so Ninja runs CMake again: its one line says so, and
+    CMake's own output (Torch's warnings, "-- Configuring done") is not printed."""
+    root = quick_project(tmp_path / "quick")
+    first = run_cli(["build", str(root), "--backend", "cpu"])
+    assert first.returncode == 0, first.stderr
+    quick_project(root, marker="edited comment")
+    again = run_cli(["build", str(root), "--backend", "cpu"])
+    assert again.returncode == 0, again.stderr
+    output = again.stdout + again.stderr
+    assert output.count("Re-running CMake") == 1, output
+    for noise in (
+        "-- Configuring done",
+        "-- Generating done",
+        "Build files have been written",
+        "CMake Warning",
+    ):
+        assert noise not in output, output
+    assert "[1/" in again.stdout  # the compile steps still stream

@@ -138,6 +138,7 @@ def _cmake_identity() -> tuple[Path, str]:
 
 
 _STEP = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
+_RERUN = "Re-running CMake"
 _OBJECT = re.compile(r"^Building (?:CXX|CUDA|C|OBJCXX) object (?:.*?/)?CMakeFiles/[^/]+\.dir/(?P<output>.+)$")
 _LINK = re.compile(r"^Linking \w+ (?:shared|static|module|executable)")
 _PCH = re.compile(r"cmake_pch(?:_\w+)?\.hxx\.(?:gch|pch)$")
@@ -228,6 +229,9 @@ def build(
         build_dir, root if root is not None else build_dir, verbose=verbose, aliases=aliases
     )
     shown: list[str] = []
+    # While Ninja re-runs CMake (the generated project changed: an edit gave the build a new op namespace), its
+    # line says so and CMake's output (Torch's "library kineto not found", our status lines) stays in the log.
+    rerun: list[str] | None = None
     plan = planned_steps(build_dir) if on_step is not None else None
     pending = list(plan or ())
     if on_step is not None and pending:
@@ -253,12 +257,18 @@ def build(
                 if line is None:
                     continue
                 shown.append(line)
+                match = _STEP.match(line)
+                if rerun is not None and match is None and not line.startswith("ninja: "):
+                    rerun.append(line)  # CMake's own output: in the log, not on the screen
+                    if log is not None:
+                        log.write(line + "\n")
+                    continue
+                rerun = [] if match is not None and match[3].startswith(_RERUN) else None
                 if log is None:
                     print(line, flush=True)
                     continue
                 log.write(line + "\n")
-                match = _STEP.match(line)
-                if match and on_step is not None:
+                if match and on_step is not None and rerun is None:
                     running = step_name(pending[0], build_dir, root) if pending else ""
                     on_step(int(match[1]), int(match[2]), running)
             status = process.wait()
@@ -269,6 +279,9 @@ def build(
                 process.stdout.close()
     if status != 0:
         from kernel_builder.build.compile import schema_types
+
+        if rerun and log_file is None:  # CMake itself failed: what it said is the error
+            print("\n".join(rerun), flush=True)
 
         explanation = schema_types.explain(shown, root if root is not None else build_dir)
         first = compiler_output.first_error([explanation] if explanation else shown)
