@@ -202,3 +202,26 @@ def test_a_serial_build_on_a_terminal_is_live_and_coloured(tmp_path: Path) -> No
     assert again.returncode == 0, again.stderr
     assert not ANSI.search(again.stdout + again.stderr)
     assert f"{CPU_VARIANT}: up to date" in again.stderr
+
+
+def test_the_live_table_never_cuts_a_variant_name() -> None:
+    """On a narrow terminal the stage text (a long pip status) is shortened, never the variant's name."""
+    import io
+
+    from rich.console import Console
+
+    from kernel_builder.common.progress import RichProgress
+
+    display = RichProgress()
+    out = io.StringIO()
+    display.console = Console(file=out, width=70, color_system=None)
+    long_stage = "downloading torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl: 40 % of 190.6 MB"
+    display.stage(CPU_VARIANT, long_stage)
+    display.stage("torch214-cxx11-cu130-x86_64-linux", "compiling")
+    display.console.print(display.bar.make_tasks_table(display.bar.tasks))
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(CPU_VARIANT + " ") and lines[1].startswith(
+        "torch214-cxx11-cu130-x86_64-linux "
+    )
+    assert all(len(line) <= 70 for line in lines) and "…" in lines[0]
+    assert "0/?" in lines[0] and "0:00:00" in lines[0]  # the count and the time keep their place

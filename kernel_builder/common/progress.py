@@ -55,21 +55,26 @@ class PlainProgress:
 
 
 class RichProgress:
-    """One row per variant: description, stage, ``[n/m]`` steps and elapsed time."""
+    """One row per variant: its name, ``[n/m]`` steps, elapsed time and stage."""
 
     def __init__(self) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Column
 
         from kernel_builder.common.terminal import color_wanted
 
         self.console = Console(stderr=True, no_color=not color_wanted(), highlight=False)
+        # A variant's name is never cut (it is what --variant takes): its column is as wide as the longest, and
+        # the stage, last, is what a narrow terminal shortens.
+        self._names = Column(no_wrap=True)
+        self._stages = Column(no_wrap=True, overflow="ellipsis")
         self.bar = Progress(
-            TextColumn("{task.description}"),
-            TextColumn("{task.fields[stage]}"),
-            BarColumn(),
+            TextColumn("{task.description}", table_column=self._names),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[stage]}", table_column=self._stages),
             console=self.console,
         )
         self._tasks: dict[str, Any] = {}
@@ -79,6 +84,10 @@ class RichProgress:
         with self._lock:
             if variant not in self._tasks:
                 self._tasks[variant] = self.bar.add_task(variant, total=None, stage="")
+                self._names.min_width = max(self._names.min_width or 0, len(variant))
+            # What the name, the bar (20), the count, the time and the gaps leave: rich would rather squeeze
+            # the bar and the time out of the row than shorten a long stage text.
+            self._stages.max_width = max(12, self.console.width - self._names.min_width - 45)
             return self._tasks[variant]
 
     def log(self, line: str) -> None:
