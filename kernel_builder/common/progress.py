@@ -84,10 +84,10 @@ class RichProgress:
         with self._lock:
             if variant not in self._tasks:
                 self._tasks[variant] = self.bar.add_task(variant, total=None, stage="")
-                self._names.min_width = max(self._names.min_width or 0, len(variant))
-            # What the name, the bar (20), the count, the time and the gaps leave: rich would rather squeeze
-            # the bar and the time out of the row than shorten a long stage text.
-            self._stages.max_width = max(12, self.console.width - self._names.min_width - 45)
+                names = self._names.min_width = max(self._names.min_width or 0, len(variant))
+                # What the name, the bar (20), the count, the time and the gaps leave: rich would rather
+                # squeeze the bar and the time out of the row than shorten a long stage text.
+                self._stages.max_width = max(12, self.console.width - names - 45)
             return self._tasks[variant]
 
     def log(self, line: str) -> None:
