@@ -107,7 +107,7 @@ class PipOutput:
         import time
 
         if self._current:
-            self.status(f"{self._current} ({time.monotonic() - self._since:.0f} s so far)")
+            self.status(f"{self._current}: {time.monotonic() - self._since:.0f} s so far")
 
     def line(self, text: str) -> None:
         text = text.rstrip()
