@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from kernel_builder import __version__
-from kernel_builder.commands import COMMANDS, module_name
-from kernel_builder.commands._shared import add_common, print_diagnostics
+from kernel_builder.commands import COMMANDS, _examples, module_name
+from kernel_builder.commands._shared import add_common, print_diagnostics, print_error
 from kernel_builder.errors import ConfigError, KernelBuilderError, exit_status
 
 Handler = Callable[[argparse.Namespace], int]
@@ -27,12 +27,19 @@ INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits with 2 on usage errors already; keep its message but drop the full usage dump."""
+    """argparse exits with 2 on usage errors already; keep its message but drop the full usage dump. ``--help``
+    ends with the command's examples (``commands._examples``), laid out as written."""
+
+    examples: str = ""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         sys.exit(2)
+
+    def format_help(self) -> str:
+        text = super().format_help()
+        return f"{text}\n{self.examples}\n" if self.examples else text
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -44,10 +51,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kernel-builder {__version__}")
     add_common(parser, top=True)
+    parser.examples = _examples.render(_examples.TOP)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command, summary in COMMANDS.items():
         if only is None or command == only:
             importlib.import_module(module_name(command)).register(commands)
+            commands.choices[command].examples = _examples.render(_examples.EXAMPLES.get(command, ()))
         else:
             commands.add_parser(command, help=summary)
     return parser
@@ -55,7 +64,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def _named_command(words: Sequence[str]) -> str:
     """The command ``words`` name (its first word that is not an option), or ``""``: the top-level options
-    (``--help``, ``--version``, ``--debug``) take no value, so the first other word is the command."""
+    (``--help``, ``--version``, ``--debug``, ``--no-color``) take no value, so the first other word is the
+    command."""
     for word in words:
         if not word.startswith("-"):
             return word if word in COMMANDS else ""
@@ -71,7 +81,7 @@ def _report(error: BaseException, debug: bool) -> int:
     if isinstance(error, ConfigError) and error.diagnostics:
         print_diagnostics(error.diagnostics)
     else:
-        print(f"error: {error}", file=sys.stderr)
+        print_error(str(error))
     return exit_status(error)
 
 
@@ -88,6 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if passed_on is not None and getattr(args, "command", None) != "test":
         parser.error(f"unrecognized arguments: -- {' '.join(passed_on)} (only `test` passes arguments on)")
     args.pytest_args = passed_on or []
+    from kernel_builder.common import terminal
+
+    terminal.configure(no_color=args.no_color)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

@@ -18,10 +18,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kernel_builder.common.diagnostics import Diagnostic
 
 __all__ = [
     "BuildError",
+    "CompileError",
     "ConfigError",
     "HubConnectionError",
     "HubError",
@@ -65,6 +68,28 @@ class ConfigError(UsageError):
 
 class BuildError(KernelBuilderError):
     """A build step failed (compiler error, missing toolchain, ...)."""
+
+
+class CompileError(BuildError):
+    """The compiler rejected the kernel's sources.
+
+    ``str(err)`` is the command line's message; ``diagnostics`` holds the compiler's own lines for the failed
+    files and nothing else (no CMake or Ninja output), ``location`` the ``file:line[:col]`` of the first error (or
+    ``None``), and ``log_file`` the full output of the build (or ``None`` when it went to the terminal).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        diagnostics: str = "",
+        location: str | None = None,
+        log_file: Path | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics
+        self.location = location
+        self.log_file = log_file
 
 
 class HubError(KernelBuilderError):

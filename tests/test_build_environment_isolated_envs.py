@@ -8,7 +8,6 @@ The pins here are the test's own EnvSpecs and matrices, not the shipped matrix's
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from kernel_builder.build.environment import isolated_envs as envs
+from kernel_builder.build.environment import pip_install
 from kernel_builder.build.environment.isolated_envs import (
     MARKER,
     EnvSpec,
@@ -26,6 +26,7 @@ from kernel_builder.build.environment.isolated_envs import (
     python_of,
     toolkit_requirements,
 )
+from kernel_builder.build.environment.pip_install import PipResult, pip_command
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import parse_matrix
 
@@ -145,18 +146,18 @@ class FakeTools:
 
         return SimpleNamespace(create=create)
 
-    def run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        assert kwargs.get("check") is False and kwargs.get("capture_output") is True
+    def run_pip(self, argv: list[str], status: Any) -> PipResult:
         self.pip.append(list(argv))
         stderr = self.fail.get(len(self.pip), "")
-        return subprocess.CompletedProcess(argv, 1 if stderr else 0, "", stderr)
+        errors = tuple(line for line in stderr.splitlines() if line.startswith("ERROR"))
+        return PipResult(1 if stderr else 0, errors, tuple(stderr.splitlines()))
 
 
 @pytest.fixture
 def tools(monkeypatch: pytest.MonkeyPatch) -> FakeTools:
     fake = FakeTools()
     monkeypatch.setattr(envs, "venv", SimpleNamespace(EnvBuilder=fake.env_builder))
-    monkeypatch.setattr(envs, "subprocess", SimpleNamespace(run=fake.run))
+    monkeypatch.setattr(pip_install, "run_pip", fake.run_pip)
     return fake
 
 
@@ -171,11 +172,12 @@ def test_creates_the_environment_with_the_pin(tools: FakeTools, _cache: Path) ->
     assert python == env / "bin" / "python" and python.exists()
     assert tools.created == [env.with_name(f".{env.name}.tmp")]  # created aside, renamed when complete
     (argv,) = tools.pip
-    assert argv[1:] == [
-        "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "torch==2.13.0",
+    tmp_python = env.with_name(f".{env.name}.tmp") / "bin" / "python"
+    assert argv == [
+        *pip_command(tmp_python), "--disable-pip-version-check", "torch==2.13.0",
         "--extra-index-url", "https://download.pytorch.org/whl/cpu",
     ]  # fmt: skip
-    assert Path(argv[0]) == env.with_name(f".{env.name}.tmp") / "bin" / "python"
+    assert str(tmp_python) in argv
     assert json.loads((env / MARKER).read_text()) == {"torch": "2.13.0", "compute": "cpu", "toolkit": []}
     assert lines == [f"creating build environment {CPU.key} (pip install torch==2.13.0)"]
     assert not env.with_name(f".{env.name}.tmp").exists()

@@ -75,7 +75,7 @@ class Record:
     def stage(self, variant: str, stage: str) -> None:
         self.stages.append((variant, stage))
 
-    def step(self, variant: str, done: int, total: int) -> None:
+    def step(self, variant: str, done: int, total: int, running: str = "") -> None:
         pass
 
 

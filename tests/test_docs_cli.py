@@ -14,7 +14,7 @@ from kernel_builder.cli import build_parser
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 #: Options every command has, documented once at the top of the page.
-COMMON = {"-h", "--help", "--debug"}
+COMMON = {"-h", "--help", "--debug", "--no-color"}
 
 
 def commands() -> list[str]:
@@ -68,3 +68,4 @@ def test_documented_options_are_the_real_ones(command: str) -> None:
 def test_common_options_are_described() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert "--debug" in text and "--version" in text and "Exit status" in text
+    assert "--no-color" in text and "NO_COLOR" in text

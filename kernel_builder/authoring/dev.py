@@ -23,7 +23,7 @@ import kernel_builder.backends as backends
 from kernel_builder.build.builder import STATE_DIR, Builder, BuildOptions, BuildReport, VariantStatus
 from kernel_builder.config import load_project
 from kernel_builder.config.model import KernelProject
-from kernel_builder.errors import BuildError, UsageError
+from kernel_builder.errors import BuildError, CompileError, UsageError
 
 __all__ = ["load"]
 
@@ -100,11 +100,24 @@ class CompileProgress:
         if stage != "up to date":
             self._line(variant, stage)
 
-    def step(self, variant: str, done: int, total: int) -> None:
-        # Each step once; Ninja reports a step when it starts, so the last one prints when linking begins.
+    def step(self, variant: str, done: int, total: int, running: str = "") -> None:
+        # Each count once, with the step that runs now (Ninja reports a step when it ends): a precompiled
+        # header's half minute reads "[0/6] compile steps: precompiling Torch's headers (<ATen/core/Tensor.h>)".
         if done != self._shown:
             self._shown = done
-            self._line(variant, f"[{done}/{total}] compile steps")
+            self._line(variant, f"[{done}/{total}] compile steps" + (f": {running}" if running else ""))
+
+
+def _compile_error(variant: str, error: CompileError) -> CompileError:
+    """The compile error ``load`` raises: the first error's place, then the compiler's own diagnostics, nothing
+    else (no CMake output, no advice about command-line flags); the full log stays an attribute."""
+    first = f" at {error.location}" if error.location else ""
+    text = f"{variant}: compilation failed{first}"
+    if error.diagnostics:
+        text += f"\n{error.diagnostics}"
+    elif error.log_file is not None:
+        text += f" (the compiler's output is in {error.log_file})"
+    return CompileError(text, diagnostics=error.diagnostics, location=error.location, log_file=error.log_file)
 
 
 def load(
@@ -134,6 +147,9 @@ def load(
     progress = None if verbose else CompileProgress(lambda line: print(line, file=sys.stderr, flush=True))
     report = Builder(project, options, log=log, progress=progress).run()
     failures = [r for r in report.results if r.status == VariantStatus.FAILED]
+    for failure in failures:
+        if isinstance(failure.error, CompileError):
+            raise _compile_error(failure.name, failure.error)
     if failures:
         raise BuildError("\n".join(f"{r.name}: {r.message}" for r in failures))
     snapshot = _snapshot(_built_variant(project, report), project.root / STATE_DIR)

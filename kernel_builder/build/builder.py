@@ -85,6 +85,7 @@ class VariantResult:
     seconds: float = 0.0
     size: int = 0
     message: str = ""
+    error: KernelBuilderError | None = None  # a failure's exception (``kernel_builder.load`` raises it again)
 
 
 @dataclass
@@ -284,7 +285,9 @@ class Builder:
             status = self._build_variant(plan, build, chosen, capture=capture)
         except KernelBuilderError as exc:
             self.progress.stage(name, VariantStatus.FAILED)
-            return VariantResult(name, VariantStatus.FAILED, time.monotonic() - start, message=str(exc))
+            return VariantResult(
+                name, VariantStatus.FAILED, time.monotonic() - start, message=str(exc), error=exc
+            )
         except OSError as exc:  # the state directory or the toolchain: name what failed, no traceback
             self.progress.stage(name, VariantStatus.FAILED)
             what = f"{exc.filename}: " if exc.filename else ""
@@ -303,6 +306,7 @@ class Builder:
         plan, interpreter, diagnostics = selected_plans.plan_selected(
             self.project, candidate, unique_id, default, self.options, log=self.log,
             preparing=lambda: self.progress.stage(candidate.name, "preparing build environment"),
+            status=lambda text: self.progress.stage(candidate.name, text),
         )  # fmt: skip
         for diagnostic in diagnostics:
             self.warn(diagnostic.message)
@@ -551,7 +555,7 @@ class Builder:
         log = state.VariantState(cmake_build.parent).build_log
         ninja_build.build(
             cmake_build, jobs=jobs, verbose=self.options.verbose, log_file=log, root=self.root, aliases=aliases,
-            on_step=lambda done, total: self.progress.step(variant.name, done, total),
+            on_step=lambda done, total, running: self.progress.step(variant.name, done, total, running),
         )  # fmt: skip
 
     def _check_abi(self, variant: VariantPlan, extension: Path) -> list[Violation]:

@@ -21,13 +21,20 @@ Options = TypeVar("Options", bound="DataclassInstance")
 
 
 def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
-    """``--debug``, which every command takes (and ``kernel-builder`` itself, before the command)."""
+    """``--debug`` and ``--no-color``, which every command takes (and ``kernel-builder`` itself, before the
+    command)."""
     # Subcommands must not reset a top-level `kernel-builder --debug CMD` to False: SUPPRESS keeps it.
     parser.add_argument(
         "--debug",
         action="store_true",
         default=False if top else argparse.SUPPRESS,
         help="show a Python traceback for errors",
+    )
+    parser.add_argument(
+        "--no-color",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="no colour, also on a terminal (as with NO_COLOR set)",
     )
 
 
@@ -95,14 +102,30 @@ def log(line: str) -> None:
 
 
 def print_diagnostics(diagnostics: Sequence[object]) -> None:
+    from kernel_builder.common.terminal import color_labels
+
     for diagnostic in diagnostics:
-        print(diagnostic.render(), file=sys.stderr)  # type: ignore[attr-defined]
+        print(color_labels(diagnostic.render()), file=sys.stderr)  # type: ignore[attr-defined]
+
+
+def print_error(message: str) -> None:
+    """``error: message`` on standard error, its label coloured on a terminal."""
+    from kernel_builder.common.terminal import color_labels
+
+    print(color_labels(f"error: {message}"), file=sys.stderr)
+
+
+def print_warning(message: str) -> None:
+    """``warning: message`` on standard error, its label coloured on a terminal."""
+    from kernel_builder.common.terminal import color_labels
+
+    print(color_labels(f"warning: {message}"), file=sys.stderr, flush=True)
 
 
 def print_warnings(caught: Sequence[object]) -> None:
     """Warnings the library raised through :mod:`warnings`, shown plainly (no file and line of the caller)."""
     for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)  # type: ignore[attr-defined]
+        print_warning(str(warning.message))  # type: ignore[attr-defined]
 
 
 def load(path: str) -> KernelProject:
@@ -149,7 +172,7 @@ def print_failures(results: Sequence[VariantResult]) -> None:
     from kernel_builder.build.builder import VariantStatus  # imported already: the results come from a build
 
     for failure in (r for r in results if r.status == VariantStatus.FAILED):
-        print(f"error: {failure.name}: {failure.message}", file=sys.stderr)
+        print_error(f"{failure.name}: {failure.message}")
 
 
 def _size(n: int) -> str:

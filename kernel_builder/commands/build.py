@@ -119,7 +119,6 @@ def register(commands: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
     import time
 
     from kernel_builder.build.builder import Builder, BuildOptions
@@ -142,9 +141,9 @@ def run(args: argparse.Namespace) -> int:
         selection=Selection(tuple(args.variant), args.required, args.all_variants, args.backend),
         provenance=provenance,
     )
-    # A live table only when variants build side by side: a serial build streams the compiler's output.
-    parallel = (args.parallel or (os.cpu_count() or 1) // 4) > 1
-    with progress_display(log, live=parallel) as progress:
+    # A live table on a terminal, the compiler's output printed above it; -v echoes commands whose output goes
+    # straight to the terminal, which a live table would overwrite.
+    with progress_display(log, live=not args.verbose) as progress:
         report = Builder(project, options, log=progress.log, progress=progress).run()
     print_diagnostics(report.diagnostics)
     print(build_table(report.results, time.monotonic() - started))

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common, add_path, print_warnings
+from kernel_builder.commands._shared import add_common, add_path, print_error, print_warning, print_warnings
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -36,13 +36,13 @@ def run(args: argparse.Namespace) -> int:
     print_warnings(caught)
     for outcome in outcomes:
         if outcome.skipped is not None:
-            print(f"warning: {outcome.repo_id} at {outcome.sha}: skipped: {outcome.skipped}", file=sys.stderr)
+            print_warning(f"{outcome.repo_id} at {outcome.sha}: skipped: {outcome.skipped}")
         elif outcome.error is None:
             for variant, path in zip(outcome.variants, outcome.paths):
                 print(f"{outcome.repo_id} {variant}: {path}")
         else:
-            print(f"error: {outcome.repo_id} at {outcome.sha}: {outcome.error}", file=sys.stderr)
+            print_error(f"{outcome.repo_id} at {outcome.sha}: {outcome.error}")
     failed = sum(outcome.error is not None for outcome in outcomes)
     if failed:
-        print(f"error: {failed} of {len(outcomes)} kernel(s) failed", file=sys.stderr)
+        print_error(f"{failed} of {len(outcomes)} kernel(s) failed")
     return 1 if failed else 0

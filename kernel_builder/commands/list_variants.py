@@ -54,19 +54,45 @@ def run(args: argparse.Namespace) -> int:
 
         print(json.dumps(variants_json(candidates), indent=2))
     else:
-        print(variants_table(candidates))
+        import shutil
+        import sys
+
+        from kernel_builder.common.terminal import is_terminal
+
+        # On a terminal, the reasons wrap at its width under their column; piped, each row is one line.
+        width = shutil.get_terminal_size().columns if is_terminal(sys.stdout) else None
+        print(variants_table(candidates, width=width))
     return 0
 
 
-def variants_table(candidates: Sequence[Candidate]) -> str:
-    """``list-variants``: every candidate, required or optional, and buildable here or why not."""
+#: The narrowest the reason column gets when wrapped; a narrower terminal wraps the reasons past its edge.
+MIN_REASON_WIDTH = 30
+
+
+def variants_table(candidates: Sequence[Candidate], *, width: int | None = None) -> str:
+    """``list-variants``: every candidate, required or optional, and buildable here or why not.
+
+    Variant names are never cut (they are what ``--variant`` takes); with ``width``, the reason is wrapped to
+    fit, its further lines indented under the first."""
+    import textwrap
+
     rows = [("variant", "required", "buildable here")]
     for c in candidates:
         rows.append(
             (c.name, "required" if c.required else "optional", "yes" if c.buildable else f"no: {c.reason}")
         )
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
-    return "\n".join(f"{a.ljust(widths[0])}  {b.ljust(widths[1])}  {c}" for a, b, c in rows)
+    indent = widths[0] + widths[1] + 4
+    lines = []
+    for name, need, buildable in rows:
+        head = f"{name.ljust(widths[0])}  {need.ljust(widths[1])}  "
+        if width is None or indent + len(buildable) <= width:
+            lines.append(head + buildable)
+            continue
+        wrapped = textwrap.wrap(buildable, max(MIN_REASON_WIDTH, width - indent), break_on_hyphens=False)
+        lines.append(head + wrapped[0])
+        lines.extend(" " * indent + more for more in wrapped[1:])
+    return "\n".join(lines)
 
 
 def variants_json(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:

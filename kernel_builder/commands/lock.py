@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common, add_path, print_warnings
+from kernel_builder.commands._shared import add_common, add_path, print_error, print_warnings
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         )
     print_warnings(caught)
     for repo_id, message in report.failures:
-        print(f"error: {repo_id}: {message}", file=sys.stderr)
+        print_error(f"{repo_id}: {message}")
     if report.failures:
         print(
             f"error: {report.path} was not written ({len(report.failures)} repo(s) failed)", file=sys.stderr

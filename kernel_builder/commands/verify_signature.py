@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common
+from kernel_builder.commands._shared import add_common, print_error
 from kernel_builder.commands.info import add_revision
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"verified {outcome.variant}: {outcome.check.describe()}; every file matches its digest")
         else:
             failed += 1
-            print(f"error: {outcome.variant}: {outcome.check.describe()}", file=sys.stderr)
+            print_error(f"{outcome.variant}: {outcome.check.describe()}")
     if failed:
-        print(f"error: {failed} of {len(outcomes)} variant(s) failed verification", file=sys.stderr)
+        print_error(f"{failed} of {len(outcomes)} variant(s) failed verification")
     return 1 if failed else 0

@@ -84,12 +84,40 @@ def first_error(lines: list[str]) -> CompilerError | None:
     return None
 
 
+#: Where Ninja's output about one failed step ends: the next step, or Ninja's own closing words.
+_STEP_OR_NINJA = re.compile(r"^(\[\d+/\d+\]|ninja: |FAILED: )")
+
+
+def compiler_diagnostics(lines: list[str]) -> list[str]:
+    """The compiler's own lines among Ninja's output (already cleaned): what follows each ``FAILED:`` step up to
+    the next step or Ninja's summary. CMake's messages (a re-run's ``library kineto not found``) and Ninja's
+    lines are left out."""
+    kept: list[str] = []
+    inside = False
+    for text in lines:
+        if text.startswith("FAILED: "):
+            inside = True
+            continue
+        if _STEP_OR_NINJA.match(text):
+            inside = False
+            continue
+        if inside and text.strip():
+            kept.append(text)
+    return kept
+
+
 def failure_message(status: int, lines: list[str], *, shown: bool, log_file: Path | None, command: str,
-                    verbose: bool) -> str:  # fmt: skip
+                    verbose: bool, explanation: str | None = None) -> str:  # fmt: skip
     """The error of a failed compilation: the first compiler error first; then, when the output was not shown
-    as it came (parallel builds), its end; where the whole log is; the command only when verbose."""
+    as it came (parallel builds), its end; where the whole log is; the command only when verbose. A known
+    mistake's ``explanation`` (``schema_types``) replaces all but the log's place."""
     error = first_error(lines)
     head = f"compilation failed: {error.line}" if error else f"compilation failed (exit status {status})"
+    if explanation is not None:
+        parts = [explanation]
+        if log_file is not None:
+            parts.append(f"full output: {log_file}")
+        return "\n".join(parts)
     parts = [head]
     if not shown:
         tail = "\n".join(lines[-60:]).rstrip()

@@ -19,7 +19,7 @@ from kernel_builder.build.environment import toolchain
 from kernel_builder.build.state import STATE_DIR
 from kernel_builder.common import processes
 from kernel_builder.common.runner import format_command, run
-from kernel_builder.errors import BuildError
+from kernel_builder.errors import BuildError, CompileError
 
 
 def default_jobs(nvcc_threads: int) -> int:
@@ -137,7 +137,64 @@ def _cmake_identity() -> tuple[Path, str]:
     return tool.path, tool.version
 
 
-_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
+_STEP = re.compile(r"^\[(\d+)/(\d+)\]\s*(.*)$")
+_RERUN = "Re-running CMake"
+_OBJECT = re.compile(r"^Building (?:CXX|CUDA|C|OBJCXX) object (?:.*?/)?CMakeFiles/[^/]+\.dir/(?P<output>.+)$")
+_LINK = re.compile(r"^Linking \w+ (?:shared|static|module|executable)")
+_PCH = re.compile(r"cmake_pch(?:_\w+)?\.hxx\.(?:gch|pch)$")
+
+
+def step_name(description: str, build_dir: Path | None = None, root: Path | None = None) -> str:
+    """What a Ninja step (its CMake description) does, in the author's words: ``precompiling Torch's headers
+    (<ATen/core/Tensor.h>)`` for a precompiled header (its ``<...>`` includes read from ``build_dir``),
+    ``compiling relu_cpu/relu_cpu.cpp``, ``linking``. ``root``: the project, whose sources CMake names by their
+    absolute path inside the object's directory."""
+    match = _OBJECT.match(description)
+    if match is not None:
+        output = match["output"]
+        if _PCH.search(output):
+            headers = _pch_headers(build_dir / description.split(" object ", 1)[1]) if build_dir else []
+            named = f" ({', '.join(f'<{h}>' for h in headers)})" if headers else ""
+            return f"precompiling Torch's headers{named}"
+        source = re.sub(r"\.(o|obj)$", "", output)
+        if root is not None:
+            source = source.removeprefix(Path(os.path.abspath(root)).as_posix().lstrip("/") + "/")
+        return f"compiling {source}"
+    if _LINK.match(description):
+        return "linking"
+    return description[:1].lower() + description[1:]
+
+
+def _pch_headers(output: Path) -> list[str]:
+    """The ``<...>`` includes of the precompiled header whose output is ``output`` (``cmake_pch.hxx.gch``)."""
+    try:
+        text = output.with_suffix("").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return re.findall(r"^#include <([^<>]+)>", text, re.MULTILINE)
+
+
+def planned_steps(build_dir: Path) -> list[str] | None:
+    """The descriptions of the steps Ninja would run now, in the order it starts them (``ninja -n``, which
+    runs nothing), or ``None`` when that cannot be told (build.ninja itself is out of date: CMake would run
+    first). Ninja prints a step's line when it *ends* unless it writes to a terminal, so this is what says which
+    step is running: the first of these not yet ended."""
+    try:
+        result = processes.run(
+            [toolchain.ninja().path, "-C", build_dir, "-n"], capture=True, merge_stderr=True
+        )
+    except (OSError, BuildError):
+        return None
+    if result.returncode != 0:
+        return None
+    steps = []
+    for line in result.stdout.splitlines():
+        match = _STEP.match(line)
+        if match is not None:
+            if "Re-running CMake" in match[3] or "build.ninja" in match[3]:
+                return None
+            steps.append(match[3])
+    return steps
 
 
 def build(
@@ -146,12 +203,13 @@ def build(
     jobs: int,
     verbose: bool,
     log_file: Path | None = None,
-    on_step: Callable[[int, int], None] | None = None,
+    on_step: Callable[[int, int, str], None] | None = None,
     root: Path | None = None,
     aliases: tuple[Path, ...] = (),
 ) -> None:
     """Run Ninja through CMake. Without ``log_file``, the output streams to stdout as it comes; with it, it goes
-    there (and ``[n/m]`` steps to ``on_step``). Either way, paths in the project ``root`` are shown relative to
+    there, and ``on_step(done, total, running)`` hears of each step: at the start (``0``) and as each ends, with
+    the step that runs next (:func:`step_name`), so that a long first step (a precompiled header) is named while it runs. Either way, paths in the project ``root`` are shown relative to
     it (also those in ``aliases``, directories that stand for it: the source stage) and Ninja's failed commands
     are dropped unless ``verbose``; a failure names the first compiler error (``compiler_output``)."""
     # A compile's only (a no-op build does not import this module at all).
@@ -171,6 +229,13 @@ def build(
         build_dir, root if root is not None else build_dir, verbose=verbose, aliases=aliases
     )
     shown: list[str] = []
+    # While Ninja re-runs CMake (the generated project changed: an edit gave the build a new op namespace), its
+    # line says so and CMake's output (Torch's "library kineto not found", our status lines) stays in the log.
+    rerun: list[str] | None = None
+    plan = planned_steps(build_dir) if on_step is not None else None
+    pending = list(plan or ())
+    if on_step is not None and pending:
+        on_step(0, len(pending), step_name(pending[0], build_dir, root))
     sys.stdout.flush()
     with contextlib.ExitStack() as stack:
         log = stack.enter_context(log_file.open("w", encoding="utf-8")) if log_file is not None else None
@@ -185,17 +250,27 @@ def build(
         try:
             assert process.stdout is not None
             for raw in process.stdout:
+                started = _STEP.match(raw)  # as Ninja wrote it, as the planned steps are
+                if started is not None and started[3].rstrip("\n") in pending:
+                    pending.remove(started[3].rstrip("\n"))
                 line = cleaner.line(raw.rstrip("\n"))
                 if line is None:
                     continue
                 shown.append(line)
+                match = _STEP.match(line)
+                if rerun is not None and match is None and not line.startswith("ninja: "):
+                    rerun.append(line)  # CMake's own output: in the log, not on the screen
+                    if log is not None:
+                        log.write(line + "\n")
+                    continue
+                rerun = [] if match is not None and match[3].startswith(_RERUN) else None
                 if log is None:
                     print(line, flush=True)
                     continue
                 log.write(line + "\n")
-                match = _STEP.match(line)
-                if match and on_step is not None:
-                    on_step(int(match[1]), int(match[2]))
+                if match and on_step is not None and rerun is None:
+                    running = step_name(pending[0], build_dir, root) if pending else ""
+                    on_step(int(match[1]), int(match[2]), running)
             status = process.wait()
             interrupted = False
         finally:
@@ -203,11 +278,21 @@ def build(
             if process.stdout is not None:
                 process.stdout.close()
     if status != 0:
-        raise BuildError(
+        from kernel_builder.build.compile import schema_types
+
+        if rerun and log_file is None:  # CMake itself failed: what it said is the error
+            print("\n".join(rerun), flush=True)
+
+        explanation = schema_types.explain(shown, root if root is not None else build_dir)
+        first = compiler_output.first_error([explanation] if explanation else shown)
+        raise CompileError(
             compiler_output.failure_message(
                 status, shown, shown=log_file is None, log_file=log_file, command=format_command(argv),
-                verbose=verbose,
-            )
+                verbose=verbose, explanation=explanation,
+            ),
+            diagnostics=explanation or "\n".join(compiler_output.compiler_diagnostics(shown)),
+            location=first.location if first is not None else None,
+            log_file=log_file,
         )  # fmt: skip
 
 

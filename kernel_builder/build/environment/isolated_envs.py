@@ -11,7 +11,6 @@ import fcntl
 import json
 import os
 import shutil
-import subprocess
 import sys
 import venv
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.build.environment import pip_install
 from kernel_builder.build.environment.env_facts import cache_root
 from kernel_builder.build.environment.provision import toolkit_requirements
 from kernel_builder.errors import BuildError
@@ -94,10 +94,13 @@ def ensure_env(
     log: Callable[[str], None] = lambda _: None,
     cuda_toolkit: tuple[int, int] | None = None,
     torch_requirement: str | None = None,
+    status: Callable[[str], None] | None = None,
 ) -> Path:
     """The interpreter of ``spec``'s environment, created (or re-created with ``refresh``) as needed; with
     ``cuda_toolkit``, the environment also brings that CUDA release's compiler from PyPI. ``torch_requirement``
-    (the exact wheel ``provision.resolve_torch`` judged to be of the right flavour) replaces ``torch==<pin>``."""
+    (the exact wheel ``provision.resolve_torch`` judged to be of the right flavour) replaces ``torch==<pin>``.
+    ``status`` gets what pip is doing while it installs (``pip_install``: the package, the file and its size, how
+    much of it has arrived); without it, ``log`` does."""
     toolkit = toolkit_requirements(cuda_toolkit) if cuda_toolkit is not None else []
     env = env_dir(spec)
     with _locked(env.parent / f".{spec.key}.lock"):
@@ -110,31 +113,25 @@ def ensure_env(
             shutil.rmtree(env)
         wheel = f": {torch_requirement.rsplit('/', 1)[-1]}" if torch_requirement else ""
         log(f"creating build environment {spec.key} (pip install {spec.requirement}{wheel})")
+        show = status or log
         tmp = env.with_name(f".{env.name}.tmp")
         if tmp.exists():
             shutil.rmtree(tmp)
         venv.EnvBuilder(with_pip=True, symlinks=True).create(tmp)
-        argv = [str(python_of(tmp)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                torch_requirement or spec.requirement]  # fmt: skip
-        if spec.index_url:
-            argv += ["--extra-index-url", spec.index_url]
-        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        result = pip_install.install(
+            python_of(tmp), [torch_requirement or spec.requirement], index_url=spec.index_url, status=show
+        )
         if result.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             where = spec.index_url or "PyPI"
-            detail = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
-            raise BuildError(
-                f"torch {spec.torch_pin} not available from {where}" + (f" ({detail})" if detail else "")
-            )
+            detail = f" ({result.detail})" if result.detail else ""
+            raise BuildError(f"torch {spec.torch_pin} not available from {where}{detail}")
         if toolkit:
             log(f"installing the CUDA toolkit from PyPI ({', '.join(toolkit)})")
-            result = subprocess.run(
-                [str(python_of(tmp)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *toolkit],
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
+            result = pip_install.install(python_of(tmp), toolkit, status=show)
             if result.returncode != 0:
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise BuildError(f"cannot install the CUDA toolkit from PyPI: {result.stderr.strip()[-400:]}")
+                raise BuildError(f"cannot install the CUDA toolkit from PyPI: {result.detail[-400:]}")
         # Only bin/python is used, and a venv's interpreter works after the directory is renamed.
         os.rename(tmp, env)
         marker.write_text(

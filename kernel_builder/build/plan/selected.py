@@ -89,9 +89,10 @@ def plan_selected(
     *,
     log: Callable[[str], None],
     preparing: Callable[[], None],
+    status: Callable[[str], None] | None = None,
 ) -> tuple[VariantPlan, BuildInterpreter | None, list[Diagnostic]]:
     """Plan ``candidate`` in an interpreter whose torch gives exactly that variant; ``preparing`` is called
-    before an environment is created or checked."""
+    before an environment is created or checked, ``status`` with what pip does while one is created."""
     if candidate.entry is None:
         plan, _ = plan_candidate(project, candidate.name, candidate.backend, None, unique_id)
         return plan, default, []
@@ -111,7 +112,12 @@ def plan_selected(
             log=lambda line: log(f"{candidate.name}: {line}"),
             cuda_toolkit=wants_pypi_toolkit(candidate),
             torch_requirement=wheel.requirement if wheel is not None else None,
+            status=status,
         )
+        if status is not None:
+            status(
+                "reading the build environment's torch"
+            )  # its first import: seconds, more on a busy machine
         interpreter = quick_probe(python)
     targets = native_targets(interpreter) if options.arch == "native" else None
     plan, diagnostics = plan_candidate(
