@@ -26,6 +26,13 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("kernel-builder list-variants --no-probe --json", "quickly, without asking pip's indexes"),
     ),
     "matrix": (("kernel-builder matrix --format github --required", "the required variants, for CI"),),
+    "fill-card": (
+        ("kernel-builder fill-card examples/relu", "print the card with its template variables filled in"),
+        (
+            "kernel-builder fill-card . CARD.filled.md --repo-id my-org/relu",
+            "write it, filled for a repository",
+        ),
+    ),
     "check-abi": (("kernel-builder check-abi examples/relu", "check every variant in examples/relu/build"),),
     "generate": (("kernel-builder generate && pip wheel --no-build-isolation .", "build a wheel with pip"),),
     "build": (

@@ -1,4 +1,4 @@
-"""The README's layout table names real paths, and every package folder and top-level folder is in it."""
+"""CONTRIBUTING.md's layout table names real paths, and every package folder and top-level folder is in it."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ ROW = re.compile(r"^\| (?P<paths>[^|]*`[^|]*) \| [^|]+ \|$")
 CODE = re.compile(r"`([^`]+)`")
 
 
-def layout_paths(readme: str) -> list[str]:
+def layout_paths(text: str) -> list[str]:
     """The backticked paths of the first column of the ``## Layout`` table; a bare name (``state.py``) after a
     path stands for a file beside it."""
-    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     paths: list[str] = []
     for line in section.splitlines():
         match = ROW.match(line)
@@ -31,14 +31,14 @@ def layout_paths(readme: str) -> list[str]:
 
 
 def test_every_path_in_the_layout_table_exists() -> None:
-    paths = layout_paths((REPO / "README.md").read_text(encoding="utf-8"))
+    paths = layout_paths((REPO / "CONTRIBUTING.md").read_text(encoding="utf-8"))
     assert len(paths) > 10
     missing = [p for p in paths if not (REPO / p).exists()]
     assert missing == []
 
 
 def test_every_folder_is_in_the_layout_table() -> None:
-    paths = {p.rstrip("/") for p in layout_paths((REPO / "README.md").read_text(encoding="utf-8"))}
+    paths = {p.rstrip("/") for p in layout_paths((REPO / "CONTRIBUTING.md").read_text(encoding="utf-8"))}
     tracked = subprocess.run(
         ["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split()
