@@ -104,8 +104,26 @@ def check(loader, path):
         print(%(mark)r + json.dumps({"dependencies": names, "loader": loader}), flush=True)
         sys.exit(3)
 
+def leg(loader, path):
+    # check() as a process's whole work: its exit status, its output flushed. The caller then leaves with
+    # os._exit: finalizing an interpreter that has imported Torch takes seconds and cleans up nothing needed.
+    import traceback
+    status = 1
+    try:
+        check(loader, path)
+        status = 0
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return status
+
 if len(sys.argv) == 3:
-    check(sys.argv[2], Path(sys.argv[1]).resolve())
+    import os
+    os._exit(leg(sys.argv[2], Path(sys.argv[1]).resolve()))
 """
 
 # The check, in the build interpreter: `python -c SCRIPT PATH`, or `-` for PATH: started while the variant
@@ -117,7 +135,7 @@ if len(sys.argv) == 3:
 # order, up to the first that failed, whose status is the script's; a load that crashes the process (a signal)
 # fails with the signal's name and the Python stack faulthandler prints.
 _SCRIPT = r"""
-import importlib.util, os, signal, subprocess, sys, tempfile, traceback, warnings
+import importlib.util, os, signal, subprocess, sys, tempfile, warnings
 from pathlib import Path
 FORK = %(fork)r
 LEG = %(leg)r
@@ -150,19 +168,14 @@ def forked(loader, out, err):
         os.dup2(err.fileno(), 2)
         import faulthandler
         faulthandler.enable()
-        check(loader, path)
-        status = 0
-    except SystemExit as exc:
-        status = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
+        status = leg(loader, path)
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(status)
+        os._exit(status)
 
+# What is imported stays out of the collector's sight: a collection in a child would otherwise write to every
+# object, and copy each page of the interpreter's memory that fork() shared.
+import gc
+gc.freeze()
 legs = []
 for loader in ("kernel_builder", "kernels"):
     if loader == "kernels" and importlib.util.find_spec("kernels") is None:
@@ -173,6 +186,7 @@ for loader in ("kernel_builder", "kernels"):
     else:
         command = [sys.executable, "-c", LEG, str(path), loader]
         legs.append((loader, subprocess.Popen(command, stdout=out, stderr=err), out, err))
+status = 0
 for loader, child, out, err in legs:
     status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) if FORK else child.wait()
     for source, sink in ((out, sys.stdout), (err, sys.stderr)):
@@ -184,7 +198,10 @@ for loader, child, out, err in legs:
         print(f"loading the variant with {loader} crashed: its process ended with signal {name}", file=sys.stderr)
         status = 1
     if status:
-        sys.exit(status)
+        break
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(status)  # the children are done, the files go with the process: nothing needs finalizing
 """
 
 
