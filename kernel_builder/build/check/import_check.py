@@ -140,18 +140,19 @@ from pathlib import Path
 FORK = %(fork)r
 LEG = %(leg)r
 exec(LEG)  # defines check(loader, path)
+# What both forked children need, imported once (with "-", while the variant compiles). An import that fails
+# here fails again, with its own error, when the kernel is loaded.
+import importlib
+for name in ("torch", "kernel_builder.loader", "kernels") if FORK else ():
+    try:
+        if importlib.util.find_spec(name.partition(".")[0]) is not None:
+            importlib.import_module(name)
+    except Exception:
+        pass
 if sys.argv[1] == "-":
-    # An import that fails here fails again, with its own error, when the kernel is loaded.
-    import importlib
-    for name in ("torch", "kernel_builder.loader", "kernels") if FORK else ():
-        try:
-            if importlib.util.find_spec(name.partition(".")[0]) is not None:
-                importlib.import_module(name)
-        except Exception:
-            pass
     sys.argv[1] = sys.stdin.readline().rstrip("\n")
     if not sys.argv[1]:
-        sys.exit(0)
+        os._exit(0)
 path = Path(sys.argv[1]).resolve()
 
 def forked(loader, out, err):
