@@ -264,6 +264,7 @@ def test_metadata_of_a_cpu_variant(tmp_path: Path) -> None:
         "name",
         "id",
         "version",
+        "kernels-minver",
         "license",
         "upstream",
         "source",
@@ -276,6 +277,7 @@ def test_metadata_of_a_cpu_variant(tmp_path: Path) -> None:
     assert data["name"] == "pack"
     assert data["id"] == f"_pack_cpu_{UID}"
     assert data["version"] == 3
+    assert data["kernels-minver"] == "0.17.0"  # kernel-depends: the first kernels release that resolves them
     assert data["license"] == "MIT"
     assert data["upstream"] == "https://github.com/org/upstream.git"
     assert data["source"] == "https://github.com/org/kernels.git"
@@ -328,9 +330,11 @@ def test_metadata_of_noarch_variants(tmp_path: Path) -> None:
         )
         data = read_json(out / "metadata.json")
         assert list(data) == [
-            "name", "id", "version", "license", "python-depends", "kernel-depends", "backend", "digest", "provenance",
+            "name", "id", "version", "kernels-minver", "license", "python-depends", "kernel-depends", "backend",
+            "digest", "provenance",
         ]  # fmt: skip
         assert data["python-depends"] == [] and data["kernel-depends"] == []
+        assert data["kernels-minver"] == "0.14.0"  # no loader feature beyond the current layout
         assert data["id"] == f"_pack_{backend}_{UID}"
         backends[out.name] = data["backend"]
     assert backends == {

@@ -376,15 +376,18 @@ def kernel_line(text: str, section: str) -> int:
     return text.splitlines().index(section) + 1
 
 
-def test_e20_at_plan_time_with_native_targets(tmp_path: Path) -> None:
+def test_native_targets_that_no_section_lists(tmp_path: Path) -> None:
+    """The GPU at hand is not one the kernel supports: an error that names --arch, not the CUDA version (CUDA
+    13.0 builds 8.0)."""
     text = cuda_project('["8.0"]')
     with pytest.raises(ConfigError) as info:
         plan(tmp_path, text, CU130_213, native=("9.0",))
     line = kernel_line(text, "[kernel.plan_cuda]")
     assert str(info.value) == (
-        f"kernel/build.toml:{line}: error: [kernel.plan_cuda]: none of the requested capabilities (8.0) can be "
-        "built with CUDA 13.0 (supported: 9.0)\n"
-        "  hint: fix `cuda-capabilities`, or set `cuda-minver` so older CUDA skips this kernel"
+        f"kernel/build.toml:{line}: error: --arch native (9.0): none of the kernel's sections lists a capability "
+        "for these GPUs ([kernel.plan_cuda]: 8.0)\n"
+        "  hint: build on a GPU the kernel supports (or pass one of its capabilities), or leave --arch out to build "
+        "its whole capability list"
     )
     assert info.value.exit_code == 2
 
@@ -443,10 +446,10 @@ def test_explicit_archs_this_cuda_cannot_build(tmp_path: Path) -> None:
         plan(tmp_path, text, CU130_213, explicit=("9.0",))
     line = kernel_line(text, "[kernel.plan_cuda]")
     assert str(info.value) == (
-        f"kernel/build.toml:{line}: error: [kernel.plan_cuda]: --arch 9.0 leaves nothing to build: its "
-        "cuda-capabilities (8.0) and CUDA 13.0 (supported: 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0, 11.0, 12.0, 12.1) "
-        "allow none of them\n"
-        "  hint: pass capabilities this kernel lists and this CUDA builds, or leave --arch out"
+        f"kernel/build.toml:{line}: error: --arch 9.0: none of the kernel's sections lists a capability for these "
+        "GPUs ([kernel.plan_cuda]: 8.0)\n"
+        "  hint: build on a GPU the kernel supports (or pass one of its capabilities), or leave --arch out to build "
+        "its whole capability list"
     )
 
 

@@ -794,8 +794,8 @@ depends = ["torch"]
     ),
     case(
         "E20-no-capability-builds",
-        K + 'cuda-capabilities = ["99999.0"]\n',
-        no_capability_builds("99999.0"),
+        K + 'cuda-capabilities = ["3.5"]\n',  # Kepler: below every CUDA version's lowest target
+        no_capability_builds("3.5"),
     ),
     case(
         "E20-10.0a-on-cuda-12.6",

@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "CAPABILITY_RE",
+    "KNOWN_CAPABILITIES",
+    "KNOWN_ROCM_ARCHS",
     "ROCM_ARCH_RE",
     "ROCM_SUPPORTED_ARCHS",
     "Capability",
@@ -33,6 +35,8 @@ __all__ = [
     "supported_capabilities",
     "suggest_capability",
     "union_archs",
+    "unknown_capability",
+    "unknown_rocm_arch",
 ]
 
 CAPABILITY_RE = re.compile(r"^([0-9]+)\.([0-9]+)([af]?)(\+PTX)?$")
@@ -54,6 +58,32 @@ ROCM_SUPPORTED_ARCHS: tuple[str, ...] = (
     "gfx1201",
 )
 """The ROCm archs this tool accepts, in the order effective lists use (docs/build-toml.md)."""
+
+KNOWN_CAPABILITIES: tuple[str, ...] = (
+    "3.0", "3.2", "3.5", "3.7", "5.0", "5.2", "5.3", "6.0", "6.1", "6.2", "7.0", "7.2", "7.5",
+    "8.0", "8.6", "8.7", "8.8", "8.9", "9.0", "10.0", "10.1", "10.3", "11.0", "12.0", "12.1",
+)  # fmt: skip
+"""Every compute capability of an NVIDIA GPU that a CUDA release has compiled for (``sm_XY``), in order. An
+entry of ``cuda-capabilities`` must be one of them, with an ``a`` suffix from 9.0 and an ``f`` suffix from 10.0;
+whether the CUDA version of a variant builds it is a question for each variant (a capability below its lowest
+target is dropped with a warning)."""
+
+_ARCH_SPECIFIC_FROM = 9  # "a" (arch-specific) targets exist from 9.0 on
+_FAMILY_FROM = 10  # "f" (family) targets from 10.0 on
+
+KNOWN_ROCM_ARCHS: tuple[str, ...] = (
+    "gfx600", "gfx601", "gfx602", "gfx700", "gfx701", "gfx702", "gfx703", "gfx704", "gfx705",
+    "gfx801", "gfx802", "gfx803", "gfx805", "gfx810",
+    "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909", "gfx90a", "gfx90c",
+    "gfx940", "gfx941", "gfx942", "gfx950",
+    "gfx1010", "gfx1011", "gfx1012", "gfx1013",
+    "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
+    "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
+    "gfx1200", "gfx1201", "gfx1250", "gfx1251",
+    "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic", "gfx10-3-generic", "gfx11-generic", "gfx12-generic",
+)  # fmt: skip
+"""Every AMD GPU target LLVM's AMDGPU backend knows (processors and generic targets). An entry of ``rocm-archs``
+must be one of them; the ones this tool builds are :data:`ROCM_SUPPORTED_ARCHS`."""
 
 _SUFFIX_RANK = {"": 0, "a": 1, "f": 2}
 
@@ -150,6 +180,47 @@ def suggest_capability(text: str) -> str | None:
     else:
         major, minor = digits[:-1], digits[-1]
     return f"{int(major)}.{int(minor)}{match['suffix']}{'+PTX' if match['ptx'] else ''}"
+
+
+def unknown_capability(cap: Capability) -> tuple[str, str] | None:
+    """``None`` when ``cap`` names a real GPU target (:data:`KNOWN_CAPABILITIES`); else why not and a hint
+    with the nearest known one (same major first, then the closest version) and the known list."""
+    known = [parse_capability(k) for k in KNOWN_CAPABILITIES]
+    suffix_from = {"a": _ARCH_SPECIFIC_FROM, "f": _FAMILY_FROM}.get(cap.suffix)
+    ptx = "+PTX" if cap.ptx else ""
+    listing = (
+        f"known capabilities: {', '.join(KNOWN_CAPABILITIES)} (`a` from 9.0, `f` from 10.0, `+PTX` on any)"
+    )
+    if cap.plain in known:
+        if suffix_from is None or cap.major >= suffix_from:
+            return None
+        kind = "arch-specific (`a`)" if cap.suffix == "a" else "family (`f`)"
+        return (
+            f"{kind} capabilities start at {suffix_from}.0",
+            f"write `{cap.plain}{ptx}`; {listing}",
+        )
+
+    def distance(k: Capability) -> tuple[bool, int]:
+        return (k.major != cap.major, abs((k.major * 100 + k.minor) - (cap.major * 100 + cap.minor)))
+
+    usable = [k for k in known if suffix_from is None or k.major >= suffix_from]
+    near = min(usable, key=distance)
+    return (
+        "no NVIDIA GPU has this compute capability",
+        f"did you mean `{near}{cap.suffix}{ptx}`? {listing}",
+    )
+
+
+def unknown_rocm_arch(arch: str) -> str | None:
+    """``None`` when ``arch`` is a known AMD GPU target (:data:`KNOWN_ROCM_ARCHS`); else the hint: the closest
+    known names, and the ones this tool builds."""
+    if arch in KNOWN_ROCM_ARCHS:
+        return None
+    import difflib
+
+    near = difflib.get_close_matches(arch, KNOWN_ROCM_ARCHS, n=2, cutoff=0.6)
+    guess = "did you mean " + " or ".join(f"`{n}`" for n in near) + "? " if near else ""
+    return f"{guess}the archs this tool builds: {', '.join(ROCM_SUPPORTED_ARCHS)}"
 
 
 def default_capabilities(cuda: tuple[int, int]) -> tuple[str, ...]:

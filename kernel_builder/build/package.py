@@ -91,7 +91,13 @@ def variant_metadata(
 ) -> Metadata:
     """The ``metadata.json`` record of one variant (docs/layout.md): ``digest`` is the files' sha256 digest
     (:func:`~kernel_builder.formats.metadata.digest_files`), ``kernel`` the sources' provenance, if known."""
-    from kernel_builder.formats.metadata import Digest, Metadata, Provenance, ProvenanceEntry
+    from kernel_builder.formats.metadata import (
+        Digest,
+        Metadata,
+        Provenance,
+        ProvenanceEntry,
+        required_kernels_version,
+    )
 
     general = project.config.general
     has_archs = backends.get(plan.backend).gpu is not None and bool(plan.archs)
@@ -109,6 +115,7 @@ def variant_metadata(
         arch_selection=plan.arch_selection or None,
         digest=Digest("sha256", digest),
         provenance=Provenance(kernel=kernel, kernel_builder=ProvenanceEntry(version=__version__)),
+        kernels_minver=required_kernels_version(general.kernel_depends_for(plan.backend)),
     )
 
 

@@ -220,6 +220,13 @@ def read_capability_list(
             )
             ctx.error(f"invalid CUDA capability `{text}` in {describe((*reader.path, key))}", where, hint)
             continue
+        unknown = gpu_archs.unknown_capability(cap)
+        if unknown is not None:
+            why, hint = unknown
+            ctx.error(
+                f"unknown CUDA capability `{text}` in {describe((*reader.path, key))}: {why}", where, hint
+            )
+            continue
         if cap.suffix:
             other = suffix_of.get((cap.major, cap.minor))
             if other is not None and other[0] != cap.suffix:
@@ -240,7 +247,15 @@ def read_rocm_arch_list(
     out: list[str] = []
     for i, arch in reader.unique(key, items):
         if gpu_archs.ROCM_ARCH_RE.match(arch):
-            out.append(arch)
+            hint = gpu_archs.unknown_rocm_arch(arch)
+            if hint is None:
+                out.append(arch)
+            else:
+                ctx.error(
+                    f"unknown ROCm arch `{arch}` in {describe((*reader.path, key))}: no AMD GPU target has this name",
+                    (*reader.path, key, i),
+                    hint,
+                )
             continue
         base = arch.split(":")[0].lower()
         hint = (

@@ -145,7 +145,8 @@ class Metadata:
         has a value, so what :meth:`from_json` reads back is this record again.
         """
         data: dict[str, Any] = {"name": self.name}
-        optional = {"id": self.id, "version": self.version, "license": self.license}
+        minver = None if self.kernels_minver is None else ".".join(str(part) for part in self.kernels_minver)
+        optional = {"id": self.id, "version": self.version, "kernels-minver": minver, "license": self.license}
         optional.update(upstream=self.upstream, source=self.source)
         data.update((key, value) for key, value in optional.items() if value is not None)
         data["python-depends"] = list(self.python_depends)
@@ -160,8 +161,6 @@ class Metadata:
             data["digest"] = self.digest.to_dict()
         if self.provenance is not None:
             data["provenance"] = self.provenance.to_dict()
-        if self.kernels_minver is not None:
-            data["kernels-minver"] = ".".join(str(part) for part in self.kernels_minver)
         return data
 
     def to_json(self) -> str:
@@ -528,3 +527,19 @@ def verify_digest(variant_dir: str | os.PathLike[str], metadata: Metadata) -> li
         with _verified_lock:
             _verified.add(key)
     return problems
+
+
+#: The oldest ``kernels`` release that loads the current build layout (what upstream's builder writes for every
+#: build), and the first that resolves ``kernel-depends``. A stable-ABI variant needs no more: a loader that does
+#: not know its ``torch-stable-abi…`` name never selects it.
+KERNELS_VERSION_BASELINE = (0, 14, 0)
+KERNELS_VERSION_KERNEL_DEPENDS = (0, 17, 0)
+
+
+def required_kernels_version(kernel_depends: tuple[KernelDependency, ...]) -> tuple[int, int, int]:
+    """``kernels-minver`` for a build: the oldest ``kernels`` loader that has every feature the build relies on,
+    so an older one refuses it with a clear message rather than failing inside the kernel's import."""
+    required = KERNELS_VERSION_BASELINE
+    if kernel_depends:
+        required = max(required, KERNELS_VERSION_KERNEL_DEPENDS)
+    return required

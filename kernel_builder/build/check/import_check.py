@@ -1,5 +1,10 @@
-"""The import check after assembly: load the variant in a fresh build interpreter, with our loader and, when
-installed, upstream's ``kernels``.
+"""The import check after assembly: load the variant in the build interpreter with our loader and, when
+installed, upstream's ``kernels``, each in a fresh process of its own.
+
+Each loader gets its own process because that is how users load a kernel, and because a kernel may register
+things with Torch when it is imported (ops through ``torch.library.custom_op``, fake implementations through
+``register_fake``, autograd formulas): Torch refuses a second registration of any of them in one process, so a
+second import of the variant there fails although the kernel is fine.
 
 A failure there is the kernel's own error (a syntax error, a missing file, an op that does not register, ...)
 and fails the variant. One failure is not: a third-party module the kernel imports that this build interpreter
@@ -11,7 +16,9 @@ them all, with the one ``pip install`` for them.
 
 Most of the check's time is the fresh interpreter importing Torch and the loaders. A build starts that
 interpreter before it compiles (:class:`ImportCheckWorker`): it imports them while the compiler runs and then
-waits for the assembled variant's path, so only the load itself is left after assembly. The ABI check of the
+waits for the assembled variant's path, so only the loads themselves are left after assembly: on Linux it forks
+one child per loader (both share those imports, and run side by side); elsewhere each loader gets a new
+interpreter. The ABI check of the
 extension runs in this process meanwhile (``alongside``).
 """
 
@@ -20,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,31 +48,24 @@ from kernel_builder.formats.dependencies import (
 
 _MARK = "KB-IMPORT-CHECK-MISSING "
 
-# Runs in the build interpreter. A ModuleNotFoundError counts as a missing third-party module only when its
-# top-level name is importable from nowhere: neither installed, nor a file of the variant, nor the variant itself.
-# The loader's check of `python-depends` stops the load before the kernel is imported when packages it declares
-# are not installed: those are reported by their entries, all at once.
-_SCRIPT = r"""
-import importlib.util, json, os, sys
-from pathlib import Path
-if sys.argv[1] == "-":
-    # Started while the variant compiles: import what loading it takes, then wait for its path (none: exit).
-    # An import that fails here fails again, with its own error, when the kernel is loaded below.
-    import importlib
-    for name in ("torch", "kernel_builder.loader", "kernels"):
-        try:
-            if importlib.util.find_spec(name.partition(".")[0]) is not None:
-                importlib.import_module(name)
-        except Exception:
-            pass
-    sys.argv[1] = sys.stdin.readline().rstrip("\n")
-    if not sys.argv[1]:
-        sys.exit(0)
-path = Path(sys.argv[1]).resolve()
-own = {p.name.partition(".")[0] for p in path.iterdir()}
-own.add(json.loads((path / "metadata.json").read_text(encoding="utf-8")).get("id") or "")
+#: Whether the script forks one child per loader (Linux) rather than starting an interpreter per loader: a fork
+#: shares the Torch and loader imports done while the variant compiled, so the check costs what it did with one
+#: process. Elsewhere (macOS's system frameworks are not safe to use after a fork) each loader gets a new
+#: interpreter.
+FORK = sys.platform == "linux"
 
-def load(loader):
+# One loader's load of the variant: `python -c LEG PATH LOADER` runs it, and the script below executes it to
+# define `check` for the processes it forks.
+#
+# A ModuleNotFoundError counts as a missing third-party module only when its top-level name is importable from
+# nowhere: neither installed, nor a file of the variant, nor the variant itself. The loader's check of
+# `python-depends` stops the load before the kernel is imported when packages it declares are not installed:
+# those are reported by their entries, all at once.
+_LEG = r"""
+import importlib.util, json, sys
+from pathlib import Path
+
+def load(loader, path):
     if loader == "kernel_builder":
         import kernel_builder
         kernel_builder.get_local_kernel(path)
@@ -72,11 +73,11 @@ def load(loader):
         import kernels
         kernels.get_local_kernel(path)
 
-for loader in ("kernel_builder", "kernels"):
-    if loader == "kernels" and importlib.util.find_spec("kernels") is None:
-        continue
+def check(loader, path):
+    own = {p.name.partition(".")[0] for p in path.iterdir()}
+    own.add(json.loads((path / "metadata.json").read_text(encoding="utf-8")).get("id") or "")
     try:
-        load(loader)
+        load(loader, path)
     except ModuleNotFoundError as exc:
         top = (exc.name or "").partition(".")[0]
         if not top or top in own or top in sys.modules:
@@ -102,7 +103,111 @@ for loader in ("kernel_builder", "kernels"):
         names = [dependency.name for dependency in exc.dependencies]
         print(%(mark)r + json.dumps({"dependencies": names, "loader": loader}), flush=True)
         sys.exit(3)
+
+def leg(loader, path):
+    # check() as a process's whole work: its exit status, its output flushed. The caller then leaves with
+    # os._exit: finalizing an interpreter that has imported Torch takes seconds and cleans up nothing needed.
+    import traceback
+    status = 1
+    try:
+        check(loader, path)
+        status = 0
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return status
+
+if len(sys.argv) == 3:
+    import os
+    os._exit(leg(sys.argv[2], Path(sys.argv[1]).resolve()))
 """
+
+# The check, in the build interpreter: `python -c SCRIPT PATH`, or `-` for PATH: started while the variant
+# compiles, it imports what loading takes, then reads PATH from its standard input (an empty line: exit).
+#
+# Each loader loads the variant in a process of its own, as users' programs do: a kernel that registers ops,
+# fake implementations or autograd formulas when it is imported cannot be imported twice into one process, and
+# two loaders' imports of one variant are two imports. The two run side by side; their output is shown in loader
+# order, up to the first that failed, whose status is the script's; a load that crashes the process (a signal)
+# fails with the signal's name and the Python stack faulthandler prints.
+_SCRIPT = r"""
+import importlib.util, os, signal, subprocess, sys, tempfile, warnings
+from pathlib import Path
+FORK = %(fork)r
+LEG = %(leg)r
+exec(LEG)  # defines check(loader, path)
+# What both forked children need, imported once (with "-", while the variant compiles). An import that fails
+# here fails again, with its own error, when the kernel is loaded.
+import importlib
+for name in ("torch", "kernel_builder.loader", "kernels") if FORK else ():
+    try:
+        if importlib.util.find_spec(name.partition(".")[0]) is not None:
+            importlib.import_module(name)
+    except Exception:
+        pass
+if sys.argv[1] == "-":
+    sys.argv[1] = sys.stdin.readline().rstrip("\n")
+    if not sys.argv[1]:
+        os._exit(0)
+path = Path(sys.argv[1]).resolve()
+
+def forked(loader, out, err):
+    # The child is this interpreter as it stands (Torch and the loaders imported), its output in two files.
+    with warnings.catch_warnings():
+        # "multi-threaded, use of fork() may lead to deadlocks": Torch's idle pool threads hold no lock a load takes.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid:
+        return pid
+    status = 1
+    try:
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        import faulthandler
+        faulthandler.enable()
+        status = leg(loader, path)
+    finally:
+        os._exit(status)
+
+# What is imported stays out of the collector's sight: a collection in a child would otherwise write to every
+# object, and copy each page of the interpreter's memory that fork() shared.
+import gc
+gc.freeze()
+legs = []
+for loader in ("kernel_builder", "kernels"):
+    if loader == "kernels" and importlib.util.find_spec("kernels") is None:
+        continue
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    if FORK:
+        legs.append((loader, forked(loader, out, err), out, err))
+    else:
+        command = [sys.executable, "-c", LEG, str(path), loader]
+        legs.append((loader, subprocess.Popen(command, stdout=out, stderr=err), out, err))
+status = 0
+for loader, child, out, err in legs:
+    status = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) if FORK else child.wait()
+    for source, sink in ((out, sys.stdout), (err, sys.stderr)):
+        source.seek(0)
+        sink.write(source.read().decode("utf-8", "replace"))
+        sink.flush()
+    if status < 0:
+        name = signal.Signals(-status).name if -status in signal.valid_signals() else str(-status)
+        print(f"loading the variant with {loader} crashed: its process ended with signal {name}", file=sys.stderr)
+        status = 1
+    if status:
+        break
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(status)  # the children are done, the files go with the process: nothing needs finalizing
+"""
+
+
+def _script() -> str:
+    return _SCRIPT % {"fork": FORK, "leg": _LEG % {"mark": _MARK}}
 
 
 def with_this_package(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -134,8 +239,7 @@ class MissingDependencies:
 
 
 def _check_env() -> dict[str, str]:
-    # The `kernels` leg must import the variant itself, not get the module our loader imported just before.
-    return {**with_this_package(), "KERNEL_BUILDER_SHARE_WITH_KERNELS": "0"}
+    return with_this_package()
 
 
 class ImportCheckWorker:
@@ -152,7 +256,7 @@ class ImportCheckWorker:
         self._variant: Path | None = None
         self._fresh = False  # it ended before the variant came: the check runs in a new interpreter
         self._process: subprocess.Popen[str] | None = processes.popen(
-            [interpreter.python, "-c", _SCRIPT % {"mark": _MARK}, "-"], stdin=subprocess.PIPE,
+            [interpreter.python, "-c", _script(), "-"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", env=_check_env(),
         )  # fmt: skip
 
@@ -207,9 +311,7 @@ class ImportCheckWorker:
 
 
 def _run_check(interpreter: BuildInterpreter, variant_dir: Path) -> subprocess.CompletedProcess[str]:
-    return processes.run(
-        [interpreter.python, "-c", _SCRIPT % {"mark": _MARK}, variant_dir], capture=True, env=_check_env()
-    )
+    return processes.run([interpreter.python, "-c", _script(), variant_dir], capture=True, env=_check_env())
 
 
 def check_import(

@@ -18,7 +18,7 @@ from kernel_builder.build.plan.unique_id import ops_name
 from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
 from kernel_builder.config.archs import E20_HINT, applicable_entries, kernel_applies
 from kernel_builder.config.kernels import HEADERS
-from kernel_builder.config.model import KernelProject, Torch, TorchNoarch, TvmFfi
+from kernel_builder.config.model import Kernel, KernelProject, Torch, TorchNoarch, TvmFfi
 from kernel_builder.config.values import within_bounds
 from kernel_builder.errors import BuildError, ConfigError
 from kernel_builder.formats.matrix import Matrix, MatrixEntry, load_matrix
@@ -271,8 +271,17 @@ def _aot_plan(
         diags.warning(
             f"{variant.name} is not in the variant matrix: fine for development, but not part of the published set"
         )
+    if (
+        capability_archs
+        and compute_version is not None
+        and not _narrowing_builds(compute_version, native_targets, explicit_archs, diags)
+    ):
+        return None
     components: list[Component] = []
     kernel_dirs: list[str] = []
+    inside: list[Kernel] = []  # with --arch: the sections compiled for the selected GPUs
+    outside: list[Kernel] = []  # and those none of whose capabilities is selected
+    outside_notes: list[tuple[str, int | None]] = []
     for kernel in config.kernels_for(backend):
         if capability_archs and compute_version is not None and not kernel_applies(kernel, compute_version):
             continue
@@ -287,28 +296,26 @@ def _aot_plan(
                 selection = gpu_archs.select_capabilities(
                     kernel.cuda_capabilities, compute_version, native_targets
                 )
+            narrowed = native_targets is not None or explicit_archs is not None
+            if narrowed and not selection.archs:
+                selection = _outside_the_selection(
+                    kernel, compute_version, native_targets, explicit_archs, selection, outside_notes
+                )
+                if selection.archs:
+                    outside.append(kernel)
+            elif narrowed:
+                inside.append(kernel)
             for dropped in selection.dropped:
                 diags.warning(
                     f"[kernel.{kernel.name}]: capability {dropped} dropped: CUDA {compute_version[0]}.{compute_version[1]} "
                     "cannot build it",
                     kernel.line,
                 )
-            if not selection.archs and explicit_archs is not None:
-                targets = gpu_archs.default_targets(compute_version)
-                diags.error(
-                    f"[kernel.{kernel.name}]: --arch {','.join(explicit_archs)} leaves nothing to build: "
-                    f"its cuda-capabilities ({', '.join(kernel.cuda_capabilities or ())}) and CUDA "
-                    f"{compute_version[0]}.{compute_version[1]} (supported: {', '.join(targets)}) allow none of them",
-                    kernel.line,
-                    "pass capabilities this kernel lists and this CUDA builds, or leave --arch out",
-                )
-            elif not selection.archs:
+            if not selection.archs:
                 requested = ", ".join(
-                    kernel.cuda_capabilities
-                    or native_targets
-                    or gpu_archs.default_capabilities(compute_version)
+                    kernel.cuda_capabilities or gpu_archs.default_capabilities(compute_version)
                 )
-                targets = native_targets or gpu_archs.default_targets(compute_version)
+                targets = gpu_archs.default_targets(compute_version)
                 diags.error(
                     f"[kernel.{kernel.name}]: none of the requested capabilities ({requested}) can be built with "
                     f"CUDA {compute_version[0]}.{compute_version[1]} (supported: {', '.join(targets)})",
@@ -328,6 +335,22 @@ def _aot_plan(
                 archs,
                 kernel.depends,
             )
+        )
+    if inside:
+        for message, line in outside_notes:
+            diags.note(message, line)
+    elif outside:
+        chosen = (
+            f"native ({', '.join(native_targets)})"
+            if native_targets is not None
+            else ",".join(explicit_archs or ())
+        )
+        sections = "; ".join(f"[kernel.{k.name}]: {', '.join(k.cuda_capabilities or ())}" for k in outside)
+        diags.error(
+            f"--arch {chosen}: none of the kernel's sections lists a capability for these GPUs ({sections})",
+            outside[0].line,
+            "build on a GPU the kernel supports (or pass one of its capabilities), or leave --arch out to build "
+            "its whole capability list",
         )
     union = gpu_archs.union_archs(c.archs for c in components if c.archs)
     binding_sources = []
@@ -369,6 +392,69 @@ def _aot_plan(
         union if spec.gpu is not None else (),
         _arch_selection(native_targets, explicit_archs) if capability_archs else None,
     )
+
+
+def _narrowing_builds(
+    cuda: tuple[int, int],
+    native: tuple[str, ...] | None,
+    explicit: tuple[str, ...] | None,
+    diags: DiagnosticList,
+) -> bool:
+    """Whether this CUDA version builds any capability ``--arch`` selects (always, without ``--arch``); if not,
+    the error says so, naming the CUDA version: the one case where it is the cause."""
+    if native is not None:
+        buildable = gpu_archs.select_capabilities(None, cuda, native).archs
+        chosen = f"native ({', '.join(native)})"
+    elif explicit is not None:
+        buildable = gpu_archs.select_explicit(None, cuda, explicit).archs
+        chosen = ",".join(explicit)
+    else:
+        return True
+    if buildable:
+        return True
+    diags.error(
+        f"--arch {chosen}: CUDA {cuda[0]}.{cuda[1]} builds none of these capabilities "
+        f"(supported: {', '.join(gpu_archs.default_targets(cuda))})",
+        None,
+        "build with a CUDA version that supports these GPUs, or leave --arch out",
+    )
+    return False
+
+
+def _outside_the_selection(
+    kernel: Kernel,
+    cuda: tuple[int, int],
+    native: tuple[str, ...] | None,
+    explicit: tuple[str, ...] | None,
+    narrowed: gpu_archs.Selection,
+    notes: list[tuple[str, int | None]],
+) -> gpu_archs.Selection:
+    """The capabilities of a kernel section that ``--arch`` leaves nothing of (its ``cuda-capabilities`` are
+    all for other GPUs: a Blackwell-only section on a Hopper), when this CUDA version builds some of them.
+
+    ``--arch`` narrows a development build to the GPUs at hand; it cannot drop the section, because the binding
+    usually registers every section's ops unconditionally and the extension would not link or load without
+    them. So the section is compiled for its lowest capability alone (the fewest, and the cheapest to compile),
+    and ``notes`` gets the note saying so: the variant loads here, and that section's ops are not runnable on
+    this GPU. When this CUDA version builds none of them, the (empty) full selection is returned and the caller
+    reports E20.
+    """
+    full = gpu_archs.select_capabilities(kernel.cuda_capabilities, cuda)
+    if not full.archs:
+        return full
+    lowest = str(gpu_archs.parse_capability(full.archs[0]).base)
+    chosen = (
+        f"--arch native ({', '.join(native)})" if native is not None else f"--arch {','.join(explicit or ())}"
+    )
+    notes.append(
+        (
+            f"[kernel.{kernel.name}]: none of its capabilities ({', '.join(kernel.cuda_capabilities or full.archs)}) "
+            f"is among {chosen}: compiled for {lowest} only, its lowest, so the extension links and loads; its ops "
+            "do not run on the selected GPUs",
+            kernel.line,
+        )
+    )
+    return gpu_archs.Selection((lowest,), narrowed.dropped)
 
 
 def _arch_selection(native: tuple[str, ...] | None, explicit: tuple[str, ...] | None) -> str | None:
