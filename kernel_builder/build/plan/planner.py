@@ -208,7 +208,7 @@ def plan_build(
         )
         if isinstance(plan, str):  # its bounds exclude this interpreter's variant
             skipped.append((env_backend, plan))
-        else:
+        elif plan is not None:
             plans.append(plan)
     for noarch in noarch_plans(project, unique_id):
         if backend in (None, noarch.backend):
@@ -227,9 +227,10 @@ def _aot_plan(
     matrix: Matrix,
     diags: DiagnosticList,
     explicit_archs: tuple[str, ...] | None = None,
-) -> VariantPlan | str:
-    """The variant of ``interpreter`` for ``backend``, or why the project's bounds exclude it; ``native_targets``
-    (``--arch native``) or ``explicit_archs`` (``--arch 8.0,9.0a``) replace the default capability list."""
+) -> VariantPlan | str | None:
+    """The variant of ``interpreter`` for ``backend``, or why the project's bounds exclude it, or None when
+    ``diags`` holds the error that stops the build; ``native_targets`` (``--arch native``) or ``explicit_archs``
+    (``--arch 8.0,9.0a``) replace the default capability list."""
     config = project.config
     framework = config.framework
     assert isinstance(framework, Torch)
@@ -508,7 +509,7 @@ def plan_candidate(
         diags,
         explicit_archs,
     )
-    if diags.errors:
+    if diags.errors or plan is None:
         raise ConfigError(diags.sorted())
     if isinstance(plan, str) or plan.name != candidate_name:
         found = f"none ({plan})" if isinstance(plan, str) else plan.name
