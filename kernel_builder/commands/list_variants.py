@@ -54,10 +54,23 @@ def variants_table(candidates: Sequence[Candidate]) -> str:
     rows = [("variant", "required", "buildable here")]
     for c in candidates:
         rows.append(
-            (c.name, "required" if c.required else "optional", "yes" if c.buildable else f"no: {c.reason}")
+            (
+                c.name,
+                "required" if c.required else "optional",
+                _buildable(c) if c.buildable else f"no: {c.reason}",
+            )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     return "\n".join(f"{a.ljust(widths[0])}  {b.ljust(widths[1])}  {c}" for a, b, c in rows)
+
+
+def _buildable(candidate: Candidate) -> str:
+    """How a buildable candidate is built: ``yes``, or ``yes (cross: …)`` for another system's variant."""
+    if not candidate.cross:
+        return "yes"
+    from kernel_builder.build.plan.planner import host_system
+
+    return f"yes (cross: {candidate.system} from {host_system()}, docs/cross.md)"
 
 
 def variants_json(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
@@ -71,6 +84,7 @@ def variants_json(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
             "required": c.required,
             "buildable": c.buildable,
             "reason": c.reason,
+            "cross": c.cross,
         }
         for c in candidates
     ]
