@@ -589,7 +589,9 @@ class Builder:
                 check_abi()
 
         provenance = variant_provenance(self.project, self.options.provenance, sources)
+        torch = interpreter.torch_version if extension is not None and interpreter is not None else None
         assemble(
-            self.project, variant, unique_id, self.build_root, extension, provenance, checks, sources=sources
-        )
+            self.project, variant, unique_id, self.build_root, extension, provenance, checks, sources=sources,
+            torch=torch,
+        )  # fmt: skip
         return findings
