@@ -31,11 +31,16 @@ macro(kb_find_torch)
     # build of one Torch version: the headers and libtorch, libtorch_cpu and libc10, each linked as Torch's own
     # config links them (needed even where the extension names none of their symbols). The definitions of
     # torch_cpu come from the generated project (KB_TORCH_CPU_DEFINITIONS).
-    set(TORCH_INCLUDE_DIRS "${KB_TORCH_CPU_ROOT}/include" "${KB_TORCH_CPU_ROOT}/include/torch/csrc/api/include")
-    set(TORCH_LIBRARIES)
+    # An imported target, as Torch's own: its headers are system headers (-isystem) to the kernel's compiles.
+    add_library(kb_torch_cpu INTERFACE IMPORTED)
+    set_target_properties(kb_torch_cpu PROPERTIES INTERFACE_INCLUDE_DIRECTORIES
+      "${KB_TORCH_CPU_ROOT}/include;${KB_TORCH_CPU_ROOT}/include/torch/csrc/api/include")
     foreach(kb_lib IN ITEMS torch torch_cpu c10)
-      list(APPEND TORCH_LIBRARIES "-Wl,--no-as-needed,${KB_TORCH_CPU_ROOT}/lib/lib${kb_lib}.so" "-Wl,--as-needed")
+      set_property(TARGET kb_torch_cpu APPEND PROPERTY INTERFACE_LINK_LIBRARIES
+        "-Wl,--no-as-needed,${KB_TORCH_CPU_ROOT}/lib/lib${kb_lib}.so,--as-needed")
     endforeach()
+    set(TORCH_INCLUDE_DIRS)
+    set(TORCH_LIBRARIES kb_torch_cpu)
   else()
     find_package(Torch REQUIRED)
   endif()
