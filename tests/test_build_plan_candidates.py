@@ -25,8 +25,13 @@ from kernel_builder import cli
 from kernel_builder.build import builder as builder_module
 from kernel_builder.build.builder import Builder, BuildOptions, VariantResult, VariantStatus
 from kernel_builder.build.plan import selected as selected_plans
-from kernel_builder.build.plan.candidates import Candidate, Selection, all_candidates, select_candidates
-from kernel_builder.build.plan.candidates import CROSS_CUDA_REASON
+from kernel_builder.build.plan.candidates import (
+    CROSS_CUDA_REASON,
+    Candidate,
+    Selection,
+    all_candidates,
+    select_candidates,
+)
 from kernel_builder.commands._shared import build_table
 from kernel_builder.commands.list_variants import variants_table
 from kernel_builder.common.progress import PlainProgress, RichProgress, progress_display
