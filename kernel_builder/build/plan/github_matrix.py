@@ -31,7 +31,8 @@ def _toolkit(backend: str, version: tuple[int, ...] | None) -> tuple[str, str]:
 def github_matrix(project: KernelProject, path: str = ".", *, required_only: bool = False) -> dict[str, Any]:
     include = []
     for candidate in all_candidates(project):
-        if not candidate.buildable or (required_only and not candidate.required):
+        # Cross variants depend on this machine's cross compiler; the runners for them are another matter.
+        if not candidate.buildable or candidate.cross or (required_only and not candidate.required):
             continue
         version = candidate.entry.version if candidate.entry is not None else None
         cuda, toolkit = _toolkit(candidate.backend, version)
