@@ -14,7 +14,7 @@ CUDA_STAMP := $(CUDA_VENV)/.installed
 TEST_TORCH_CPU = $(shell $(PYTHON) tests/matrix_data.py cpu-test-pin)
 TEST_TORCH_CUDA = $(shell $(PYTHON) tests/matrix_data.py cuda-test-pin)
 
-.PHONY: demo test test-fast lint typecheck clean nix-tools redis-tools
+.PHONY: demo test test-fast lint typecheck clean nix-tools redis-tools cross-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,13 +53,26 @@ redis-tools:
 	    echo "note: redis-server not found and needs root and apt-get: the shared-cache tests will skip"; \
 	  fi; }
 
+# tests/test_build_cross.py cross-compiles for aarch64-linux and loads the result under emulation (docs/cross.md):
+# Debian's aarch64 cross compiler and qemu-user, and arm64 as a foreign architecture so that the emulated
+# Python's packages can be fetched (apt-get download); installed the same way, or those tests skip and say why.
+cross-tools:
+	@{ command -v aarch64-linux-gnu-g++ && command -v qemu-aarch64-static \
+	   && dpkg --print-foreign-architectures | grep -qx arm64; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    dpkg --add-architecture arm64 && apt-get update -qq \
+	    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++-aarch64-linux-gnu qemu-user-static; \
+	  else \
+	    echo "note: the aarch64 cross compiler and qemu-user-static need root and apt-get: the cross-build tests will skip"; \
+	  fi; }
+
 # The suite runs in TEST_WORKERS pytest-xdist workers (default: the cores, at most 4), each taking whole test
 # files (--dist loadfile), so a file's shared builds are made once, in one worker. Most of a test's time is one
 # process at a time (Python and Torch start-up, CMake configure, pip): two workers keep both cores of a CI
 # host busy. `make test TEST_WORKERS=0` runs it in one process (docs/performance.md has the timings).
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 
-test: $(STAMP) $(CUDA_STAMP) nix-tools redis-tools
+test: $(STAMP) $(CUDA_STAMP) nix-tools redis-tools cross-tools
 	KB_TEST_CUDA_PYTHON=$(CURDIR)/$(CUDA_VENV)/bin/python $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: $(STAMP)

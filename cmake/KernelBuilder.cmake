@@ -25,7 +25,25 @@ macro(kb_find_torch)
   else()
     find_package(Python REQUIRED COMPONENTS Interpreter Development.SABIModule)
   endif()
-  find_package(Torch REQUIRED)
+  if(DEFINED KB_TORCH_CPU_ROOT)
+    # A CPU variant from a Torch built for another backend (docs/cross.md): Torch's CMake config would look for
+    # that backend's toolkit and link its libraries. A CPU extension needs only the CPU parts, the same in every
+    # build of one Torch version: the headers and libtorch, libtorch_cpu and libc10, each linked as Torch's own
+    # config links them (needed even where the extension names none of their symbols). The definitions of
+    # torch_cpu come from the generated project (KB_TORCH_CPU_DEFINITIONS).
+    # An imported target, as Torch's own: its headers are system headers (-isystem) to the kernel's compiles.
+    add_library(kb_torch_cpu INTERFACE IMPORTED)
+    set_target_properties(kb_torch_cpu PROPERTIES INTERFACE_INCLUDE_DIRECTORIES
+      "${KB_TORCH_CPU_ROOT}/include;${KB_TORCH_CPU_ROOT}/include/torch/csrc/api/include")
+    foreach(kb_lib IN ITEMS torch torch_cpu c10)
+      set_property(TARGET kb_torch_cpu APPEND PROPERTY INTERFACE_LINK_LIBRARIES
+        "-Wl,--no-as-needed,${KB_TORCH_CPU_ROOT}/lib/lib${kb_lib}.so,--as-needed")
+    endforeach()
+    set(TORCH_INCLUDE_DIRS)
+    set(TORCH_LIBRARIES kb_torch_cpu)
+  else()
+    find_package(Torch REQUIRED)
+  endif()
   # Torch's config appends the nvcc flags it gives every extension to the global CUDA flags (extended lambdas,
   # relaxed constexpr, its diagnostic suppressions, ...) together with a -gencode list for TORCH_CUDA_ARCH_LIST.
   # Kernels rely on the former; the architectures come only from kernel-builder's selection.

@@ -25,8 +25,13 @@ from kernel_builder import cli
 from kernel_builder.build import builder as builder_module
 from kernel_builder.build.builder import Builder, BuildOptions, VariantResult, VariantStatus
 from kernel_builder.build.plan import selected as selected_plans
-from kernel_builder.build.plan.candidates import Candidate, Selection, all_candidates, select_candidates
-from kernel_builder.build.plan.planner import BUILDABLE_HOST
+from kernel_builder.build.plan.candidates import (
+    CROSS_CUDA_REASON,
+    Candidate,
+    Selection,
+    all_candidates,
+    select_candidates,
+)
 from kernel_builder.build.plan.runners import NO_RUNNER, RUNNERS
 from kernel_builder.commands._shared import build_table
 from kernel_builder.commands.list_variants import variants_table
@@ -62,12 +67,24 @@ TEST_MATRIX = {
 }  # fmt: skip
 
 
-def cannot_build_system(backend: str, system: str) -> str:
+#: Why an aarch64-linux cpu variant is not built here in these tests: they hide the cross compiler (``_host``).
+NO_CROSS_COMPILER = (
+    "cross-compiling for aarch64-linux needs the C++ cross compiler aarch64-linux-gnu-g++, which is not on PATH: "
+    "install it (Debian/Ubuntu: apt-get install g++-aarch64-linux-gnu) or set KERNEL_BUILDER_CROSS_CXX"
+)
+
+
+def cannot_build_system(backend: str, system: str, host: str = "x86_64-linux") -> str:
     if system.endswith("-darwin"):  # no host of this tool builds macOS variants: the runner table says why
         return f"variant for {system}: {NO_RUNNER['darwin']}"
+    if (
+        host == "x86_64-linux" and system == "aarch64-linux"
+    ):  # cross: cpu needs the compiler, cuda is not done
+        return NO_CROSS_COMPILER if backend == "cpu" else CROSS_CUDA_REASON
     return (
-        f"variant for {system} cannot be built on this host (x86_64-linux): this kernel-builder compiles "
-        f"{backend} variants for x86_64-linux on x86_64-linux only (no cross-compilation)"
+        f"variant for {system} cannot be built on this host ({host}): this kernel-builder compiles {backend} "
+        "variants on x86_64-linux and aarch64-linux for the same system, and cpu variants for aarch64-linux on "
+        "x86_64-linux (cross)"
     )
 
 
@@ -75,14 +92,16 @@ def cannot_build_backend(backend: str) -> str:
     """The docs/build-toml.md message, word for word."""
     return (
         f"backend '{backend}' cannot be built on this host (x86_64-linux): this kernel-builder compiles cpu and cuda "
-        f"variants on x86_64-linux only. The [kernel.*] sections for {backend} were validated but not built."
+        f"variants on x86_64-linux and aarch64-linux only. The [kernel.*] sections for {backend} were validated but not built."
     )
 
 
 @pytest.fixture(autouse=True)
 def _host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """An x86_64 Linux host; the working directory is ``tmp_path``."""
+    """An x86_64 Linux host without the aarch64 cross compiler (test_build_plan_hosts.py has one); the working
+    directory is ``tmp_path``."""
     fake_host(monkeypatch)
+    monkeypatch.setenv("KERNEL_BUILDER_CROSS_CXX", "no-such-cross-compiler")
     monkeypatch.chdir(tmp_path)
 
 
@@ -172,7 +191,7 @@ def test_relu_candidates_are_every_applicable_entry() -> None:
     for candidate in candidates:
         assert candidate.entry is not None
         assert candidate.required is candidate.entry.required
-        if candidate.system == BUILDABLE_HOST:
+        if candidate.system == "x86_64-linux":
             assert candidate.buildable, candidate
         else:
             assert candidate.reason == cannot_build_system(candidate.backend, str(candidate.system))
@@ -221,13 +240,13 @@ def test_list_variants_json_of_relu(capsys: pytest.CaptureFixture[str]) -> None:
     assert err == ""
     listed = json.loads(out)
     candidates = all_candidates(load(RELU))
-    keys = ["variant", "backend", "system", "required", "buildable", "reason"]
+    keys = ["variant", "backend", "system", "required", "buildable", "reason", "cross"]
     assert all(list(item) == keys for item in listed)
     assert [tuple(item.values()) for item in listed] == [
-        (c.name, c.backend, c.system, c.required, c.buildable, c.reason) for c in candidates
+        (c.name, c.backend, c.system, c.required, c.buildable, c.reason, c.cross) for c in candidates
     ]
     assert {"variant": CPU_213, "backend": "cpu", "system": "x86_64-linux", "required": True, "buildable": True,
-            "reason": None} in listed  # fmt: skip
+            "reason": None, "cross": False} in listed  # fmt: skip
 
 
 def test_list_variants_json_of_a_noarch_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -394,10 +413,7 @@ def test_other_hosts_build_no_aot_candidate(tmp_path: Path, monkeypatch: pytest.
     candidates = all_candidates(load(Path("kernel")))
     assert candidates and not any(c.buildable for c in candidates)
     linux = by_name(candidates)[CPU_213]
-    assert linux.reason == (
-        "variant for x86_64-linux cannot be built on this host (aarch64-darwin): this kernel-builder compiles cpu "
-        "variants for x86_64-linux on x86_64-linux only (no cross-compilation)"
-    )
+    assert linux.reason == cannot_build_system("cpu", "x86_64-linux", host="aarch64-darwin")
 
 
 # --- selection with the test matrix (case 26) ----------------------------------------------------------

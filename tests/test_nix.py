@@ -9,6 +9,7 @@ is missing; every evaluation uses the ``dummy://`` store, so no Nix daemon or st
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import re
@@ -512,6 +513,7 @@ def test_template_variant_derivation_builds_offline_and_its_check_passes(tmp_pat
     assert data["provenance"] == {
         "kernel-builder": {"version": __version__},
         "kernel": {"commit": REV, "dirty": False},
+        "torch": {"version": importlib.metadata.version("torch")},  # the build interpreter's: the tests' own
     }
     assert str(data["id"]).startswith("_my_kernel_cpu_")
     assert not (cache / "envs").exists(), "--offline created a build environment"

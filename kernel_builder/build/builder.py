@@ -31,7 +31,7 @@ from kernel_builder.build.generate.registration import write_kernel_tree_copy
 from kernel_builder.build.options import BuildOptions
 from kernel_builder.build.package import assemble, lint_op_namespaces, sync_card, variant_provenance
 from kernel_builder.build.plan.candidates import Candidate, select_candidates, with_availability
-from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, plan_build
+from kernel_builder.build.plan.planner import BuildPlan, VariantPlan, host_system, plan_build
 from kernel_builder.build.plan.scan import SourceScan, scan_sources
 from kernel_builder.build.record import Record, variant_inputs
 from kernel_builder.common import processes
@@ -433,7 +433,7 @@ class Builder:
             return self._dist
 
     def _import_worker(self, interpreter: BuildInterpreter) -> ImportCheckWorker | None:
-        if not self.options.import_check:
+        if not self.options.import_check or interpreter.target is not None:
             return None
         from kernel_builder.build.check.import_check import ImportCheckWorker
 
@@ -488,6 +488,7 @@ class Builder:
             ninja_build.configure(
                 project_dir, cmake_build, build_type=self.options.build_type, cuda=cuda,
                 verbose=self.options.verbose, launcher=cache.launcher(self.root) if cache else (),
+                target=interpreter.target,
             )  # fmt: skip
             ninja_build.link_compile_commands(self.root, cmake_build, staged)
             self.progress.stage(variant.name, "compiling")
@@ -592,7 +593,13 @@ class Builder:
             findings.extend(self._check_abi(variant, extension))
 
         import_check = None
-        if self.options.import_check and interpreter is not None:
+        if self.options.import_check and interpreter is not None and interpreter.target is not None:
+            self.warn(
+                f"{variant.name}: import check skipped: the variant is for {interpreter.target}, whose Python and "
+                f"Torch do not run on this host ({host_system()}); check-abi ran "
+                "(docs/cross.md says how to load it under emulation)"
+            )
+        elif self.options.import_check and interpreter is not None:
             from kernel_builder.build.check.import_check import import_checker
 
             import_check = import_checker(
@@ -607,7 +614,9 @@ class Builder:
                 check_abi()
 
         provenance = variant_provenance(self.project, self.options.provenance, sources)
+        torch = interpreter.torch_version if extension is not None and interpreter is not None else None
         assemble(
-            self.project, variant, unique_id, self.build_root, extension, provenance, checks, sources=sources
-        )
+            self.project, variant, unique_id, self.build_root, extension, provenance, checks, sources=sources,
+            torch=torch,
+        )  # fmt: skip
         return findings

@@ -87,10 +87,15 @@ def git_provenance(project: KernelProject, inputs: list[str]) -> ProvenanceEntry
 
 
 def variant_metadata(
-    project: KernelProject, plan: VariantPlan, digest: dict[str, str], kernel: ProvenanceEntry | None
+    project: KernelProject,
+    plan: VariantPlan,
+    digest: dict[str, str],
+    kernel: ProvenanceEntry | None,
+    torch: str | None = None,
 ) -> Metadata:
     """The ``metadata.json`` record of one variant (docs/layout.md): ``digest`` is the files' sha256 digest
-    (:func:`~kernel_builder.formats.metadata.digest_files`), ``kernel`` the sources' provenance, if known."""
+    (:func:`~kernel_builder.formats.metadata.digest_files`), ``kernel`` the sources' provenance, if known;
+    ``torch`` the version of the Torch a compiled variant was built against (``2.13.0+cu130``: its build too)."""
     from kernel_builder.formats.metadata import (
         Digest,
         Metadata,
@@ -114,7 +119,11 @@ def variant_metadata(
         backend_archs=tuple(plan.archs) if has_archs else None,
         arch_selection=plan.arch_selection or None,
         digest=Digest("sha256", digest),
-        provenance=Provenance(kernel=kernel, kernel_builder=ProvenanceEntry(version=__version__)),
+        provenance=Provenance(
+            kernel=kernel,
+            kernel_builder=ProvenanceEntry(version=__version__),
+            torch=ProvenanceEntry(version=torch) if torch is not None else None,
+        ),
         kernels_minver=required_kernels_version(general.kernel_depends_for(plan.backend)),
     )
 
@@ -181,6 +190,7 @@ def assemble(
     import_check: Callable[[Path], None] | None,
     *,
     sources: SourceScan,
+    torch: str | None = None,
 ) -> Path:
     """Write ``build_root/<variant>/`` atomically and return it: the shipped files of ``sources`` (the plan's
     scan, whose lint :func:`lint_op_namespaces` the caller ran), the ``_ops.py``, the extension, ``metadata.json``.
@@ -196,7 +206,7 @@ def assemble(
         raise _write_error(exc, final) from None
     try:
         try:
-            _fill(project, plan, unique_id, sources, tmp, extension, provenance)
+            _fill(project, plan, unique_id, sources, tmp, extension, provenance, torch)
         except OSError as exc:
             raise _write_error(exc, final) from None
         if import_check is not None:
@@ -228,6 +238,7 @@ def _fill(
     tmp: Path,
     extension: Path | None,
     provenance: ProvenanceEntry | None,
+    torch: str | None = None,
 ) -> None:
     for rel in sources.shipped:  # the bytes the unique id hashed, not the files as they are now
         target = tmp / rel
@@ -240,7 +251,7 @@ def _fill(
         os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
     from kernel_builder.formats.metadata import digest_files
 
-    metadata = variant_metadata(project, plan, digest_files(tmp), provenance)
+    metadata = variant_metadata(project, plan, digest_files(tmp), provenance, torch)
     (tmp / "metadata.json").write_text(metadata.to_json(), encoding="utf-8")
     os.chmod(tmp, 0o755)
 

@@ -54,13 +54,14 @@ def variant_inputs(
         "options": {k: v for k, v in options.items() if k not in NOT_INPUTS},
     }
     if variant.aot and interpreter is not None:
-        tools = [toolchain.cmake(), toolchain.ninja(), toolchain.host_compiler()]
+        compiler = toolchain.compiler_for(interpreter.target)
+        tools = [toolchain.cmake(), toolchain.ninja(), compiler]
         inputs["interpreter"] = interpreter.fingerprint()
         inputs["toolchain"] = toolchain.fingerprint(*tools)
         if sys.platform == "linux":
             from kernel_builder.build.generate.manylinux import compat_fingerprint
 
-            inputs["manylinux"] = compat_fingerprint(toolchain.host_compiler().path)
+            inputs["manylinux"] = compat_fingerprint(compiler.path)
         if backends.get(variant.backend).needs_nvcc:
             inputs["nvcc"] = toolchain.fingerprint(toolchain.toolkit_for(interpreter))
     return inputs

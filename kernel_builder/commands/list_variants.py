@@ -79,7 +79,11 @@ def variants_table(candidates: Sequence[Candidate], *, width: int | None = None)
     rows = [("variant", "required", "buildable here")]
     for c in candidates:
         rows.append(
-            (c.name, "required" if c.required else "optional", "yes" if c.buildable else f"no: {c.reason}")
+            (
+                c.name,
+                "required" if c.required else "optional",
+                _buildable(c) if c.buildable else f"no: {c.reason}",
+            )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(2)]
     indent = widths[0] + widths[1] + 4
@@ -95,6 +99,15 @@ def variants_table(candidates: Sequence[Candidate], *, width: int | None = None)
     return "\n".join(lines)
 
 
+def _buildable(candidate: Candidate) -> str:
+    """How a buildable candidate is built: ``yes``, or ``yes (cross: …)`` for another system's variant."""
+    if not candidate.cross:
+        return "yes"
+    from kernel_builder.build.plan.planner import host_system
+
+    return f"yes (cross: {candidate.system} from {host_system()}, docs/cross.md)"
+
+
 def variants_json(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
     """``list-variants --json``: the table's facts, one object per candidate; ``system`` is null for noarch
     variants and ``reason`` null for buildable ones. The Nix lib's tests compare their names with these."""
@@ -106,6 +119,7 @@ def variants_json(candidates: Sequence[Candidate]) -> list[dict[str, Any]]:
             "required": c.required,
             "buildable": c.buildable,
             "reason": c.reason,
+            "cross": c.cross,
         }
         for c in candidates
     ]

@@ -95,10 +95,13 @@ class Provenance:
 
     kernel: ProvenanceEntry | None = None
     kernel_builder: ProvenanceEntry | None = None
+    #: The Torch a compiled variant was built against: its ``version`` names the build (``2.13.0+cu130``), which
+    #: for a CPU variant may be another backend's (docs/cross.md).
+    torch: ProvenanceEntry | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object: ``kernel-builder`` first, then ``kernel``, each only when known."""
-        parts = {"kernel-builder": self.kernel_builder, "kernel": self.kernel}
+        """The JSON object: ``kernel-builder`` first, then ``kernel``, then ``torch``, each only when known."""
+        parts = {"kernel-builder": self.kernel_builder, "kernel": self.kernel, "torch": self.torch}
         return {key: entry.to_dict() for key, entry in parts.items() if entry is not None}
 
     @property
@@ -312,11 +315,13 @@ def _parse_provenance(fields: _Fields) -> Provenance | None:
         return None
     kernel = table.table("kernel")
     builder = table.table("kernel-builder")
+    torch = table.table("torch")
     if kernel is None and builder is None and any(key in table.data for key in ("commit", "sha", "dirty")):
         return Provenance(kernel=_parse_provenance_entry(table))
     return Provenance(
         kernel=None if kernel is None else _parse_provenance_entry(kernel),
         kernel_builder=None if builder is None else _parse_provenance_entry(builder),
+        torch=None if torch is None else _parse_provenance_entry(torch),
     )
 
 

@@ -50,7 +50,9 @@ _MANGLED_SCOPE = re.compile(r"^_Z(?:T[VISTH]|GV|TW)?N?[rVKRO]*(\d+)")
 TORCH_CXX_NAMESPACES = frozenset({"at", "c10", "torch", "caffe2"})
 _ELF_MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64"}
 
-KINDS = ("unreadable", "symbol-version", "python-abi", "torch-abi", "needed", "runpath", "static-libstdc++")
+KINDS = (
+    "unreadable", "machine", "symbol-version", "python-abi", "torch-abi", "needed", "runpath", "static-libstdc++"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -172,13 +174,18 @@ def torch_cxx_namespace(symbol: str) -> str | None:
     return name if name in TORCH_CXX_NAMESPACES else None
 
 
-def check_library(path: Path, *, stable_abi: bool = False) -> list[Violation]:
-    """Every violation of ``path``; ``stable_abi`` adds the stable-ABI rule (only Torch's C shim)."""
+def check_library(path: Path, *, stable_abi: bool = False, cpu: str | None = None) -> list[Violation]:
+    """Every violation of ``path``; ``stable_abi`` adds the stable-ABI rule (only Torch's C shim); ``cpu``, the
+    CPU of the variant's name, which the ELF's machine must be (an x86_64 file in an aarch64 variant, say)."""
     try:
         facts = read_elf(path)
     except UnreadableElf as error:
         return [Violation("unreadable", path, f"not a readable ELF shared object: {error}")]
     violations: list[Violation] = []
+    if cpu is not None and facts.machine != cpu:
+        violations.append(
+            Violation("machine", path, f"the ELF file is for {facts.machine}, the variant for {cpu}")
+        )
     policy = manylinux_policy(facts.machine)
     if policy is None:
         violations.append(
@@ -253,7 +260,7 @@ def check_extension(
     variant: str, extension: Path, *, stable_abi: bool, werror: bool, warn: Callable[[str], None]
 ) -> list[Violation]:
     """Check a freshly built ``extension``, :func:`judge` the findings and return them (for the build record)."""
-    violations = check_library(extension, stable_abi=stable_abi)
+    violations = check_library(extension, stable_abi=stable_abi, cpu=variant_cpu(variant))
     judge(variant, violations, werror=werror, warn=warn)
     return violations
 
@@ -306,16 +313,27 @@ def is_stable_abi_variant(name: str) -> bool:
         return False
 
 
+def variant_cpu(name: str) -> str | None:
+    """The CPU a variant's name says its extensions are for (``aarch64``), or None (noarch, an unknown name)."""
+    from kernel_builder.formats.variants import parse_variant
+
+    try:
+        return parse_variant(name).cpu
+    except ValueError:
+        return None
+
+
 def check_directories(variants: Iterable[Path]) -> AbiReport:
     """Check every ``.so`` of the given variant directories."""
     libraries: list[Path] = []
     violations: list[Violation] = []
     for variant in variants:
         stable = is_stable_abi_variant(variant.name)
+        cpu = variant_cpu(variant.name)
         for library in sorted(variant.rglob("*.so")):
             if library.is_file():
                 libraries.append(library)
-                violations += check_library(library, stable_abi=stable)
+                violations += check_library(library, stable_abi=stable, cpu=cpu)
     return AbiReport(libraries, violations)
 
 

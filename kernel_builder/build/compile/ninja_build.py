@@ -36,12 +36,15 @@ def configure(
     cuda: bool,
     verbose: bool,
     launcher: Sequence[str] = (),
+    target: str | None = None,
 ) -> None:
-    """``launcher``: a compiler cache's command (``compiler_cache``), put before every compiler call."""
+    """``launcher``: a compiler cache's command (``compiler_cache``), put before every compiler call;
+    ``target``: the ``<cpu>-<os>`` of a cross build (CMake is told the target system, and the cross compiler
+    compiles)."""
     build_dir.mkdir(parents=True, exist_ok=True)
     from kernel_builder.build.compile import configure_cache  # a real build's only
 
-    cxx = toolchain.host_compiler().path
+    cxx = toolchain.compiler_for(target).path
     argv: list[str | os.PathLike[str]] = [
         toolchain.cmake().path,
         "-G", "Ninja",
@@ -53,6 +56,9 @@ def configure(
         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
         f"-DCMAKE_INSTALL_PREFIX={build_dir.parent / 'stage'}",
     ]  # fmt: skip
+    if target is not None:
+        cpu, _, os_name = target.partition("-")
+        argv += [f"-DCMAKE_SYSTEM_NAME={os_name.capitalize()}", f"-DCMAKE_SYSTEM_PROCESSOR={cpu}"]
     # One host compiler for everything: CMake's CUDA detection also reads CUDAHOSTCXX from the environment,
     # and a different compiler there brings its own (possibly static-only) libstdc++ into the link line.
     env = {"CXX": str(cxx)}

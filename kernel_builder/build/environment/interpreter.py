@@ -71,13 +71,43 @@ class BuildInterpreter:
     python_version: tuple[int, int]
     python_include: Path
     purelib: Path
+    #: The ``<cpu>-<os>`` this interpreter's Torch is for when it is not this host's: a target environment's
+    #: unpacked Torch (:mod:`.target_env`), read but never imported here. ``None``: this host's own.
+    target: str | None = None
+    #: Builds CPU variants only, from a Torch built for another backend (its CPU parts are those of every
+    #: build of its version: docs/cross.md).
+    cpu_view: bool = False
+
+    @property
+    def torch_build(self) -> str:
+        """The Torch build this interpreter has: ``cpu``, ``cu130``, ``rocm71``... (the variant's compute name)."""
+        fake = types.SimpleNamespace(
+            version=types.SimpleNamespace(cuda=self.cuda, hip=self.hip, xpu=self.xpu)
+        )
+        backend, version = detect_backend(fake)
+        return (
+            backend
+            if version is None
+            else f"{'cu' if backend == 'cuda' else backend}{version[0]}{version[1]}"
+        )
+
+    @property
+    def system(self) -> str:
+        """The ``<cpu>-<os>`` the variants built with this Torch run on."""
+        if self.target is not None:
+            return self.target
+        cpu, os_name = host_cpu_os()
+        return f"{cpu}-{os_name}"
 
     @property
     def torch_major_minor(self) -> tuple[int, int]:
         return to_major_minor(self.torch_version.split("+")[0])
 
     def backend(self) -> tuple[str, tuple[int, int] | None]:
-        """The compute backend of this Torch, through the one shared detection function."""
+        """The compute backend of this Torch, through the one shared detection function (``cpu`` for a
+        :attr:`cpu_view`)."""
+        if self.cpu_view:
+            return "cpu", None
         fake = types.SimpleNamespace(
             version=types.SimpleNamespace(cuda=self.cuda, hip=self.hip, xpu=self.xpu)
         )
@@ -85,7 +115,7 @@ class BuildInterpreter:
 
     def variant(self, stable_abi: tuple[int, int] | None = None) -> Variant:
         backend, version = self.backend()
-        cpu, os_name = host_cpu_os()
+        cpu, _, os_name = self.system.partition("-")
         env = Environment(
             cpu=cpu,
             os=os_name,
@@ -100,10 +130,11 @@ class BuildInterpreter:
     def fingerprint(self) -> str:
         """Changes when the interpreter or its Torch changes (for the up-to-date check)."""
         version_py = (self.torch_dir / "version.py").read_bytes()
-        return hashlib.sha256(str(self.python).encode() + b"\0" + version_py).hexdigest()[:16]
+        where = str(self.python) if self.target is None else f"{self.torch_dir}\0{self.target}"
+        return hashlib.sha256(where.encode() + b"\0" + version_py).hexdigest()[:16]
 
 
-def _read_version_py(torch_dir: Path) -> dict[str, str | None]:
+def read_version_py(torch_dir: Path) -> dict[str, str | None]:
     values: dict[str, str | None] = {}
     for line in (torch_dir / "version.py").read_text(encoding="utf-8").splitlines():
         for key in ("__version__", "cuda", "hip", "xpu"):
@@ -123,7 +154,7 @@ def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterprete
     key = [str(exe), os.getcwd(), *(os.environ.get(name) for name in _SEARCH_ENV)]
     data = remembered("interpreter", key, lambda: _probe(exe))
     torch_dir = Path(data["torch_dir"])
-    values = _read_version_py(torch_dir)
+    values = read_version_py(torch_dir)
     return BuildInterpreter(
         python=exe,
         torch_dir=torch_dir,
@@ -170,7 +201,10 @@ class TorchDetails:
 
 def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
     """Imports Torch in the build interpreter (the Torch check before configuring), once per environment: the
-    answer is kept under the cache directory, keyed by the interpreter and its Torch's files."""
+    answer is kept under the cache directory, keyed by the interpreter and its Torch's files. A target
+    environment's Torch (another system's) is never imported: its files answer (:mod:`.target_env`)."""
+    if interpreter.target is not None:
+        return details_from_files(interpreter.torch_dir)
     cache = _details_cache(interpreter)
     try:
         data = json.loads(cache.read_text(encoding="utf-8"))
@@ -196,6 +230,49 @@ def torch_details(interpreter: BuildInterpreter) -> TorchDetails:
     except OSError:
         pass  # a read-only cache only costs the next build this import again
     return details
+
+
+def details_from_files(torch_dir: Path) -> TorchDetails:
+    """What :func:`torch_details` learns by importing Torch, read from its files instead: for a Torch of another
+    system, which this host cannot import. The version from ``version.py``; the C++11 ABI from libc10's
+    dynamic symbols (``std::__cxx11`` names appear only in a C++11-ABI build); nvcc's flags from the
+    ``COMMON_NVCC_FLAGS`` list of ``torch/utils/cpp_extension.py``."""
+    import ast
+
+    values = read_version_py(torch_dir)
+    flags: list[str] = []
+    try:
+        tree = ast.parse((torch_dir / "utils" / "cpp_extension.py").read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        tree = None
+    for node in tree.body if tree is not None else []:
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "COMMON_NVCC_FLAGS" for t in node.targets
+        ):
+            try:
+                flags = [str(f) for f in ast.literal_eval(node.value)]
+            except ValueError:
+                flags = []
+    return TorchDetails(
+        cmake_prefix_path=str(torch_dir / "share" / "cmake"),
+        cxx11_abi=_uses_cxx11_abi(torch_dir / "lib" / "libc10.so"),
+        nvcc_flags=tuple(flags),
+        version=values.get("__version__") or "0.0",
+    )
+
+
+def _uses_cxx11_abi(library: Path) -> bool:
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    try:
+        with library.open("rb") as f:
+            section = ELFFile(f).get_section_by_name(".dynsym")
+            if not isinstance(section, SymbolTableSection):
+                return False
+            return any("__cxx11" in symbol.name for symbol in section.iter_symbols())
+    except Exception as error:  # noqa: BLE001 — pyelftools raises many types on damaged input
+        raise BuildError(f"cannot read {library}: {error}") from None
 
 
 def _details_cache(interpreter: BuildInterpreter) -> Path:

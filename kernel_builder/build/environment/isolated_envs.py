@@ -76,7 +76,7 @@ def env_ready(spec: EnvSpec) -> bool:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     """Serialises creation of one environment between parallel builds and processes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as lock:
@@ -103,7 +103,7 @@ def ensure_env(
     much of it has arrived); without it, ``log`` does."""
     toolkit = toolkit_requirements(cuda_toolkit) if cuda_toolkit is not None else []
     env = env_dir(spec)
-    with _locked(env.parent / f".{spec.key}.lock"):
+    with locked(env.parent / f".{spec.key}.lock"):
         marker = env / MARKER
         if marker.is_file() and not refresh and python_of(env).exists():
             recorded = json.loads(marker.read_text()).get("toolkit", [])

@@ -168,12 +168,21 @@ def torch_listings(index_urls: tuple[str, ...] = ()) -> list[Listing]:
 
 
 @functools.cache
-def resolve_torch(pin: str, compute: str, index_url: str | None) -> TorchWheel:
+def resolve_torch(pin: str, compute: str, index_url: str | None, system: str | None = None) -> TorchWheel:
     """The torch wheel of flavour ``compute`` that pip installs here for ``torch==pin``; :class:`Unavailable`
-    (naming the package and the indexes tried) when there is none."""
+    (naming the package and the indexes tried) when there is none. ``system``: for that ``<cpu>-<os>``
+    instead of this interpreter (a cross build's target environment, with this Python version).
+
+    A CPU variant needs only Torch's CPU parts, the same in every build of one version (docs/cross.md): when
+    no CPU build of the pin can be had, the build pip would install otherwise serves (``flavour`` says which)."""
     try:
-        return _resolve_from_listings(pin, compute, index_url)
+        return _resolve_from_listings(pin, compute, index_url, system)
     except ListingUnsupported:
+        if system is not None:
+            raise Unavailable(
+                f"torch {pin} for {system}: the configured indexes cannot be read without pip, which cannot "
+                "answer for another system"
+            ) from None
         return _resolve_with_pip(pin, compute, index_url)
 
 
@@ -191,20 +200,27 @@ def _unavailable(
     return Unavailable(message)
 
 
-def _resolve_from_listings(pin: str, compute: str, index_url: str | None) -> TorchWheel:
+def _resolve_from_listings(
+    pin: str, compute: str, index_url: str | None, system: str | None = None
+) -> TorchWheel:
     """pip's choice for ``torch==pin`` read off the sources' listings: newest matching version first (a
     local version such as ``2.13.0+cpu`` sorts above ``2.13.0``), the best-tagged file of each."""
     sources = wheel_index.pip_sources()
     listings = torch_listings((index_url,) if index_url else ())
     allowed = SpecifierSet(f"=={pin}") & wheel_index.constraint("torch", sources)
     found: list[str] = []
-    for wheel in wheel_index.installable("torch", allowed, listings):
+    other: TorchWheel | None = None  # the first build of another flavour: what a CPU variant falls back to
+    tags = wheel_index.target_tags(system) if system is not None else None
+    for wheel in wheel_index.installable("torch", allowed, listings, tags=tags):
         version = str(wheel.version)
         requires = [] if "+" in version else wheel_index.requires_dist(wheel, sources.cert)
         flavour = wheel_flavour(version, requires)
         if flavour == compute:
             return TorchWheel(wheel.url, version, flavour, wheel.url)
+        other = other or TorchWheel(wheel.url, version, flavour, wheel.url)
         found.append(f"{version} ({flavour} build)")
+    if compute == "cpu" and other is not None:
+        return other
     own = wheel_index.listing(index_url.rstrip("/"), "torch", cert=sources.cert) if index_url else None
     error = _nothing_found(f"torch=={pin}", listings)
     raise _unavailable(pin, compute, index_url, found, error, own.problem if own is not None else None)
@@ -239,6 +255,8 @@ def _resolve_with_pip(pin: str, compute: str, index_url: str | None) -> TorchWhe
         if flavour == compute:
             return TorchWheel(url or f"torch=={version}", version, flavour, url)
         found.append(f"{version} ({flavour} build)")
+        if compute == "cpu" and "+" not in version:  # a CPU variant is built from any build of the pin
+            return TorchWheel(url or f"torch=={version}", version, flavour, url)
         if "+" not in version:
             break  # an untagged wheel cannot be excluded without excluding every build of the pin
         excluded.append(version)

@@ -179,9 +179,25 @@ def host_compiler() -> Tool:
     return Tool(Path(found), str(version))
 
 
-def compiler_accepts(flag: str) -> bool:
-    """Whether the host compiler accepts ``flag`` (e.g. ``-fno-gnu-unique``, GCC only)."""
-    return _accepts(str(host_compiler().path), flag)
+def compiler_for(target: str | None = None) -> Tool:
+    """The C++ compiler of a build for ``target`` (``<cpu>-<os>``): this host's (:func:`host_compiler`) when
+    ``None``, else the cross compiler for that system (``target_env.cross_compiler``)."""
+    if target is None:
+        return host_compiler()
+    from kernel_builder.build.environment.target_env import cross_compiler, cross_compiler_problem
+
+    found = cross_compiler(target)
+    if found is None:
+        raise BuildError(cross_compiler_problem(target) or f"no C++ cross compiler for {target}")
+    version = remembered(
+        "host-compiler", [str(found)], lambda: (_first_line([str(found), "--version"]), [found])
+    )
+    return Tool(found, str(version))
+
+
+def compiler_accepts(flag: str, target: str | None = None) -> bool:
+    """Whether the build's compiler (for ``target``) accepts ``flag`` (e.g. ``-fno-gnu-unique``, GCC only)."""
+    return _accepts(str(compiler_for(target).path), flag)
 
 
 @functools.cache

@@ -340,11 +340,32 @@ def _tag_priority() -> dict[Tag, int]:
     return {tag: rank for rank, tag in enumerate(sys_tags())}
 
 
-def installable(project: str, specifier: SpecifierSet, found: list[Listing]) -> list[WheelFile]:
+#: The manylinux tags of each Linux CPU a target environment is made for, best first: manylinux_2_28 (the
+#: policy every variant targets) down to manylinux2014 (glibc 2.17), then the bare platform.
+_MANYLINUX_GLIBC = [(2, minor) for minor in range(28, 16, -1)]
+
+
+def target_tags(system: str) -> dict[Tag, int]:
+    """The wheel tags pip accepts for ``system`` (``aarch64-linux``) with this Python version, best first: what
+    ``pip download --platform manylinux_2_28_<cpu> --python-version X.Y`` accepts."""
+    from packaging.tags import compatible_tags, cpython_tags
+
+    cpu = system.split("-")[0]
+    platforms = [f"manylinux_{major}_{minor}_{cpu}" for major, minor in _MANYLINUX_GLIBC]
+    platforms += [f"manylinux2014_{cpu}", f"linux_{cpu}"]
+    version = sys.version_info[:2]
+    tags = [*cpython_tags(version, platforms=platforms), *compatible_tags(version, platforms=platforms)]
+    return {tag: rank for rank, tag in enumerate(dict.fromkeys(tags))}
+
+
+def installable(
+    project: str, specifier: SpecifierSet, found: list[Listing], *, tags: dict[Tag, int] | None = None
+) -> list[WheelFile]:
     """The wheels of ``project`` in ``found`` that pip would consider for ``project<specifier>`` here: the
-    version allowed (pre-releases too, as for an exact pin), a tag of this interpreter, ``Requires-Python``
-    met; one per version — the best-tagged, not yanked where another is not — newest version first."""
-    priority = _tag_priority()
+    version allowed (pre-releases too, as for an exact pin), a tag of this interpreter (or of ``tags``, another
+    system's: :func:`target_tags`), ``Requires-Python`` met; one per version — the best-tagged, not yanked where
+    another is not — newest version first."""
+    priority = tags if tags is not None else _tag_priority()
     python = ".".join(str(part) for part in sys.version_info[:3])
     name = canonicalize_name(project)
     best: dict[Version, tuple[tuple[bool, int], WheelFile]] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -119,6 +120,20 @@ def _args(keyword: str, values: Iterable[str | os.PathLike[str]]) -> str:
     if not values:
         return ""
     return f"\n  {keyword} " + " ".join(cmake_quote(genex_literal(v)) for v in values)
+
+
+def torch_cpu_definitions(torch_dir: Path) -> list[str]:
+    """The compile definitions Torch's CMake config gives every user of ``torch_cpu`` (``USE_DISTRIBUTED``, ...),
+    read from its exported targets: a :attr:`~BuildInterpreter.cpu_view` project does not run that config."""
+    targets = torch_dir / "share" / "cmake" / "Caffe2" / "Caffe2Targets.cmake"
+    try:
+        text = targets.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BuildError(f"cannot read Torch's CMake targets {targets}: {error.strerror}") from None
+    match = re.search(
+        r"set_target_properties\(torch_cpu PROPERTIES[^)]*?INTERFACE_COMPILE_DEFINITIONS \"([^\"]*)\"", text
+    )
+    return [d for d in match[1].split(";") if d] if match else []
 
 
 def torch_cuda_flags(details: TorchDetails) -> list[str]:
@@ -324,6 +339,8 @@ def _cmakelists(
     if spec.cmake_define is None:
         raise BuildError(f"backend {plan.backend} has no CMake build in this kernel-builder")
     definitions = [spec.cmake_define, "Py_LIMITED_API=0x03090000"]
+    if interpreter.cpu_view:
+        definitions[1:1] = torch_cpu_definitions(interpreter.torch_dir)
     if use.defined is None:
         definitions.insert(0, namespace)
     if spec.use_define is not None:
@@ -393,6 +410,8 @@ def _cmakelists(
         ]
     if options.python_include is not None:
         lines.append(f"set(KB_PYTHON_INCLUDE_DIR {cmake_quote(options.python_include)})")
+    if interpreter.cpu_view:
+        lines.append(f"set(KB_TORCH_CPU_ROOT {cmake_quote(interpreter.torch_dir)})")
     lines += [
         'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")',
         "kb_find_torch()",

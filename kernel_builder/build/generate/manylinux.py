@@ -35,7 +35,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import platform
 import re
 import subprocess
 from collections import defaultdict
@@ -193,6 +192,28 @@ def _print_file_name(compiler: str, name: str) -> str:
 
 
 @functools.cache
+def target_machine(compiler: str) -> str:
+    """The CPU ``compiler`` emits code for, as variant names spell it (``x86_64``, ``aarch64``): the manylinux
+    policy is that CPU's, which for a cross compiler is not this host's. From ``-dumpmachine``
+    (``aarch64-linux-gnu``), kept per environment until the compiler changes."""
+    from kernel_builder.build.environment.env_facts import remembered
+    from kernel_builder.formats.runtime import host_cpu_os, normalize_cpu
+
+    def ask() -> tuple[str, list[str]]:
+        try:
+            result = subprocess.run([compiler, "-dumpmachine"], capture_output=True, text=True, check=False)
+            triple = result.stdout.strip() if result.returncode == 0 else ""
+        except OSError:
+            triple = ""
+        try:
+            return normalize_cpu(triple.split("-")[0]), [compiler]
+        except ValueError:
+            return host_cpu_os()[0], [compiler]
+
+    return str(remembered("compiler-machine", [compiler], ask))
+
+
+@functools.cache
 def host_glibc_libraries(compiler: str) -> tuple[Path, ...]:
     """The glibc libraries ``compiler`` links against (resolved), those that exist. Kept per environment until
     the compiler or one of them changes (``env_facts``): asking takes a process per library."""
@@ -232,15 +253,14 @@ def _header_for(compiler: str) -> str:
     two seconds, which every no-op rebuild would otherwise pay. The key is the libraries' identity (path, size,
     mtime, inode) and this tool's version, so a glibc update or another kernel-builder computes it afresh."""
     libraries = host_glibc_libraries(compiler)
-    cached = _header_cache_file(libraries)
+    cached = _header_cache_file(libraries, target_machine(compiler))
     try:
         return cached.read_text(encoding="utf-8")
     except OSError:
         pass
     from kernel_builder.build.abi_policy import manylinux_policy
-    from kernel_builder.formats.runtime import host_cpu_os
 
-    policy = manylinux_policy(host_cpu_os()[0])
+    policy = manylinux_policy(target_machine(compiler))
     allowed = (
         frozenset(f"GLIBC_{v}" for v in policy.symbol_versions.get("GLIBC", ())) if policy else frozenset()
     )
@@ -255,13 +275,13 @@ def _header_for(compiler: str) -> str:
     return text
 
 
-def _header_cache_file(libraries: tuple[Path, ...]) -> Path:
+def _header_cache_file(libraries: tuple[Path, ...], machine: str) -> Path:
     from kernel_builder import __version__
     from kernel_builder.build.environment.env_facts import cache_root
 
     # The header's shape too: a kernel-builder whose version is unchanged (a checkout) may write another one.
     shape = compat_header({"f": "GLIBC_0"}, rename_single_threaded=True)
-    key = hashlib.sha256(f"kernel-builder {__version__}\0{platform.machine()}\0{shape}".encode())
+    key = hashlib.sha256(f"kernel-builder {__version__}\0{machine}\0{shape}".encode())
     for library in libraries:
         st = library.stat()
         key.update(f"\0{library}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}".encode())

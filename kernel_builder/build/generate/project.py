@@ -45,13 +45,13 @@ def write_variant_project(
     if backends.get(variant.backend).needs_nvcc:
         toolkit = toolchain.toolkit_for(interpreter)
         toolchain.check_cuda_match(toolkit, interpreter.cuda)
-    compiler = toolchain.host_compiler().path
+    compiler = toolchain.compiler_for(interpreter.target).path
     if sys.platform == "linux":
         from kernel_builder.build.generate.manylinux import check_compiler
 
         check_compiler(compiler)
     python_include = None
-    if python_headers:
+    if python_headers or interpreter.target is not None:  # a target's Torch comes without its Python
         python_include = interpreter.python_include
         if not (python_include / "Python.h").is_file():
             raise BuildError(
@@ -61,7 +61,7 @@ def write_variant_project(
     project_options = ProjectOptions(
         build_type=options.build_type,
         nvcc_threads=options.nvcc_threads,
-        gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique"),
+        gnu_unique_flag=toolchain.compiler_accepts("-fno-gnu-unique", interpreter.target),
         dependency_includes=dependency_includes(
             (d for c in variant.components for d in c.depends), interpreter, log, offline=options.offline
         ),

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 from kernel_builder import backends
 from kernel_builder.build.plan.planner import (
-    BUILDABLE_HOST,
+    BUILDABLE_HOSTS,
+    buildable_host,
     cannot_build_message,
+    cross_targets,
     host_system,
 )
 from kernel_builder.common.progress import ProgressSink
@@ -31,6 +33,8 @@ class Candidate:
     system: str | None
     required: bool
     reason: str | None = None  # why this host cannot build it; None when it can
+    #: Built for another system than this host's, with a cross compiler and a target environment (docs/cross.md).
+    cross: bool = False
 
     @property
     def name(self) -> str:
@@ -47,10 +51,31 @@ def _cannot_build_system(backend: str, system: str) -> str:
     elsewhere = NO_RUNNER.get(system.partition("-")[2])
     if elsewhere is not None:  # no host of this tool builds it, whatever this one is
         return f"variant for {system}: {elsewhere}"
+    hosts = " and ".join(BUILDABLE_HOSTS)
     return (
         f"variant for {system} cannot be built on this host ({host_system()}): this kernel-builder compiles "
-        f"{backend} variants for {BUILDABLE_HOST} on {BUILDABLE_HOST} only (no cross-compilation)"
+        f"{backend} variants on {hosts} for the same system, and cpu variants for aarch64-linux on x86_64-linux "
+        "(cross)"
     )
+
+
+#: Why a backend's variants are not cross-compiled (docs/cross.md); a backend not named here is not either.
+CROSS_CUDA_REASON = (
+    "cross-compiling cuda variants is not supported: linking needs the target's CUDA runtime libraries, NVIDIA's "
+    "aarch64 wheels (nvidia-cuda-runtime and the others torch requires); build it natively on an aarch64-linux "
+    "host (GitHub's ubuntu-24.04-arm runner)"
+)
+
+
+def _cross_problem(backend: str, system: str) -> str | None:
+    """Why this host cannot cross-compile ``backend`` for ``system``, or None (cpu, with the cross compiler)."""
+    from kernel_builder.build.environment.target_env import cross_compiler_problem
+
+    if backend == "cuda":
+        return CROSS_CUDA_REASON
+    if backend != "cpu":
+        return _cannot_build_system(backend, system)
+    return cross_compiler_problem(system)
 
 
 def aot_candidates(project: KernelProject, matrix: Matrix | None = None) -> list[Candidate]:
@@ -70,19 +95,23 @@ def aot_candidates(project: KernelProject, matrix: Matrix | None = None) -> list
             for system in entry.systems
         ]
         chosen = _newest_per_compute(pairs) if abi is not None else [(e, s, e.required) for e, s in pairs]
+        host = buildable_host()
         for entry, system, required in chosen:
             variant = variant_for_entry(entry, system, abi.major_minor if abi is not None else None)
             reason = None
+            cross = host is not None and system in cross_targets()
             if not backends.get(backend).buildable:
                 reason = cannot_build_message(backend)
-            elif system != BUILDABLE_HOST or host_system() != BUILDABLE_HOST:
+            elif host is None or (system != host and not cross):
                 reason = _cannot_build_system(backend, system)
-            else:
+            elif cross:
+                reason = _cross_problem(backend, system)
+            if reason is None:
                 version = tuple(entry.version[:2]) if entry.version is not None else None
                 key = (backend, version if backends.get(backend).gpu_arch == "capability" else None)
                 if key in e20:
                     reason = e20[key]
-            out.append(Candidate(variant, backend, entry, system, required, reason))
+            out.append(Candidate(variant, backend, entry, system, required, reason, cross=cross))
     return out
 
 
@@ -119,6 +148,7 @@ def with_availability(
 
     from kernel_builder.build.environment.isolated_envs import EnvSpec, env_ready
     from kernel_builder.build.environment.provision import Unavailable, resolve_torch, toolkit_problem
+    from kernel_builder.build.environment.target_env import TargetSpec, target_ready
 
     def report(name: str, stage: str) -> None:
         if progress is not None:
@@ -126,13 +156,17 @@ def with_availability(
 
     def needs_torch(candidate: Candidate) -> bool:
         entry = candidate.entry
-        return (
-            candidate.reason is None
-            and entry is not None
-            and candidate.name not in served
-            and entry.torch_pin is not None
-            and not env_ready(EnvSpec.for_entry(entry))
-        )
+        if (
+            candidate.reason is not None
+            or entry is None
+            or entry.torch_pin is None
+            or candidate.name in served
+        ):
+            return False
+        if candidate.cross:
+            assert candidate.system is not None
+            return not target_ready(TargetSpec.for_entry(entry, candidate.system))
+        return not env_ready(EnvSpec.for_entry(entry))
 
     def problem(candidate: Candidate) -> str | None:
         entry = candidate.entry
@@ -150,11 +184,13 @@ def with_availability(
         assert entry.torch_pin is not None
         report(candidate.name, f"finding torch {entry.torch_pin} ({entry.compute}) in the index listings")
         try:
-            resolve_torch(entry.torch_pin, entry.compute, entry.index_url)
+            resolve_torch(
+                entry.torch_pin, entry.compute, entry.index_url, candidate.system if candidate.cross else None
+            )
         except Unavailable as error:
             report(candidate.name, "not buildable here (no such torch)")
             return str(error)
-        report(candidate.name, "buildable here")
+        report(candidate.name, "buildable here (cross)" if candidate.cross else "buildable here")
         return None
 
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -31,7 +31,11 @@ from kernel_builder.formats.variants import (
 )
 
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
-BUILDABLE_HOST = "x86_64-linux"
+#: The systems this tool compiles on, natively: Linux on either CPU that variants exist for.
+BUILDABLE_HOSTS = ("x86_64-linux", "aarch64-linux")
+#: The systems a host compiles for besides its own (``docs/cross.md``): aarch64-linux from x86_64-linux, with
+#: Debian's cross compiler and the target's Torch unpacked into a target environment.
+CROSS_TARGETS: dict[str, tuple[str, ...]] = {"x86_64-linux": ("aarch64-linux",)}
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,19 @@ def host_system() -> str:
     return f"{cpu}-{os_name}"
 
 
+def buildable_host() -> str | None:
+    """This host's system when this tool compiles on it (``x86_64-linux``, ``aarch64-linux``), else ``None``."""
+    system = host_system()
+    return system if system in BUILDABLE_HOSTS else None
+
+
+def cross_targets() -> tuple[str, ...]:
+    """The systems this host compiles for besides its own (none where it compiles nothing)."""
+    return CROSS_TARGETS.get(host_system(), ())
+
+
 def _buildable_here(backend: str) -> bool:
-    return backends.get(backend).buildable and host_system() == BUILDABLE_HOST
+    return backends.get(backend).buildable and buildable_host() is not None
 
 
 def how_to_build(
@@ -94,10 +109,9 @@ def how_to_build(
     interpreter."""
     framework = project.config.framework
     abi = framework.stable_abi_for(backend) if isinstance(framework, Torch) else None
+    host = buildable_host() or BUILDABLE_HOSTS[0]
     entries = [
-        e
-        for e in applicable_entries(project.config, matrix or load_matrix(), backend)
-        if BUILDABLE_HOST in e.systems
+        e for e in applicable_entries(project.config, matrix or load_matrix(), backend) if host in e.systems
     ]
     system_cuda: tuple[int, ...] | None = None
     if backends.get(backend).needs_nvcc:
@@ -116,7 +130,7 @@ def how_to_build(
     suggestion = ""
     if entries:
         best = max(entries, key=preference)
-        name = variant_for_entry(best, BUILDABLE_HOST, abi.major_minor if abi is not None else None).name
+        name = variant_for_entry(best, host, abi.major_minor if abi is not None else None).name
         suggestion = (
             f"`kernel-builder build --variant {name}` (built in an isolated environment with that variant's "
             f"torch; `kernel-builder list-variants` shows which variants this machine can build), or "
@@ -130,7 +144,7 @@ def how_to_build(
 def cannot_build_message(backend: str) -> str:
     return (
         f"backend '{backend}' cannot be built on this host ({host_system()}): this kernel-builder compiles cpu and "
-        f"cuda variants on x86_64-linux only. The [kernel.*] sections for {backend} were validated but not built."
+        f"cuda variants on x86_64-linux and aarch64-linux only. The [kernel.*] sections for {backend} were validated but not built."
     )
 
 
@@ -264,7 +278,7 @@ def _aot_plan(
     entries = [
         e
         for e in applicable_entries(config, matrix, backend)
-        if (abi is not None or e.torch == torch_version) and host_system() in e.systems
+        if (abi is not None or e.torch == torch_version) and interpreter.system in e.systems
     ]
     if compute_version is not None:
         entries = [e for e in entries if e.version is not None and tuple(e.version[:2]) == compute_version]

@@ -5,6 +5,7 @@ reused) for it (:mod:`kernel_builder.build.environment.isolated_envs`). ``--offl
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from kernel_builder import backends
@@ -80,6 +81,47 @@ def offline_mismatch(
     )
 
 
+def _as_cpu(candidate: Candidate, interpreter: BuildInterpreter) -> BuildInterpreter | None:
+    """``interpreter`` building CPU variants from its Torch of another backend (its CPU parts: docs/cross.md),
+    when ``candidate`` is a CPU variant of that Torch's version; else None."""
+    if candidate.backend != "cpu" or interpreter.backend()[0] == "cpu" or candidate.entry is None:
+        return None
+    if interpreter.torch_major_minor != candidate.entry.torch:
+        return None
+    return dataclasses.replace(interpreter, cpu_view=True)
+
+
+def _target_interpreter(
+    candidate: Candidate, options: BuildOptions, *, log: Callable[[str], None], preparing: Callable[[], None]
+) -> BuildInterpreter:
+    """The target environment of a cross-built candidate (created or reused), seen as a build interpreter."""
+    from kernel_builder.build.environment.target_env import (
+        TargetSpec,
+        ensure_target,
+        target_interpreter,
+        target_ready,
+    )
+
+    if options.offline:
+        raise BuildError(
+            f"--offline: {candidate.name} is cross-compiled, from the target's torch, which --offline does not fetch"
+        )
+    assert candidate.entry is not None and candidate.system is not None
+    preparing()
+    spec = TargetSpec.for_entry(candidate.entry, candidate.system)
+    wheel = None
+    if options.refresh_envs or not target_ready(spec):
+        wheel = resolve_torch(spec.torch_pin, spec.compute, spec.index_url, spec.system)
+    root = ensure_target(
+        spec,
+        refresh=options.refresh_envs,
+        requirement=wheel.requirement if wheel is not None else None,
+        log=lambda line: log(f"{candidate.name}: {line}"),
+    )
+    interpreter = target_interpreter(root, spec.system)
+    return _as_cpu(candidate, interpreter) or interpreter
+
+
 def plan_selected(
     project: KernelProject,
     candidate: Candidate,
@@ -98,6 +140,10 @@ def plan_selected(
         return plan, default, []
     interpreter = default
     abi = _stable_abi(project, candidate.backend)
+    if candidate.cross:
+        interpreter = _target_interpreter(candidate, options, log=log, preparing=preparing)
+    elif interpreter is not None and _as_cpu(candidate, interpreter) is not None:
+        interpreter = _as_cpu(candidate, interpreter)
     if interpreter is None or variant_name(interpreter, abi) != candidate.name:
         if options.offline:
             raise BuildError(offline_mismatch(candidate, interpreter, abi))
@@ -119,6 +165,7 @@ def plan_selected(
                 "reading the build environment's torch"
             )  # its first import: seconds, more on a busy machine
         interpreter = quick_probe(python)
+        interpreter = _as_cpu(candidate, interpreter) or interpreter
     targets = native_targets(interpreter) if options.arch == "native" else None
     plan, diagnostics = plan_candidate(
         project,
