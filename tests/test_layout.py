@@ -20,6 +20,7 @@ TESTED_ELSEWHERE = {
     # authoring
     "authoring.pytest_plugin": "the pytest plugin of `kernel-builder test`: test_authoring_devtest.py runs it",
     # build stages
+    "build.environment.cache_lock": "environments created once under parallel builds: test_build_environment_isolated_envs.py",
     "build.generate.ops": "the generation stage's tests: test_build_generate.py",
     "build.options": "which options are inputs: test_build_record.py; each option through test_build_plan_candidates.py",
     "build.generate.cmake": "the generation stage's tests: test_build_generate.py",

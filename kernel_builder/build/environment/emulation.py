@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.build.environment.cache_lock import locked
 from kernel_builder.build.environment.env_facts import cache_root
-from kernel_builder.build.environment.isolated_envs import locked
 from kernel_builder.build.environment.target_env import PLATFORMS
 from kernel_builder.errors import BuildError
 

@@ -7,18 +7,17 @@ user cache directory, are shared by every project, and are reused until ``--refr
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import sys
 import venv
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernel_builder.build.environment import pip_install
+from kernel_builder.build.environment.cache_lock import locked
 from kernel_builder.build.environment.env_facts import cache_root
 from kernel_builder.build.environment.provision import toolkit_requirements
 from kernel_builder.errors import BuildError
@@ -73,18 +72,6 @@ def env_ready(spec: EnvSpec) -> bool:
     """Whether ``spec``'s environment exists complete (its marker written last) and can be reused."""
     env = env_dir(spec)
     return (env / MARKER).is_file() and python_of(env).exists()
-
-
-@contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Serialises creation of one environment between parallel builds and processes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def ensure_env(

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.build.environment.cache_lock import locked
 from kernel_builder.build.environment.env_facts import cache_root
 from kernel_builder.build.environment.interpreter import BuildInterpreter, read_version_py
-from kernel_builder.build.environment.isolated_envs import locked
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import MatrixEntry
 
