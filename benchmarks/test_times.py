@@ -1,0 +1,105 @@
+"""Seconds per test file from pytest's JUnit XML, and two runs side by side.
+
+    python -m pytest -n 2 --dist loadgroup --junitxml=before.xml   # (or `make test PYTEST_ARGS=--junitxml=...`)
+    python benchmarks/test_times.py before.xml [after.xml] [--top 25] [--json PATH]
+
+A test case's time in the XML is its setup, call and teardown together, so a file's sum includes the builds its
+fixtures make for it (a session fixture counts in the file of the first test that asks for it). Under
+pytest-xdist the files run side by side, so the sums add up to more than the wall time: they say where the
+work is, not how long the run took. The XML is read, not pytest's terminal output, so any run can be
+compared with any other (the XML needs nothing from this checkout's conftest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class FileTimes:
+    seconds: float = 0.0
+    outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+def _file_of(case: ET.Element) -> str:
+    """``tests/test_x.py`` from ``classname="tests.test_x"`` or ``"tests.test_x.TestClass"``."""
+    parts = case.get("classname", "").split(".")
+    for end in range(len(parts), 0, -1):
+        if parts[end - 1].startswith("test_"):
+            return "/".join(parts[:end]) + ".py"
+    return "/".join(parts) + ".py"
+
+
+def _outcome(case: ET.Element) -> str:
+    for child in case:
+        if child.tag in ("failure", "error"):
+            return "failed"
+        if child.tag == "skipped":
+            return "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+    return "passed"
+
+
+def read(path: Path) -> dict[str, FileTimes]:
+    """Per file: the summed seconds of its test cases and their outcomes."""
+    files: dict[str, FileTimes] = defaultdict(FileTimes)
+    for case in ET.parse(path).getroot().iter("testcase"):
+        entry = files[_file_of(case)]
+        entry.seconds += float(case.get("time", "0") or 0)
+        entry.outcomes[_outcome(case)] += 1
+    return dict(files)
+
+
+def _counts(files: dict[str, FileTimes]) -> dict[str, int]:
+    total: dict[str, int] = defaultdict(int)
+    for entry in files.values():
+        for outcome, count in entry.outcomes.items():
+            total[outcome] += count
+    return dict(total)
+
+
+def table(runs: list[dict[str, FileTimes]], names: list[str], top: int) -> str:
+    first = runs[0]
+    order = sorted(first, key=lambda name: -first[name].seconds)
+    order += sorted({n for run in runs[1:] for n in run} - set(order))
+    header = "| file | " + " | ".join(f"{name} (s)" for name in names) + " |"
+    lines = [header, "|---|" + "---:|" * len(runs)]
+    rest = [0.0] * len(runs)
+    for index, name in enumerate(order):
+        values = [run[name].seconds if name in run else None for run in runs]
+        if index < top:
+            cells = ["—" if v is None else f"{v:.0f}" for v in values]
+            lines.append(f"| `{Path(name).name}` | " + " | ".join(cells) + " |")
+        else:
+            rest = [r + (v or 0.0) for r, v in zip(rest, values)]
+    if len(order) > top:
+        lines.append(f"| the other {len(order) - top} files | " + " | ".join(f"{r:.0f}" for r in rest) + " |")
+    sums = [sum(e.seconds for e in run.values()) for run in runs]
+    lines.append("| **all files** | " + " | ".join(f"**{s:.0f}**" for s in sums) + " |")
+    counts = ["; ".join(f"{n} {o}" for o, n in sorted(_counts(run).items())) for run in runs]
+    lines.append("| tests | " + " | ".join(counts) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("xml", nargs="+", type=Path, help="JUnit XML files of pytest runs (--junitxml)")
+    parser.add_argument("--top", type=int, default=25, help="files listed one by one (the rest summed)")
+    parser.add_argument("--json", type=Path, help="also write {run: {file: seconds}} here")
+    args = parser.parse_args(argv)
+    runs = [read(path) for path in args.xml]
+    names = [path.stem for path in args.xml]
+    print(table(runs, names, args.top))
+    if args.json:
+        data = {n: {f: round(e.seconds, 2) for f, e in run.items()} for n, run in zip(names, runs)}
+        args.json.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
