@@ -1,7 +1,10 @@
-"""Seconds per test file from pytest's JUnit XML, and two runs side by side.
+"""Seconds per test file from pytest's JUnit XML (or the JSON lines of ``KB_TEST_TIMES``), and runs side by side.
 
-    python -m pytest -n 2 --dist loadgroup --junitxml=before.xml   # (or `make test PYTEST_ARGS=--junitxml=...`)
-    python benchmarks/test_times.py before.xml [after.xml] [--top 25] [--json PATH]
+    make test PYTEST_ARGS=--junitxml=after.xml          # or: KB_TEST_TIMES=after.jsonl make test
+    python benchmarks/test_times.py before.xml after.xml [--top 25] [--json PATH]
+
+``KB_TEST_TIMES`` (tests/conftest.py) appends each test phase as it ends, so a run that was stopped, or is still
+running, can be read too.
 
 A test case's time in the XML is its setup, call and teardown together, so a file's sum includes the builds its
 fixtures make for it (a session fixture counts in the file of the first test that asks for it). Under
@@ -45,8 +48,26 @@ def _outcome(case: ET.Element) -> str:
     return "passed"
 
 
+def read_lines(path: Path) -> dict[str, FileTimes]:
+    """Per file, from ``KB_TEST_TIMES`` lines: the summed seconds of every phase, the outcome of each test (failed
+    if a phase failed, else skipped if one was skipped, else passed)."""
+    files: dict[str, FileTimes] = defaultdict(FileTimes)
+    outcomes: dict[str, str] = {}
+    for text in path.read_text(encoding="utf-8").splitlines():
+        line = json.loads(text)
+        files[line["nodeid"].split("::")[0]].seconds += line["seconds"]
+        rank = ("passed", "skipped", "failed")
+        before = outcomes.get(line["nodeid"], "passed")
+        outcomes[line["nodeid"]] = max(before, line["outcome"], key=rank.index)
+    for nodeid, outcome in outcomes.items():
+        files[nodeid.split("::")[0]].outcomes[outcome] += 1
+    return dict(files)
+
+
 def read(path: Path) -> dict[str, FileTimes]:
     """Per file: the summed seconds of its test cases and their outcomes."""
+    if path.suffix == ".jsonl":
+        return read_lines(path)
     files: dict[str, FileTimes] = defaultdict(FileTimes)
     for case in ET.parse(path).getroot().iter("testcase"):
         entry = files[_file_of(case)]
@@ -88,12 +109,12 @@ def table(runs: list[dict[str, FileTimes]], names: list[str], top: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("xml", nargs="+", type=Path, help="JUnit XML files of pytest runs (--junitxml)")
+    parser.add_argument("runs", nargs="+", type=Path, help="JUnit XML (--junitxml) or KB_TEST_TIMES files")
     parser.add_argument("--top", type=int, default=25, help="files listed one by one (the rest summed)")
     parser.add_argument("--json", type=Path, help="also write {run: {file: seconds}} here")
     args = parser.parse_args(argv)
-    runs = [read(path) for path in args.xml]
-    names = [path.stem for path in args.xml]
+    runs = [read(path) for path in args.runs]
+    names = [path.stem for path in args.runs]
     print(table(runs, names, args.top))
     if args.json:
         data = {n: {f: round(e.seconds, 2) for f, e in run.items()} for n, run in zip(names, runs)}

@@ -7,6 +7,7 @@ problem only. ``diagnose(text)`` loads it and returns every diagnostic rendered,
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -124,6 +125,23 @@ def pytest_configure(config: pytest.Config) -> None:
     """pytest-xdist hands out files with the most tests first unless told to keep the collection order (ours)."""
     if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
         config.option.loadscopereorder = False
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With ``KB_TEST_TIMES=<file>``, each phase of each test is appended to ``<file>`` as it ends (one JSON line:
+    node id, phase, seconds, outcome), by the process that reports (xdist's controller): a run's seconds per file
+    can be read while it runs or after it was stopped (``benchmarks/test_times.py``)."""
+    path = os.environ.get("KB_TEST_TIMES")
+    if not path or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    line = {
+        "nodeid": report.nodeid,
+        "when": report.when,
+        "seconds": report.duration,
+        "outcome": report.outcome,
+    }
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
