@@ -27,6 +27,7 @@ from pathlib import Path
 @dataclass
 class FileTimes:
     seconds: float = 0.0
+    cpu: float | None = None  # KB_TEST_TIMES lines only
     outcomes: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
@@ -55,7 +56,10 @@ def read_lines(path: Path) -> dict[str, FileTimes]:
     outcomes: dict[str, str] = {}
     for text in path.read_text(encoding="utf-8").splitlines():
         line = json.loads(text)
-        files[line["nodeid"].split("::")[0]].seconds += line["seconds"]
+        entry = files[line["nodeid"].split("::")[0]]
+        entry.seconds += line["seconds"]
+        if line.get("cpu") is not None:
+            entry.cpu = (entry.cpu or 0.0) + line["cpu"]
         rank = ("passed", "skipped", "failed")
         before = outcomes.get(line["nodeid"], "passed")
         outcomes[line["nodeid"]] = max(before, line["outcome"], key=rank.index)
@@ -84,24 +88,39 @@ def _counts(files: dict[str, FileTimes]) -> dict[str, int]:
     return dict(total)
 
 
+def _cell(entry: FileTimes | None) -> str:
+    """Wall seconds, and CPU seconds where the run recorded them (``12 / 30 CPU``)."""
+    if entry is None:
+        return "—"
+    return f"{entry.seconds:.0f}" + ("" if entry.cpu is None else f" / {entry.cpu:.0f} CPU")
+
+
 def table(runs: list[dict[str, FileTimes]], names: list[str], top: int) -> str:
     first = runs[0]
     order = sorted(first, key=lambda name: -first[name].seconds)
     order += sorted({n for run in runs[1:] for n in run} - set(order))
     header = "| file | " + " | ".join(f"{name} (s)" for name in names) + " |"
     lines = [header, "|---|" + "---:|" * len(runs)]
-    rest = [0.0] * len(runs)
+    rest = [FileTimes() for _ in runs]
     for index, name in enumerate(order):
-        values = [run[name].seconds if name in run else None for run in runs]
+        entries = [run.get(name) for run in runs]
         if index < top:
-            cells = ["—" if v is None else f"{v:.0f}" for v in values]
-            lines.append(f"| `{Path(name).name}` | " + " | ".join(cells) + " |")
-        else:
-            rest = [r + (v or 0.0) for r, v in zip(rest, values)]
+            lines.append(f"| `{Path(name).name}` | " + " | ".join(_cell(e) for e in entries) + " |")
+            continue
+        for total, entry in zip(rest, entries):
+            if entry is not None:
+                total.seconds += entry.seconds
+                if entry.cpu is not None:
+                    total.cpu = (total.cpu or 0.0) + entry.cpu
     if len(order) > top:
-        lines.append(f"| the other {len(order) - top} files | " + " | ".join(f"{r:.0f}" for r in rest) + " |")
-    sums = [sum(e.seconds for e in run.values()) for run in runs]
-    lines.append("| **all files** | " + " | ".join(f"**{s:.0f}**" for s in sums) + " |")
+        lines.append(f"| the other {len(order) - top} files | " + " | ".join(_cell(r) for r in rest) + " |")
+    sums = []
+    for run in runs:
+        total = FileTimes(seconds=sum(e.seconds for e in run.values()))
+        cpus = [e.cpu for e in run.values() if e.cpu is not None]
+        total.cpu = sum(cpus) if cpus else None
+        sums.append(total)
+    lines.append("| **all files** | " + " | ".join(f"**{_cell(t)}**" for t in sums) + " |")
     counts = ["; ".join(f"{n} {o}" for o, n in sorted(_counts(run).items())) for run in runs]
     lines.append("| tests | " + " | ".join(counts) + " |")
     return "\n".join(lines)
@@ -111,13 +130,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="JUnit XML (--junitxml) or KB_TEST_TIMES files")
     parser.add_argument("--top", type=int, default=25, help="files listed one by one (the rest summed)")
-    parser.add_argument("--json", type=Path, help="also write {run: {file: seconds}} here")
+    parser.add_argument("--json", type=Path, help="also write {run: {file: {seconds, cpu}}} here")
     args = parser.parse_args(argv)
     runs = [read(path) for path in args.runs]
     names = [path.stem for path in args.runs]
     print(table(runs, names, args.top))
     if args.json:
-        data = {n: {f: round(e.seconds, 2) for f, e in run.items()} for n, run in zip(names, runs)}
+        data = {
+            n: {f: {"seconds": round(e.seconds, 2), "cpu": e.cpu} for f, e in run.items()}
+            for n, run in zip(names, runs)
+        }
         args.json.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return 0
 
