@@ -193,6 +193,7 @@ def shared_build(factory: pytest.TempPathFactory, name: str, make: Callable[[Pat
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.is_file():
+            shutil.rmtree(directory / "tree", ignore_errors=True)  # what a worker that failed left
             built = make(directory / "tree")
             tmp = done.with_suffix(".tmp")
             tmp.write_text(
