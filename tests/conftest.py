@@ -107,7 +107,10 @@ def render(*, path: str = PROJECT, matrix: Matrix | None = None) -> str:
 #: first. Under pytest-xdist (``make test``) each worker takes whole files in collection order, so these start
 #: first and the short files fill in around them, instead of one long file finishing alone at the end.
 HEAVIEST_FILES = (
-    "test_build_builder_variants.py",  # first: it creates a CUDA Torch environment with pip (minutes, one core)
+    # First: its two-variant build compiles examples/relu for ten CUDA capabilities (and creates the CUDA Torch
+    # environment where make test has not); test_build_builder_cuda's relu, in whichever worker is free next,
+    # then takes its objects from the compiler cache (tests/cuda_test_env.py).
+    "test_build_builder_variants.py",
     "test_build_builder_cpu.py",
     "test_build_builder_cuda.py",
     "test_build_builder_robustness.py",
