@@ -1,7 +1,10 @@
 # Task runner. `make demo` and `make test` are the README's two Quickstart commands: each does all set-up
 # itself on a fresh machine:
-#   .venv         the package, its test tools, a CPU torch and the upstream `kernels` loader
-#   .venv-cu130   a CUDA 13.0 torch: the build interpreter of the CUDA tests (--python)
+#   .venv           the package, its test tools, a CPU torch and the upstream `kernels` loader
+#   .venv-kb-cache  the tests' kernel-builder cache, kept between runs (git ignores it). It holds the isolated
+#                   CUDA 13.0 torch environment of the CUDA test variant, made by kernel-builder itself
+#                   (tests/cuda_test_env.py): the build interpreter of the CUDA tests (--python) and the
+#                   environment the variant-matrix tests' builds find, so it is pip-installed once per clone.
 # Both torch pins come from the matrix data (kernel_builder/formats/build-matrix.json); tests/matrix_data.py
 # says which entries (standard library only: it runs before any environment exists). After a matrix bump that
 # moves them, `make clean` and the next `make test` recreate the environments (tests/test_matrix_data.py says so).
@@ -9,10 +12,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-CUDA_VENV := .venv-cu130
-CUDA_STAMP := $(CUDA_VENV)/.installed
+TEST_CACHE := .venv-kb-cache
+# Holds the path of the CUDA tests' interpreter.
+CUDA_STAMP := $(TEST_CACHE)/cuda-test-python
 TEST_TORCH_CPU = $(shell $(PYTHON) tests/matrix_data.py cpu-test-pin)
-TEST_TORCH_CUDA = $(shell $(PYTHON) tests/matrix_data.py cuda-test-pin)
 
 .PHONY: demo test test-fast lint typecheck clean nix-tools redis-tools cross-tools
 
@@ -22,10 +25,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]' 'torch==$(TEST_TORCH_CPU)'
 	touch $(STAMP)
 
-$(CUDA_STAMP):
-	$(PYTHON) -m venv $(CUDA_VENV)
-	$(CUDA_VENV)/bin/pip install --quiet 'torch==$(TEST_TORCH_CUDA)'
-	touch $(CUDA_STAMP)
+# .venv-cu130 links to that environment, for running the CUDA tests or benchmarks by hand (an older checkout's
+# .venv-cu130 directory is left as it is).
+$(CUDA_STAMP): $(STAMP)
+	KERNEL_BUILDER_CACHE=$(CURDIR)/$(TEST_CACHE) $(BIN)/python tests/cuda_test_env.py > $@.tmp
+	[ -e .venv-cu130 ] || ln -s "$(TEST_CACHE)/envs/$$(basename "$$(dirname "$$(dirname "$$(cat $@.tmp)")")")" .venv-cu130
+	mv $@.tmp $@
 
 demo: $(STAMP)
 	$(BIN)/kernel-builder check-config examples/relu
@@ -67,16 +72,21 @@ cross-tools:
 	  fi; }
 
 # The suite runs in TEST_WORKERS pytest-xdist workers (default: the cores, at most 4), each taking whole test
-# files (--dist loadfile), so a file's shared builds are made once, in one worker. Most of a test's time is one
-# process at a time (Python and Torch start-up, CMake configure, pip): two workers keep both cores of a CI
-# host busy. `make test TEST_WORKERS=0` runs it in one process (docs/performance.md has the timings).
+# files (--dist loadfile), so a file's shared builds are made once, in one worker (the examples' builds once per
+# run: tests/cpu_projects.py). Most of a test's time is one process at a time (Python and Torch start-up, CMake
+# configure): two workers keep both cores of a CI host busy. `make test TEST_WORKERS=0` runs it in one process;
+# PYTEST_ARGS adds pytest options (`make test PYTEST_ARGS=--junitxml=run.xml`, then benchmarks/test_times.py
+# gives the seconds per file; docs/performance.md has the timings).
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+PYTEST_ARGS ?=
+TEST_ENV = KB_TEST_CUDA_PYTHON=$$(cat $(CUDA_STAMP)) KB_TEST_KERNEL_BUILDER_CACHE=$(CURDIR)/$(TEST_CACHE)
 
 test: $(STAMP) $(CUDA_STAMP) nix-tools redis-tools cross-tools
-	KB_TEST_CUDA_PYTHON=$(CURDIR)/$(CUDA_VENV)/bin/python $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
+# The edit loop: every test that compiles nothing (`slow` marks the others), in the same workers.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check kernel_builder tests benchmarks examples
@@ -86,4 +96,4 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(CUDA_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TEST_CACHE) .venv-cu130 .pytest_cache .mypy_cache .ruff_cache

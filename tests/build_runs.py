@@ -9,6 +9,7 @@ variant directories whose exact contents other tests check.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -16,8 +17,8 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,16 @@ def cpu_python() -> Path:
     return Path(sys.executable)
 
 
+#: Written by ``make test``: the path of the CUDA tests' interpreter (tests/cuda_test_env.py).
+CUDA_TEST_PYTHON_FILE = REPO / ".venv-kb-cache" / "cuda-test-python"
+
+
 def cuda_python() -> Path | None:
-    """The CUDA build interpreter: ``KB_TEST_CUDA_PYTHON``, else ``.venv-cu130/bin/python`` in the repo."""
+    """The CUDA build interpreter: ``KB_TEST_CUDA_PYTHON``, else the one ``make test`` made (the path in
+    :data:`CUDA_TEST_PYTHON_FILE`), else ``.venv-cu130/bin/python`` in the repo."""
     configured = os.environ.get("KB_TEST_CUDA_PYTHON")
+    if not configured and CUDA_TEST_PYTHON_FILE.is_file():
+        configured = CUDA_TEST_PYTHON_FILE.read_text(encoding="utf-8").strip()
     path = Path(configured) if configured else REPO / ".venv-cu130" / "bin" / "python"
     if not path.is_absolute():
         path = REPO / path
@@ -47,7 +55,7 @@ def cuda_python() -> Path | None:
 
 
 def require_cuda_python() -> Path:
-    """The CUDA interpreter, or skip with the reason (the Makefile creates ``.venv-cu130`` for CI)."""
+    """The CUDA interpreter, or skip with the reason (``make test`` creates one: tests/cuda_test_env.py)."""
     path = cuda_python()
     where = os.environ.get("KB_TEST_CUDA_PYTHON") or str(REPO / ".venv-cu130" / "bin" / "python")
     if path is None:
@@ -127,6 +135,11 @@ def build(
     return run_cli(args, env=env).check()
 
 
+#: For builds whose tests do not examine the import check: it starts the build interpreter and imports Torch
+#: (3-6 s of CPU per variant), and its own tests (``test_build_check_import_*.py``, ``test_build_builder_noop.py``)
+#: cover it. A test that loads the build still does so itself, in a fresh interpreter.
+NO_IMPORT_CHECK = "--no-import-check"
+
 #: For the second of two clean builds compared byte for byte: compiled for real, not taken from the
 #: compiler cache the first one filled (which would make the comparison hold trivially).
 NO_COMPILER_CACHE = {"KERNEL_BUILDER_COMPILER_CACHE": "off"}
@@ -159,6 +172,38 @@ def run_json(
 ) -> object:
     """Like :func:`run_python`; the last line of stdout is JSON."""
     return json.loads(run_python(python, code, *args, cwd=cwd, env=env).strip().splitlines()[-1])
+
+
+def run_dir(factory: pytest.TempPathFactory) -> Path:
+    """A directory of this pytest run that every pytest-xdist worker sees (the workers' base directories are
+    ``<run>/popen-gwN``); without xdist, the session's base directory."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def shared_build(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Built]) -> Built:
+    """``make(root)`` once per test run, whichever worker asks first; the others wait and get the same ``Built``.
+
+    ``root`` is ``<run_dir>/<name>/tree``; a JSON file written after ``make`` returns marks the build complete,
+    so a worker that finds it never sees a half-made tree. Tests must not change what they get.
+    """
+    directory = run_dir(factory) / name
+    directory.mkdir(parents=True, exist_ok=True)
+    done = directory / "built.json"
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_file():
+            shutil.rmtree(directory / "tree", ignore_errors=True)  # what a worker that failed left
+            built = make(directory / "tree")
+            tmp = done.with_suffix(".tmp")
+            tmp.write_text(
+                json.dumps({**asdict(built), "root": str(built.root)}, default=str), encoding="utf-8"
+            )
+            tmp.replace(done)
+            return built
+    data = json.loads(done.read_text(encoding="utf-8"))
+    run = CliRun(**{**data["run"], "argv": tuple(data["run"]["argv"])})
+    return Built(Path(data["root"]), run, data["variant"])
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ problem only. ``diagnose(text)`` loads it and returns every diagnostic rendered,
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -105,7 +107,10 @@ def render(*, path: str = PROJECT, matrix: Matrix | None = None) -> str:
 #: first. Under pytest-xdist (``make test``) each worker takes whole files in collection order, so these start
 #: first and the short files fill in around them, instead of one long file finishing alone at the end.
 HEAVIEST_FILES = (
-    "test_build_builder_variants.py",  # first: it creates a CUDA Torch environment with pip (minutes, one core)
+    # First: its two-variant build compiles examples/relu for ten CUDA capabilities (and creates the CUDA Torch
+    # environment where make test has not); test_build_builder_cuda's relu, in whichever worker is free next,
+    # then takes its objects from the compiler cache (tests/cuda_test_env.py).
+    "test_build_builder_variants.py",
     "test_build_builder_cpu.py",
     "test_build_builder_cuda.py",
     "test_build_builder_robustness.py",
@@ -124,6 +129,57 @@ def pytest_configure(config: pytest.Config) -> None:
     """pytest-xdist hands out files with the most tests first unless told to keep the collection order (ours)."""
     if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
         config.option.loadscopereorder = False
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for (compilers, CMake, interpreters)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _timed(item: pytest.Item, when: str) -> Iterator[None]:
+    """Around one phase of a test: its CPU seconds into the report (``KB_TEST_TIMES`` only)."""
+    if not os.environ.get("KB_TEST_TIMES"):
+        yield
+        return
+    start = _cpu_seconds()
+    yield
+    item.user_properties.append((f"cpu-{when}", _cpu_seconds() - start))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    yield from _timed(item, "setup")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    yield from _timed(item, "call")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    yield from _timed(item, "teardown")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With ``KB_TEST_TIMES=<file>``, each phase of each test is appended to ``<file>`` as it ends (one JSON line:
+    node id, phase, wall seconds, CPU seconds of the test process and the children it waited for, outcome), by
+    the process that reports (xdist's controller): a run's seconds per file can be read while it runs or after
+    it was stopped (``benchmarks/test_times.py``). CPU seconds hardly depend on what else the machine runs."""
+    path = os.environ.get("KB_TEST_TIMES")
+    if not path or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    cpu = [value for name, value in report.user_properties if name == f"cpu-{report.when}"]
+    line = {
+        "nodeid": report.nodeid,
+        "when": report.when,
+        "seconds": report.duration,
+        "cpu": cpu[-1] if cpu else None,
+        "outcome": report.outcome,
+    }
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from build_runs import EXAMPLES, STATE_DIR, Built, build
+from build_runs import EXAMPLES, STATE_DIR, Built, build, shared_build
 
 # ---------------------------------------------------------------------------------------------------------
 # Writing projects
@@ -41,11 +41,16 @@ _EXAMPLE_BUILDS: dict[str, Built] = {}
 
 
 def built_example(name: str, factory: pytest.TempPathFactory) -> Built:
-    """``examples/<name>`` copied and built with the tests' interpreter, once per test session: every test that
-    needs the example's default build shares this one (and must not change it)."""
+    """``examples/<name>`` copied and built with the tests' interpreter, once per test run (all pytest-xdist
+    workers share it, :func:`build_runs.shared_build`): every test that needs the example's default build shares
+    this one (and must not change it)."""
     if name not in _EXAMPLE_BUILDS:
-        root = copy_example(name, factory.mktemp(f"example-{name}") / name)
-        _EXAMPLE_BUILDS[name] = Built(root, build(root))
+
+        def make(tree: Path) -> Built:
+            root = copy_example(name, tree / name)
+            return Built(root, build(root))
+
+        _EXAMPLE_BUILDS[name] = shared_build(factory, f"example-{name}", make)
     return _EXAMPLE_BUILDS[name]
 
 

@@ -30,6 +30,7 @@ from build_outputs import (
 )
 from build_runs import (
     NO_COMPILER_CACHE,
+    NO_IMPORT_CHECK,
     STATE_DIR,
     Built,
     build,
@@ -68,7 +69,7 @@ pytestmark = pytest.mark.slow
 def probe(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """Built from inside the kernel directory, as authors do (`kernel-builder build` there)."""
     root = probe_project(tmp_path_factory.mktemp("probe") / "kb-probe")
-    return Built(root, run_cli(["build", ".", "--unique-id", PROBE_ID], cwd=root).check())
+    return Built(root, run_cli(["build", ".", "--unique-id", PROBE_ID, NO_IMPORT_CHECK], cwd=root).check())
 
 
 @pytest.fixture(scope="session")
@@ -102,13 +103,13 @@ def counter_a2(tmp_path_factory: pytest.TempPathFactory) -> Built:
 @pytest.fixture(scope="session")
 def counter_b(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """``counter_a`` with one source byte changed ("original" -> "originaL" in a comment)."""
-    return _counter(tmp_path_factory, "counter-b", marker="originaL")
+    return _counter(tmp_path_factory, "counter-b", NO_IMPORT_CHECK, marker="originaL")
 
 
 @pytest.fixture(scope="session")
 def counter_u(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """``counter_a``'s sources built with ``--unique-id``."""
-    return _counter(tmp_path_factory, "counter-u", "--unique-id", "kb_second")
+    return _counter(tmp_path_factory, "counter-u", "--unique-id", "kb_second", NO_IMPORT_CHECK)
 
 
 @pytest.fixture(scope="session")
@@ -559,7 +560,7 @@ def test_git_status_shows_only_build_outputs(mutable: Built) -> None:
 
 
 def test_failed_compile_keeps_previous_variants(mutable: Built) -> None:
-    build(mutable.root)
+    build(mutable.root, NO_IMPORT_CHECK)
     before = snapshot(mutable.variant_dir)
     noarch_before = variant_files(mutable.build / "torch-cuda")
     source = mutable.root / "counter" / "bump.cpp"
@@ -567,7 +568,7 @@ def test_failed_compile_keeps_previous_variants(mutable: Built) -> None:
     try:
         source.write_text(original + "\nthis is not C++;\n", encoding="utf-8")
         line = len((original + "\n").splitlines()) + 1
-        run = run_cli(["build", mutable.root])
+        run = run_cli(["build", mutable.root, NO_IMPORT_CHECK])
         assert run.returncode == 1, run.output
         # The first error, with the file as written in the project, and no compiler command without -v.
         assert f"error: {CPU_VARIANT}: compilation failed: counter/bump.cpp:{line}:" in run.stderr
@@ -580,16 +581,16 @@ def test_failed_compile_keeps_previous_variants(mutable: Built) -> None:
         source.write_text(original, encoding="utf-8")
     # The failed build reconfigured the build directory, so the sources of the last good build are built again,
     # and give the same bytes.
-    run = build(mutable.root)
+    run = build(mutable.root, NO_IMPORT_CHECK)
     assert contents(mutable.variant_dir) == {k: v[0] for k, v in before.items() if v[0] != "dir"}, run.output
 
 
 def test_source_change_rebuilds(mutable: Built) -> None:
-    build(mutable.root)
+    build(mutable.root, NO_IMPORT_CHECK)
     old_id = mutable.ops_name
     source = mutable.root / "counter" / "bump.cpp"
     source.write_text(source.read_text(encoding="utf-8").replace("original", "changed!"), encoding="utf-8")
-    run = build(mutable.root)
+    run = build(mutable.root, NO_IMPORT_CHECK)
     assert "compiling" in run.stderr
     new_id = mutable.ops_name
     assert new_id != old_id
@@ -600,11 +601,11 @@ def test_source_change_rebuilds(mutable: Built) -> None:
 
 def test_unlisted_header_change_relinks_under_the_same_id(mutable: Built) -> None:
     """A header outside the id inputs: the up-to-date path's Ninja run recompiles, relinks and reassembles."""
-    build(mutable.root)
+    build(mutable.root, NO_IMPORT_CHECK)
     old_id, old_digest = mutable.ops_name, metadata(mutable.variant_dir)["digest"]
     header = mutable.root / "counter" / "offset.h"
     header.write_text("#pragma once\n#define KB_COUNTER_OFFSET 100\n", encoding="utf-8")
-    run = build(mutable.root)
+    run = build(mutable.root, NO_IMPORT_CHECK)
     assert "relinked; assembling again" in run.stderr and "configuring" not in run.stderr
     assert mutable.ops_name == old_id
     assert metadata(mutable.variant_dir)["digest"] != old_digest
@@ -622,19 +623,20 @@ def test_unlisted_header_change_relinks_under_the_same_id(mutable: Built) -> Non
 
 
 def test_removed_variant_is_assembled_again(mutable: Built) -> None:
-    build(mutable.root)
+    build(mutable.root, NO_IMPORT_CHECK)
     before = contents(mutable.variant_dir)
     shutil.rmtree(mutable.variant_dir)
-    run = build(mutable.root)
+    run = build(mutable.root, NO_IMPORT_CHECK)
     assert "assembling" in run.stderr
     assert contents(mutable.variant_dir) == before
 
 
 def test_tool_version_change_rebuilds(mutable: Built) -> None:
-    build(mutable.root)
+    build(mutable.root, NO_IMPORT_CHECK)
     cache_before = (mutable.cmake_build / "CMakeCache.txt").stat().st_mtime_ns
     run = run_cli(
-        ["build", mutable.root], prelude="import kernel_builder\nkernel_builder.__version__ = '99.0.0'"
+        ["build", mutable.root, NO_IMPORT_CHECK],
+        prelude="import kernel_builder\nkernel_builder.__version__ = '99.0.0'",
     ).check()
     assert "configuring" in run.stderr
     data = metadata(mutable.variant_dir)
@@ -649,7 +651,7 @@ def test_build_type_reaches_cmake_and_rebuilds(mutable: Built, probe: Built) -> 
     assert cmake_cache_value(probe.cmake_build, "CMAKE_BUILD_TYPE") == "Release"  # the default
     for build_type in ("Debug", "RelWithDebInfo", "Release"):
         before = snapshot(mutable.variant_dir)
-        run = build(mutable.root, "--build-type", build_type)
+        run = build(mutable.root, "--build-type", build_type, NO_IMPORT_CHECK)
         assert "configuring" in run.stderr and "compiling" in run.stderr
         assert cmake_cache_value(mutable.cmake_build, "CMAKE_BUILD_TYPE") == build_type
         assert snapshot(mutable.variant_dir) != before

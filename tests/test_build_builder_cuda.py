@@ -27,6 +27,7 @@ from build_outputs import (
 )
 from build_runs import (
     NO_COMPILER_CACHE,
+    NO_IMPORT_CHECK,
     Built,
     build,
     cpu_python,
@@ -71,7 +72,7 @@ def cuda_py() -> Path:
 @pytest.fixture(scope="session")
 def probe(cuda_py: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
     root = probe_project(tmp_path_factory.mktemp("probe-cuda") / "kb-probe")
-    run = build(root, "--unique-id", PROBE_ID, python=cuda_py)
+    run = build(root, "--unique-id", PROBE_ID, NO_IMPORT_CHECK, python=cuda_py)
     printed("probe cuda build", run.seconds)
     return Built(root, run, CUDA_VARIANT)
 
@@ -89,7 +90,7 @@ def _tiny(
     cuda_py: Path, tmp_path_factory: pytest.TempPathFactory, name: str, env: dict[str, str] | None = None
 ) -> Built:
     root = tiny_cuda_project(tmp_path_factory.mktemp(name) / "kb-tiny")
-    return Built(root, build(root, python=cuda_py, env=env), CUDA_VARIANT)
+    return Built(root, build(root, NO_IMPORT_CHECK, python=cuda_py, env=env), CUDA_VARIANT)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,8 @@ from matrix_data import CPU_VARIANT
 
 from kernel_builder.build.state import STATE_DIR
 
+pytestmark = pytest.mark.slow  # the module fixture builds the quick project: a compile
+
 #: Run in the CLI's process before it starts: every process it starts, and what it imported, go to stderr.
 AUDIT = r"""
 import atexit, json, sys

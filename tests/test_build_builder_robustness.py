@@ -23,7 +23,7 @@ from typing import IO
 
 import pytest
 from build_outputs import complete_variants, snapshot
-from build_runs import STATE_DIR, metadata, run_cli
+from build_runs import NO_IMPORT_CHECK, STATE_DIR, metadata, run_cli
 from cpu_projects import quick_project
 from matrix_data import CPU_VARIANT
 
@@ -118,7 +118,7 @@ def quick(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("how", ["copy", "move"])
 def test_copied_or_moved_project_builds(quick: Path, tmp_path: Path, how: str) -> None:
     """The issue's reproduction: build, ``cp -r`` (or move) the project elsewhere, remove build/, build again."""
-    run_cli(["build", quick]).check()
+    run_cli(["build", quick, NO_IMPORT_CHECK]).check()  # the set-up, not the subject
     elsewhere = tmp_path / "elsewhere" / "renamed"
     elsewhere.parent.mkdir()
     if how == "copy":
@@ -145,7 +145,7 @@ def test_copied_or_moved_project_builds(quick: Path, tmp_path: Path, how: str) -
 
 
 def test_build_tree_of_another_version_is_recreated(quick: Path) -> None:
-    run_cli(["build", quick]).check()
+    run_cli(["build", quick, NO_IMPORT_CHECK]).check()  # the set-up, not the subject
     stamp = quick / STATE_DIR / CPU_VARIANT / "cmake-build" / "kernel-builder-tree.json"
     data = json.loads(stamp.read_text())
     stamp.write_text(json.dumps({**data, "tool": "0.0.1"}))
@@ -224,7 +224,7 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
 
 def test_earlier_hidden_temporaries_in_build_are_swept(quick: Path) -> None:
     """Older versions assembled in ``build/.<variant>.<random>``; a build removes what a killed one left."""
-    run_cli(["build", quick]).check()
+    run_cli(["build", quick, NO_IMPORT_CHECK]).check()  # the set-up, not the subject
     leftovers = [quick / "build" / f".{CPU_VARIANT}.k3x_9abz", quick / "build" / ".torch-cuda.old.0a1b2c3d"]
     for leftover in leftovers:
         (leftover / "sub").mkdir(parents=True)
@@ -266,7 +266,7 @@ def _file_size_limit(limit: int) -> None:
 
 
 def test_full_disk_names_the_path_and_keeps_the_previous_variant(quick: Path) -> None:
-    run_cli(["build", quick]).check()
+    run_cli(["build", quick, NO_IMPORT_CHECK]).check()  # the set-up, not the subject
     before = snapshot(quick / "build" / "torch-cuda")
     big = json.dumps({"data": "x" * (2 << 20)})  # 2 MiB, shipped in every variant
     quick_project(quick, data=big)
@@ -290,7 +290,7 @@ def test_full_disk_names_the_path_and_keeps_the_previous_variant(quick: Path) ->
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
 def test_unwritable_build_directory_names_it(quick: Path) -> None:
-    run_cli(["build", quick]).check()
+    run_cli(["build", quick, NO_IMPORT_CHECK]).check()  # the set-up, not the subject
     before = snapshot(quick / "build")
     quick_project(quick, marker="changed")
     (quick / "build").chmod(0o555)

@@ -94,6 +94,7 @@ def relu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelProject:
     return load_project(root).project
 
 
+@pytest.mark.slow  # a cold compile of examples/relu
 def test_cold_and_noop_builds_list_the_package_once_and_read_each_input_once(relu: KernelProject) -> None:
     package = package_dir(relu)
     inputs = {relu.root / rel for rel in id_input_files(relu)}

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from build_runs import build, require_cuda_python, run_cli
+from build_runs import NO_IMPORT_CHECK, build, require_cuda_python, run_cli
 from cpu_projects import counter_project
 from cuda_projects import tiny_cuda_project
 
@@ -117,14 +117,14 @@ def test_a_copy_elsewhere_compiles_from_the_cache(tmp_path: Path, monkeypatch: p
     """Two copies of one project at different paths: the second compiles nothing (every object is a hit)."""
     cache_dir = tmp_path / "ccache"
     monkeypatch.setenv("CCACHE_DIR", str(cache_dir))
-    first = build(counter_project(tmp_path / "a" / "kb-counter"))
+    first = build(counter_project(tmp_path / "a" / "kb-counter"), NO_IMPORT_CHECK)
     assert "compiler cache: ccache" in first.stderr
     after_first = _stats(cache_dir)
     assert after_first.get("direct_cache_hit", 0) + after_first.get("preprocessed_cache_hit", 0) == 0
     misses = after_first["cache_miss"]
     assert misses >= 2  # the binding and the counter component, and whatever else the build compiles
 
-    build(counter_project(tmp_path / "somewhere" / "else" / "kb-counter"))
+    build(counter_project(tmp_path / "somewhere" / "else" / "kb-counter"), NO_IMPORT_CHECK)
     after_second = _stats(cache_dir)
     assert after_second["cache_miss"] == misses
     assert after_second.get("direct_cache_hit", 0) + after_second.get("preprocessed_cache_hit", 0) == misses
@@ -134,7 +134,7 @@ def test_a_copy_elsewhere_compiles_from_the_cache(tmp_path: Path, monkeypatch: p
 def test_off_builds_without_a_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(compiler_cache.ENV, "off")
     root = counter_project(tmp_path / "kb-counter")
-    run = build(root)
+    run = build(root, NO_IMPORT_CHECK)
     assert f"compiler cache: off ({compiler_cache.ENV}=off)" in run.stderr
     cmake_cache = next((root / ".kernel-builder").glob("*/cmake-build/CMakeCache.txt")).read_text()
     assert (
@@ -234,7 +234,7 @@ def _project(kind: str, root: Path) -> Path:
 
 def _build(kind: str, root: Path, env: dict[str, str]) -> str:
     python = require_cuda_python() if kind == "cuda" else None
-    return build(root, python=python, env=env).stderr
+    return build(root, NO_IMPORT_CHECK, python=python, env=env).stderr
 
 
 KINDS = [
