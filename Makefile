@@ -48,7 +48,7 @@ nix-tools:
 	    echo "note: nix-instantiate not found and nix-bin needs root and apt-get: tests/test_nix.py will skip"; \
 	  fi; }
 
-# tests/test_build_compile_compiler_cache.py shares an sccache cache through a real Redis server on loopback;
+# tests/test_pipeline_compile_compiler_cache.py shares an sccache cache through a real Redis server on loopback;
 # installed the same way (Debian's redis-server), or those tests skip and say why.
 redis-tools:
 	@command -v redis-server >/dev/null 2>&1 || { \
@@ -58,7 +58,7 @@ redis-tools:
 	    echo "note: redis-server not found and needs root and apt-get: the shared-cache tests will skip"; \
 	  fi; }
 
-# tests/test_build_cross.py cross-compiles for aarch64-linux and loads the result under emulation (docs/cross.md):
+# tests/test_pipeline_cross.py cross-compiles for aarch64-linux and loads the result under emulation (docs/cross.md):
 # Debian's aarch64 cross compiler and qemu-user, and arm64 as a foreign architecture so that the emulated
 # Python's packages can be fetched (apt-get download); installed the same way, or those tests skip and say why.
 cross-tools:

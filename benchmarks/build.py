@@ -215,8 +215,8 @@ class Bench:
 
     def theirs(self, root: Path) -> Sample:
         """cpp_extension.load of the binding and the kernel, with the defines and flags kernel-builder uses."""
-        from kernel_builder.build.environment import toolchain
-        from kernel_builder.build.generate.registration import registration_header
+        from kernel_builder.pipeline.environment import toolchain
+        from kernel_builder.pipeline.generate.registration import registration_header
 
         self.count += 1
         include = root / "include"
@@ -352,7 +352,7 @@ class Bench:
 
     def case_cache(self, rounds: int, results: dict[str, object], rows: list[list[object]],
                    targets: list[list[object]]) -> None:  # fmt: skip
-        from kernel_builder.build.compile import compiler_cache
+        from kernel_builder.pipeline.compile import compiler_cache
 
         found = compiler_cache.find()
         if found is None:
@@ -389,7 +389,7 @@ class Bench:
 
     def case_checkout(self, rounds: int, results: dict[str, object], rows: list[list[object]],
                       targets: list[list[object]]) -> None:  # fmt: skip
-        from kernel_builder.build.compile import compiler_cache
+        from kernel_builder.pipeline.compile import compiler_cache
 
         found = compiler_cache.find()
         if found is None:

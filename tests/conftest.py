@@ -108,20 +108,20 @@ def render(*, path: str = PROJECT, matrix: Matrix | None = None) -> str:
 #: first and the short files fill in around them, instead of one long file finishing alone at the end.
 HEAVIEST_FILES = (
     # First: its two-variant build compiles examples/relu for ten CUDA capabilities (and creates the CUDA Torch
-    # environment where make test has not); test_build_builder_cuda's relu, in whichever worker is free next,
+    # environment where make test has not); test_pipeline_builder_cuda's relu, in whichever worker is free next,
     # then takes its objects from the compiler cache (tests/cuda_test_env.py).
-    "test_build_builder_variants.py",
-    "test_build_builder_cpu.py",
-    "test_build_builder_cuda.py",
-    "test_build_builder_robustness.py",
-    "test_build_compile_compiler_cache.py",
+    "test_pipeline_builder_variants.py",
+    "test_pipeline_builder_cpu.py",
+    "test_pipeline_builder_cuda.py",
+    "test_pipeline_builder_robustness.py",
+    "test_pipeline_compile_compiler_cache.py",
     "test_loader_lock_compat.py",
     "test_nix.py",
     "test_authoring_devtest.py",
     "test_examples.py",
-    "test_build_generate_pyproject.py",
+    "test_pipeline_generate_pyproject.py",
     "test_authoring_devtest_suites.py",
-    "test_build_check_import_check.py",
+    "test_pipeline_check_import_check.py",
 )
 
 

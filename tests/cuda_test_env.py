@@ -18,11 +18,11 @@ from pathlib import Path
 
 from matrix_data import CUDA_VARIANT
 
-from kernel_builder.build.environment.isolated_envs import EnvSpec, ensure_env, env_ready
-from kernel_builder.build.environment.provision import resolve_torch
-from kernel_builder.build.plan.candidates import all_candidates
-from kernel_builder.build.plan.selected import wants_pypi_toolkit
 from kernel_builder.config import load_project
+from kernel_builder.pipeline.environment.isolated_envs import EnvSpec, ensure_env, env_ready
+from kernel_builder.pipeline.environment.provision import resolve_torch
+from kernel_builder.pipeline.plan.candidates import all_candidates
+from kernel_builder.pipeline.plan.selected import wants_pypi_toolkit
 
 RELU = Path(__file__).resolve().parent.parent / "examples" / "relu"
 

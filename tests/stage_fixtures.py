@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_builder.build.environment.interpreter import BuildInterpreter
 from kernel_builder.config import KernelProject, load_project
+from kernel_builder.pipeline.environment.interpreter import BuildInterpreter
 
 
 def fake_interpreter(

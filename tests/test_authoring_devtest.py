@@ -13,8 +13,8 @@ from matrix_data import CPU_VARIANT
 from kernel_builder.authoring.devtest import pytest_command, pytest_environment
 from kernel_builder.authoring.pytest_plugin import ENV
 from kernel_builder.authoring.scaffold import InitOptions, init_project
-from kernel_builder.build.options import BuildOptions
 from kernel_builder.config import load_project
+from kernel_builder.pipeline.options import BuildOptions
 
 
 @pytest.mark.slow

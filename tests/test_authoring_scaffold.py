@@ -148,8 +148,8 @@ def test_compiled_sources_include_lean_torch_headers(tmp_path: Path) -> None:
     """No file of the compiled templates includes the umbrella headers (``<torch/all.h>``,
     ``<torch/extension.h>``): they cost a binding that includes them several times its compile time, on every
     build; the binding registers under the build's namespace without naming it, so ``load`` keeps its object
-    (``build/generate/namespace.py``)."""
-    from kernel_builder.build.generate.namespace import namespace_use
+    (``pipeline/generate/namespace.py``)."""
+    from kernel_builder.pipeline.generate.namespace import namespace_use
 
     root = tmp_path / "my-kernel"
     assert main(["init", str(root), "--name", "my-kernel", "--backends", "cuda,cpu"]) == 0

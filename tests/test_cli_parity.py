@@ -162,7 +162,7 @@ def test_build_with_max_jobs_and_cores(tmp_path: Path, capsys: pytest.CaptureFix
 
 
 def test_list_variants_arch_keeps_this_machines_variants(capsys: pytest.CaptureFixture[str]) -> None:
-    from kernel_builder.build.plan.planner import host_system
+    from kernel_builder.pipeline.plan.planner import host_system
 
     every = run_cli(capsys, "list-variants", str(REPO / "examples" / "relu"), "--no-probe", "--json")
     here = run_cli(capsys, "list-variants", str(REPO / "examples" / "relu"), "--no-probe", "--json", "--arch")

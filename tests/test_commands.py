@@ -49,7 +49,7 @@ def test_assembling_the_parser_imports_no_library_module() -> None:
         import sys
         from kernel_builder.cli import build_parser
         build_parser()
-        library = ("kernel_builder.build", "kernel_builder.config", "kernel_builder.loader", "kernel_builder.publish",
+        library = ("kernel_builder.pipeline", "kernel_builder.config", "kernel_builder.loader", "kernel_builder.publish",
                    "kernel_builder.authoring", "kernel_builder.formats", "kernel_builder.layers", "kernel_builder.hub",
                    "torch", "huggingface_hub", "packaging")
         loaded = sorted(m for m in sys.modules if m.startswith(library))
@@ -60,8 +60,8 @@ def test_assembling_the_parser_imports_no_library_module() -> None:
 
 
 def test_list_variants_without_probe_is_every_candidate(tmp_path: Path) -> None:
-    from kernel_builder.build.plan.candidates import all_candidates
-    from kernel_builder.build.plan.listing import list_variants
+    from kernel_builder.pipeline.plan.candidates import all_candidates
+    from kernel_builder.pipeline.plan.listing import list_variants
 
     project = load_project(quick_project(tmp_path / "k")).project
     listed = list_variants(project, probe=False)
@@ -72,7 +72,7 @@ def test_list_variants_without_probe_is_every_candidate(tmp_path: Path) -> None:
 
 def test_list_variants_probe_counts_the_running_torch_as_served(tmp_path: Path) -> None:
     """The running interpreter's variant needs no pip check: it is buildable without one."""
-    from kernel_builder.build.plan.listing import list_variants
+    from kernel_builder.pipeline.plan.listing import list_variants
 
     project = load_project(noarch_project(tmp_path / "k")).project
     probed = list_variants(project, probe=True)
@@ -81,7 +81,7 @@ def test_list_variants_probe_counts_the_running_torch_as_served(tmp_path: Path) 
 
 
 def test_check_variants_refuses_a_tree_without_variants(tmp_path: Path) -> None:
-    from kernel_builder.build.check.abi import check_variants
+    from kernel_builder.pipeline.check.abi import check_variants
 
     with pytest.raises(UsageError, match="does not exist"):
         check_variants(tmp_path / "missing")
@@ -113,7 +113,7 @@ def test_lock_and_download_name_the_missing_file_as_configuration_errors(
 
 
 def test_generate_writes_the_wheel_project(tmp_path: Path) -> None:
-    from kernel_builder.build.builder import Builder, BuildOptions
+    from kernel_builder.pipeline.builder import Builder, BuildOptions
 
     root = quick_project(tmp_path / "k")
     builder = Builder(load_project(root).project, BuildOptions(), log=print)
@@ -128,7 +128,7 @@ def test_generate_writes_the_wheel_project(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_run_benchmarks_times_the_built_variant(tmp_path: Path) -> None:
     from kernel_builder.authoring.bench import run_benchmarks
-    from kernel_builder.build.builder import Builder, BuildOptions
+    from kernel_builder.pipeline.builder import Builder, BuildOptions
 
     root = noarch_project(tmp_path / "k")
     write_tree(
@@ -177,8 +177,8 @@ def test_upload_lock_and_download_as_library_calls(hub: HubServer, tmp_path: Pat
 
 
 def test_options_come_from_the_arguments_of_the_same_names() -> None:
-    from kernel_builder.build.builder import BuildOptions
     from kernel_builder.commands._shared import options_from
+    from kernel_builder.pipeline.builder import BuildOptions
     from kernel_builder.publish.upload import UploadOptions
 
     args = build_parser().parse_args(

@@ -20,11 +20,11 @@ from kernel_builder.errors import (
 
 #: Exceptions that never leave their module (caught where they are raised).
 PRIVATE = {
-    "kernel_builder.build.check.abi.UnreadableElf",
-    # a signal between two modules of build/environment: the listing cannot answer, so pip is asked instead
-    "kernel_builder.build.environment.wheel_index.ListingUnsupported",
+    "kernel_builder.pipeline.check.abi.UnreadableElf",
+    # a signal between two modules of pipeline/environment: the listing cannot answer, so pip is asked instead
+    "kernel_builder.pipeline.environment.wheel_index.ListingUnsupported",
     # the source stage cannot be used: the builder logs why and compiles in place
-    "kernel_builder.build.compile.source_stage.StageError",
+    "kernel_builder.pipeline.compile.source_stage.StageError",
 }
 
 

@@ -29,7 +29,6 @@ from publish_fixtures import (
     cpu_machine as cpu_machine,  # noqa: F401 (fixture)
 )
 
-from kernel_builder.build.plan.sources import hidden_python_files, shipped_python_files
 from kernel_builder.config import load_project
 from kernel_builder.formats.files import (
     GIT_BLOB,
@@ -44,6 +43,7 @@ from kernel_builder.formats.files import (
 )
 from kernel_builder.formats.lockfile import group_variant_files, read_lock, variant_hash
 from kernel_builder.formats.metadata import digest_files, read_metadata, verify_digest
+from kernel_builder.pipeline.plan.sources import hidden_python_files, shipped_python_files
 
 REPO = "org/relu"
 

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 from stage_fixtures import load, write_files
 
-from kernel_builder.build.package import variant_metadata
-from kernel_builder.build.plan.planner import noarch_plans
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.metadata import (
     KERNELS_VERSION_BASELINE,
@@ -20,6 +18,8 @@ from kernel_builder.formats.metadata import (
     required_kernels_version,
 )
 from kernel_builder.loader.minver import KERNELS_API_VERSION, check_kernels_minver
+from kernel_builder.pipeline.package import variant_metadata
+from kernel_builder.pipeline.plan.planner import noarch_plans
 
 kernels_rust = pytest.importorskip(
     "kernels._rust", reason="upstream's loader (the test extra) reads the field"

@@ -26,14 +26,18 @@ import kernel_builder
 
 PACKAGE_DIR = Path(kernel_builder.__file__).parent
 
-_LATE_STAGES = ("kernel_builder.build.package", "kernel_builder.build.record", "kernel_builder.build.builder")
+_LATE_STAGES = (
+    "kernel_builder.pipeline.package",
+    "kernel_builder.pipeline.record",
+    "kernel_builder.pipeline.builder",
+)
 _STAGES = (
-    "kernel_builder.build.plan",
-    "kernel_builder.build.environment",
-    "kernel_builder.build.generate",
-    "kernel_builder.build.compile",
-    "kernel_builder.build.check",
-    "kernel_builder.build.options",
+    "kernel_builder.pipeline.plan",
+    "kernel_builder.pipeline.environment",
+    "kernel_builder.pipeline.generate",
+    "kernel_builder.pipeline.compile",
+    "kernel_builder.pipeline.check",
+    "kernel_builder.pipeline.options",
     *_LATE_STAGES,
 )
 _LOADER_COMMANDS = (
@@ -44,7 +48,7 @@ _LOADER_COMMANDS = (
 _ABOVE_COMMON = (
     "kernel_builder.formats",
     "kernel_builder.config",
-    "kernel_builder.build",
+    "kernel_builder.pipeline",
     "kernel_builder.hub",
     "kernel_builder.loader",
     "kernel_builder.publish",
@@ -60,7 +64,7 @@ FACADES = frozenset({"kernel_builder"})
 #: Package prefix → the packages it must not import (the prefix itself and every module below it).
 FORBIDDEN = {
     "kernel_builder.formats": (
-        "kernel_builder.build",
+        "kernel_builder.pipeline",
         "kernel_builder.loader",
         "kernel_builder.publish",
         "kernel_builder.authoring",
@@ -71,7 +75,7 @@ FORBIDDEN = {
     # publishing, authoring or the CLI. The Hub package is below the loader and the publisher, and knows
     # neither. The shared helpers (common) and the backend table sit below everything.
     "kernel_builder.loader": (
-        "kernel_builder.build",
+        "kernel_builder.pipeline",
         "kernel_builder.config",
         "kernel_builder.publish",
         "kernel_builder.authoring",
@@ -88,7 +92,7 @@ FORBIDDEN = {
     "kernel_builder.loader.warm": _LOADER_COMMANDS,
     "kernel_builder.hub": (
         "kernel_builder.loader",
-        "kernel_builder.build",
+        "kernel_builder.pipeline",
         "kernel_builder.config",
         "kernel_builder.publish",
         "kernel_builder.authoring",
@@ -100,7 +104,7 @@ FORBIDDEN = {
     "kernel_builder.backends": _ABOVE_COMMON,
     "kernel_builder.publish": ("kernel_builder.authoring", "kernel_builder.commands", "kernel_builder.cli"),
     "kernel_builder.config": (
-        "kernel_builder.build",
+        "kernel_builder.pipeline",
         "kernel_builder.loader",
         "kernel_builder.hub",
         "kernel_builder.publish",
@@ -111,47 +115,47 @@ FORBIDDEN = {
     # The build stages: configuration knows nothing of the build; planning asks the build environment what can be
     # built, never the compile stage; the environment (interpreters, toolchain, isolated environments) depends
     # on no stage; compiling takes its inputs as values, not the plan's or the generator's types; generating
-    # does not reach into the checks (the manylinux policy they share lives below both, in build/abi_policy.py).
+    # does not reach into the checks (the manylinux policy they share lives below both, in pipeline/abi_policy.py).
     # The later stages (packaging, the build record, the builder that runs them all) are reached by no earlier
     # one; the build state and the ABI policy sit below every stage.
-    "kernel_builder.build.plan": (
-        "kernel_builder.build.compile",
-        "kernel_builder.build.generate",
-        "kernel_builder.build.check",
+    "kernel_builder.pipeline.plan": (
+        "kernel_builder.pipeline.compile",
+        "kernel_builder.pipeline.generate",
+        "kernel_builder.pipeline.check",
         *_LATE_STAGES,
     ),
-    "kernel_builder.build.environment": (
-        "kernel_builder.build.plan",
-        "kernel_builder.build.generate",
-        "kernel_builder.build.compile",
-        "kernel_builder.build.check",
-        "kernel_builder.build.options",
+    "kernel_builder.pipeline.environment": (
+        "kernel_builder.pipeline.plan",
+        "kernel_builder.pipeline.generate",
+        "kernel_builder.pipeline.compile",
+        "kernel_builder.pipeline.check",
+        "kernel_builder.pipeline.options",
         *_LATE_STAGES,
     ),
-    "kernel_builder.build.compile": (
-        "kernel_builder.build.plan",
-        "kernel_builder.build.generate",
-        "kernel_builder.build.check",
+    "kernel_builder.pipeline.compile": (
+        "kernel_builder.pipeline.plan",
+        "kernel_builder.pipeline.generate",
+        "kernel_builder.pipeline.check",
         *_LATE_STAGES,
     ),
-    "kernel_builder.build.generate": (
-        "kernel_builder.build.check",
-        "kernel_builder.build.compile",
+    "kernel_builder.pipeline.generate": (
+        "kernel_builder.pipeline.check",
+        "kernel_builder.pipeline.compile",
         *_LATE_STAGES,
     ),
-    "kernel_builder.build.check": (
-        "kernel_builder.build.compile",
-        "kernel_builder.build.generate",
+    "kernel_builder.pipeline.check": (
+        "kernel_builder.pipeline.compile",
+        "kernel_builder.pipeline.generate",
         *_LATE_STAGES,
     ),
-    "kernel_builder.build.package": (
-        "kernel_builder.build.compile",
-        "kernel_builder.build.check",
-        "kernel_builder.build.record",
-        "kernel_builder.build.builder",
+    "kernel_builder.pipeline.package": (
+        "kernel_builder.pipeline.compile",
+        "kernel_builder.pipeline.check",
+        "kernel_builder.pipeline.record",
+        "kernel_builder.pipeline.builder",
     ),
-    "kernel_builder.build.state": _STAGES,
-    "kernel_builder.build.abi_policy": _STAGES,
+    "kernel_builder.pipeline.state": _STAGES,
+    "kernel_builder.pipeline.abi_policy": _STAGES,
 }
 
 

@@ -1,8 +1,8 @@
 """Tests mirror the package: each module of kernel_builder has a test file named after it, or is listed below.
 
 ``kernel_builder/formats/matrix.py`` is tested in ``tests/test_formats_matrix.py``; a module may have several
-test files, each named after it with a suffix (``tests/test_build_builder_cpu.py`` for
-``kernel_builder/build/builder.py``). Test files named after something else (the docs, the examples, the Nix
+test files, each named after it with a suffix (``tests/test_pipeline_builder_cpu.py`` for
+``kernel_builder/pipeline/builder.py``). Test files named after something else (the docs, the examples, the Nix
 lib, the GPU runs, the test doubles) are fine: this test only asks that a module's tests be easy to find.
 """
 
@@ -20,18 +20,18 @@ TESTED_ELSEWHERE = {
     # authoring
     "authoring.pytest_plugin": "the pytest plugin of `kernel-builder test`: test_authoring_devtest.py runs it",
     # build stages
-    "build.environment.cache_lock": "environments created once under parallel builds: test_build_environment_isolated_envs.py",
-    "build.generate.ops": "the generation stage's tests: test_build_generate.py",
-    "build.options": "which options are inputs: test_build_record.py; each option through test_build_plan_candidates.py",
-    "build.generate.cmake": "the generation stage's tests: test_build_generate.py",
-    "build.plan.github_matrix": "the `matrix` command's GitHub output: test_docs_ci.py",
-    "build.plan.sources": "the unique id and packaging tests: test_build_plan_unique_id.py, test_build_package.py",
+    "pipeline.environment.cache_lock": "environments created once under parallel builds: test_pipeline_environment_isolated_envs.py",
+    "pipeline.generate.ops": "the generation stage's tests: test_pipeline_generate.py",
+    "pipeline.options": "which options are inputs: test_pipeline_record.py; each option through test_pipeline_plan_candidates.py",
+    "pipeline.generate.cmake": "the generation stage's tests: test_pipeline_generate.py",
+    "pipeline.plan.github_matrix": "the `matrix` command's GitHub output: test_docs_ci.py",
+    "pipeline.plan.sources": "the unique id and packaging tests: test_pipeline_plan_unique_id.py, test_pipeline_package.py",
     # common
     "common.diagnostics": "every diagnostic the config and plan tests check (test_config_load_errors.py)",
-    "common.progress": "the build output of test_build_plan_candidates.py",
-    "common.runner": "the build runner: the end-to-end builds (test_build_builder_*.py)",
+    "common.progress": "the build output of test_pipeline_plan_candidates.py",
+    "common.runner": "the build runner: the end-to-end builds (test_pipeline_builder_*.py)",
     # config: one loader, tested as a whole through load_project and the CLI
-    "config.archs": "test_config_load_errors.py (E20) and test_build_plan_capabilities.py",
+    "config.archs": "test_config_load_errors.py (E20) and test_pipeline_plan_capabilities.py",
     "config.context": "test_config_load_*.py",
     "config.framework": "test_config_load_*.py",
     "config.general": "test_config_load_*.py",
@@ -48,7 +48,7 @@ TESTED_ELSEWHERE = {
     "layers.errors": "test_layers_kernelizer.py, test_layers_mapping.py",
     "loader.errors": "test_loader_*.py",
     # formats
-    "formats.dependencies": "test_config_forms.py and test_build_environment_cutlass.py",
+    "formats.dependencies": "test_config_forms.py and test_pipeline_environment_cutlass.py",
     "formats.lockfile": "test_loader_lock.py",
     # the Hub package: its operations through the loader's and the publisher's tests, each concern where it shows
     "hub.errors": "the causes each failure is reported with: test_hub_network.py",

@@ -78,7 +78,7 @@ SLOW_PATHS = (
     "kernel_builder.loader.dependencies",
     "kernel_builder.loader.hub_dependencies",
     "kernel_builder.backends.gpu_archs",
-    "kernel_builder.build",
+    "kernel_builder.pipeline",
     "kernel_builder.config",
 )
 PROBE = f"""

@@ -18,7 +18,7 @@ from matrix_data import CPU_VARIANT
 from publish_fixtures import committed_content, run_cli, write_kernel, writes
 
 from kernel_builder import cli
-from kernel_builder.build.plan.runners import NO_RUNNER, RUNNERS
+from kernel_builder.pipeline.plan.runners import NO_RUNNER, RUNNERS
 
 REPO = "my-org/my-relu"
 

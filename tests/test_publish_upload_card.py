@@ -1,4 +1,4 @@
-"""``upload`` publishes the kernel's card filled in for the repository it uploads to (kernel_builder/build/card.py),
+"""``upload`` publishes the kernel's card filled in for the repository it uploads to (kernel_builder/pipeline/card.py),
 never the raw template, through the Hub double."""
 
 from __future__ import annotations

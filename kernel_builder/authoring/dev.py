@@ -20,10 +20,10 @@ from pathlib import Path
 from types import ModuleType
 
 import kernel_builder.backends as backends
-from kernel_builder.build.builder import STATE_DIR, Builder, BuildOptions, BuildReport, VariantStatus
 from kernel_builder.config import load_project
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, CompileError, UsageError
+from kernel_builder.pipeline.builder import STATE_DIR, Builder, BuildOptions, BuildReport, VariantStatus
 
 __all__ = ["load"]
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from kernel_builder.authoring.preflight import check_test_interpreter
 from kernel_builder.authoring.pytest_plugin import ENV as KERNEL_ENV
-from kernel_builder.build.check.import_check import with_this_package
-from kernel_builder.build.state import STATE_DIR
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, UsageError
+from kernel_builder.pipeline.check.import_check import with_this_package
+from kernel_builder.pipeline.state import STATE_DIR
 
 #: Under the project's state directory: the import shim ``<package>/__init__.py``, first on ``PYTHONPATH``.
 SHIM_DIR = "test-import"

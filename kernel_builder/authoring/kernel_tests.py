@@ -22,10 +22,10 @@ from pathlib import Path
 
 from kernel_builder.authoring.devtest import collected_sources, pytest_environment
 from kernel_builder.authoring.preflight import check_test_interpreter
-from kernel_builder.build.check.import_check import with_this_package
 from kernel_builder.common import processes
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError, UsageError
+from kernel_builder.pipeline.check.import_check import with_this_package
 
 PLUGIN = "kernel_builder.authoring.pytest_plugin"
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-    from kernel_builder.build.builder import BuildOptions, VariantResult
     from kernel_builder.config.model import KernelProject
+    from kernel_builder.pipeline.builder import BuildOptions, VariantResult
 
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -152,7 +152,7 @@ def build_first(
     """
     import time
 
-    from kernel_builder.build.builder import Builder
+    from kernel_builder.pipeline.builder import Builder
 
     started = time.monotonic()
     project = load(path)
@@ -169,7 +169,9 @@ def build_first(
 
 
 def print_failures(results: Sequence[VariantResult]) -> None:
-    from kernel_builder.build.builder import VariantStatus  # imported already: the results come from a build
+    from kernel_builder.pipeline.builder import (
+        VariantStatus,
+    )  # imported already: the results come from a build
 
     for failure in (r for r in results if r.status == VariantStatus.FAILED):
         print_error(f"{failure.name}: {failure.message}")

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "--trust-remote-code applies to a Hub kernel (ORG/NAME with a release), not a directory"
         )
-    from kernel_builder.build.builder import BuildOptions
+    from kernel_builder.pipeline.builder import BuildOptions
 
     project, status = build_first(args.path, BuildOptions(), command="bench")
     if status:

@@ -22,10 +22,10 @@ from kernel_builder.commands._shared import (
 from kernel_builder.errors import UsageError
 
 if TYPE_CHECKING:
-    from kernel_builder.build.builder import VariantResult
     from kernel_builder.commands._shared import Subparsers
     from kernel_builder.common.diagnostics import Diagnostic
     from kernel_builder.formats.metadata import ProvenanceEntry
+    from kernel_builder.pipeline.builder import VariantResult
 
 
 def register(commands: Subparsers) -> None:
@@ -121,10 +121,10 @@ def register(commands: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from kernel_builder.build.builder import Builder, BuildOptions
-    from kernel_builder.build.plan.candidates import Selection
-    from kernel_builder.build.plan.unique_id import check_unique_id
     from kernel_builder.common.progress import progress_display
+    from kernel_builder.pipeline.builder import Builder, BuildOptions
+    from kernel_builder.pipeline.plan.candidates import Selection
+    from kernel_builder.pipeline.plan.unique_id import check_unique_id
 
     started = time.monotonic()
     args.parallel = same_option(args, "parallel", "max_jobs")

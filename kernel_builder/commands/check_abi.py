@@ -1,4 +1,4 @@
-"""``kernel-builder check-abi``: check built extensions (``kernel_builder.build.check.abi.check_variants``)."""
+"""``kernel-builder check-abi``: check built extensions (``kernel_builder.pipeline.check.abi.check_variants``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def register(commands: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernel_builder.build.check.abi import check_variants
+    from kernel_builder.pipeline.check.abi import check_variants
 
     report = check_variants(args.path)
     for line in report.lines():

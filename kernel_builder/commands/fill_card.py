@@ -1,4 +1,4 @@
-"""``kernel-builder fill-card``: the kernel's CARD.md filled in (``kernel_builder.build.card``)."""
+"""``kernel-builder fill-card``: the kernel's CARD.md filled in (``kernel_builder.pipeline.card``)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from kernel_builder.build.card import CARD_FILE, fill_project_card
     from kernel_builder.errors import UsageError
     from kernel_builder.formats.identifiers import repo_id_problem
+    from kernel_builder.pipeline.card import CARD_FILE, fill_project_card
 
     if args.repo_id is not None and (problem := repo_id_problem(args.repo_id)) is not None:
         raise UsageError(f"--repo-id {args.repo_id!r}: {problem}")

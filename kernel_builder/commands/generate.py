@@ -22,7 +22,7 @@ def register(commands: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernel_builder.build.builder import Builder, BuildOptions
+    from kernel_builder.pipeline.builder import Builder, BuildOptions
 
     builder = Builder(load(args.path), BuildOptions(python=args.python), log=log)
     target = builder.generate(force=args.force)

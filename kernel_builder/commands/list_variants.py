@@ -1,4 +1,4 @@
-"""``kernel-builder list-variants``: the project's candidate variants (``kernel_builder.build.plan.listing``)."""
+"""``kernel-builder list-variants``: the project's candidate variants (``kernel_builder.pipeline.plan.listing``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from kernel_builder.commands import COMMANDS
 from kernel_builder.commands._shared import add_common, add_path, load
 
 if TYPE_CHECKING:
-    from kernel_builder.build.plan.candidates import Candidate
     from kernel_builder.commands._shared import Subparsers
+    from kernel_builder.pipeline.plan.candidates import Candidate
 
 
 def register(commands: Subparsers) -> None:
@@ -34,9 +34,9 @@ def register(commands: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernel_builder.build.plan.listing import list_variants
     from kernel_builder.commands._shared import log
     from kernel_builder.common.progress import progress_display
+    from kernel_builder.pipeline.plan.listing import list_variants
 
     project = load(args.path)
     # Probing reads torch's listing from each index and looks for CUDA compilers: say what runs, and how long.
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     with progress_display(log) as progress:
         candidates = list_variants(project, probe=not args.no_probe, progress=progress)
     if args.arch:
-        from kernel_builder.build.plan.planner import host_system
+        from kernel_builder.pipeline.plan.planner import host_system
 
         candidates = [c for c in candidates if c.system == host_system()]
     if not args.no_probe:
@@ -103,7 +103,7 @@ def _buildable(candidate: Candidate) -> str:
     """How a buildable candidate is built: ``yes``, or ``yes (cross: …)`` for another system's variant."""
     if not candidate.cross:
         return "yes"
-    from kernel_builder.build.plan.planner import host_system
+    from kernel_builder.pipeline.plan.planner import host_system
 
     return f"yes (cross: {candidate.system} from {host_system()}, docs/cross.md)"
 

@@ -1,4 +1,4 @@
-"""``kernel-builder matrix``: a CI build matrix (``kernel_builder.build.plan.github_matrix.github_matrix``)."""
+"""``kernel-builder matrix``: a CI build matrix (``kernel_builder.pipeline.plan.github_matrix.github_matrix``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def register(commands: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from kernel_builder.build.plan.github_matrix import github_matrix
+    from kernel_builder.pipeline.plan.github_matrix import github_matrix
 
     matrix = github_matrix(load(args.path), args.path, required_only=args.required)
     print(json.dumps(matrix, indent=None if args.format == "github" else 2))

@@ -44,7 +44,7 @@ def register(commands: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kernel_builder.authoring import devtest
-    from kernel_builder.build.builder import BuildOptions
+    from kernel_builder.pipeline.builder import BuildOptions
 
     def check(project: KernelProject) -> None:
         devtest.check_tests_can_run(project, args.pytest_args, args.python)

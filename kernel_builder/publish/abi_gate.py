@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from kernel_builder.build.check.abi import Violation, check_directories
 from kernel_builder.errors import HubError
+from kernel_builder.pipeline.check.abi import Violation, check_directories
 from kernel_builder.publish.content import README, Content, LocalFile
 
 __all__ = ["CARD_HEADING", "abi_gate", "card_section"]

@@ -3,7 +3,7 @@
 The required variants are the project's required candidates (the variant matrix, as ``build --required`` and
 ``matrix --required`` read it). A release lacks one when neither the variants directory nor the target branch
 on the Hub (variants the upload leaves in place there) has it. A missing variant that a runner of this tool
-builds (:mod:`kernel_builder.build.plan.runners`) refuses the upload unless ``--allow-incomplete``; then the
+builds (:mod:`kernel_builder.pipeline.plan.runners`) refuses the upload unless ``--allow-incomplete``; then the
 card gets a section listing what is missing, so the repository's users see it. A missing variant that no runner
 of this tool builds (macOS, backends it does not compile) is reported, and listed on such a card, but does not
 refuse the upload: no command of this tool could make the release complete.
@@ -49,9 +49,9 @@ def missing_variants(kernel_dir: Path, present: Collection[str]) -> tuple[list[M
     many variants are required; ``None`` when ``kernel_dir`` has no build.toml to say which are required."""
     if not (kernel_dir / "build.toml").is_file():
         return None
-    from kernel_builder.build.plan.candidates import all_candidates
-    from kernel_builder.build.plan.runners import no_runner_reason, runner_for
     from kernel_builder.config import load_project
+    from kernel_builder.pipeline.plan.candidates import all_candidates
+    from kernel_builder.pipeline.plan.runners import no_runner_reason, runner_for
 
     project = load_project(kernel_dir).project
     missing = []

@@ -193,8 +193,8 @@ def _filled_card(kernel_dir: Path, repo_id: str, content: Content, scratch: Path
     """The kernel's ``CARD.md`` filled in for ``repo_id`` (the repository uploaded to, which ``build`` may not
     have known) in place of ``build/CARD.md``; ``content`` as it is for a directory without ``build.toml`` and
     ``CARD.md``, whose ``build/CARD.md`` goes as ``build`` wrote it."""
-    from kernel_builder.build.card import CARD_FILE, fill_project_card
     from kernel_builder.config import load_project
+    from kernel_builder.pipeline.card import CARD_FILE, fill_project_card
 
     if not ((kernel_dir / "build.toml").is_file() and (kernel_dir / CARD_FILE).is_file()):
         return content

@@ -1,0 +1,193 @@
+"""Another system's CPython under qemu-user, with that system's Torch: where a cross-built variant is loaded on
+this host (docs/cross.md).
+
+An aarch64-linux variant built on x86_64-linux cannot be imported by this host's interpreter. qemu-user
+(Debian's ``qemu-user-static``) runs an aarch64 CPython instead: Debian 12's arm64 ``python3.11-minimal`` and the
+libraries it needs, fetched with ``apt-get download`` (the host needs ``dpkg --add-architecture arm64`` and an
+``apt-get update`` once) and unpacked with ``dpkg -x`` into ``<cache>/emulation/<system>/python/``. Packages for
+it — the target's Torch and what ``import torch`` needs, and the loader's own dependencies — are installed with
+``pip install --target --platform`` into ``<cache>/emulation/<system>/site-<key>/``. Both are made once and
+reused, each complete before its marker is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel_builder.errors import BuildError
+from kernel_builder.pipeline.environment.cache_lock import locked
+from kernel_builder.pipeline.environment.env_facts import cache_root
+from kernel_builder.pipeline.environment.target_env import PLATFORMS
+
+#: The Python of the emulated root: Debian 12's (its arm64 packages carry CPython 3.11).
+PYTHON_VERSION = (3, 11)
+#: Debian's packages of an emulated CPython that imports Torch: the interpreter, its standard library, and the
+#: C and C++ runtime Torch's libraries link.
+DEBIAN_PACKAGES = (
+    "python3.11-minimal", "libpython3.11-minimal", "libpython3.11-stdlib", "libc6", "libexpat1", "zlib1g",
+    "libffi8", "libstdc++6", "libgcc-s1", "libgomp1",
+)  # fmt: skip
+QEMU = {"aarch64-linux": "qemu-aarch64-static"}
+DEBIAN_ARCHITECTURES = {"aarch64-linux": "arm64"}
+MARKER = "kernel-builder-emulation.json"
+
+
+class EmulationUnavailable(BuildError):
+    """This host cannot run the emulated Python (no qemu, no apt-get, a package it cannot fetch); says why."""
+
+
+def emulation_dir(system: str) -> Path:
+    return cache_root() / "emulation" / system
+
+
+def qemu(system: str) -> Path:
+    """qemu-user for ``system`` on ``PATH``; :class:`EmulationUnavailable` naming the package otherwise."""
+    name = QEMU.get(system)
+    found = shutil.which(name) if name else None
+    if found is None:
+        raise EmulationUnavailable(
+            f"running {system} code here needs {name or 'qemu-user'} on PATH (Debian/Ubuntu: apt-get install "
+            "qemu-user-static)"
+        )
+    return Path(found)
+
+
+def _run(argv: Sequence[str | os.PathLike[str]], what: str, cwd: Path | None = None) -> None:
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=cwd)
+    except OSError as error:
+        raise EmulationUnavailable(f"{what}: cannot run {argv[0]}: {error.strerror}") from None
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if line.startswith(("E:", "ERROR"))]
+        detail = errors[-1] if errors else result.stderr.strip()[-400:]
+        raise EmulationUnavailable(f"{what} failed: {detail}")
+
+
+def ensure_python(system: str, log: Callable[[str], None] = lambda _: None) -> Path:
+    """The root directory of ``system``'s CPython (``usr/bin/python3.11`` inside), fetched and unpacked once."""
+    architecture = DEBIAN_ARCHITECTURES.get(system)
+    if architecture is None:
+        raise EmulationUnavailable(f"no emulated Python for {system}")
+    root = emulation_dir(system) / "python"
+    with locked(root.parent / ".python.lock"):
+        if (root / MARKER).is_file():
+            return root
+        if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
+            raise EmulationUnavailable(
+                "fetching the emulated Python needs apt-get and dpkg (Debian or Ubuntu)"
+            )
+        tmp = root.with_name(f".python.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
+        (tmp / "debs").mkdir(parents=True)
+        log(f"fetching Debian's {architecture} CPython {PYTHON_VERSION[0]}.{PYTHON_VERSION[1]} into {root}")
+        try:
+            _run(
+                ["apt-get", "download", *(f"{p}:{architecture}" for p in DEBIAN_PACKAGES)],
+                f"apt-get download of the {architecture} Python (the host needs `dpkg --add-architecture "
+                f"{architecture} && apt-get update` once)",
+                cwd=tmp / "debs",
+            )
+            for deb in sorted((tmp / "debs").glob("*.deb")):
+                _run(["dpkg", "-x", deb, tmp / "root"], f"dpkg -x {deb.name}")
+            os.rename(tmp / "root", root)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        (root / MARKER).write_text(" ".join(DEBIAN_PACKAGES) + "\n", encoding="utf-8")
+        return root
+
+
+def ensure_site(
+    system: str, requirements: Sequence[str], log: Callable[[str], None] = lambda _: None
+) -> Path:
+    """A directory with ``requirements`` (and their dependencies) installed for ``system``'s emulated Python."""
+    key = hashlib.sha256("\0".join(sorted(requirements)).encode()).hexdigest()[:16]
+    site = emulation_dir(system) / f"site-{key}"
+    with locked(site.parent / f".site-{key}.lock"):
+        if (site / MARKER).is_file():
+            return site
+        tmp = site.with_name(f".site-{key}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(site, ignore_errors=True)
+        log(f"installing {', '.join(requirements)} for {system} into {site}")
+        try:
+            _run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--target",
+                    tmp,
+                    "--only-binary=:all:",
+                    "--platform",
+                    PLATFORMS[system],
+                    "--implementation",
+                    "cp",
+                    "--python-version",
+                    f"{PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}",
+                    *requirements,
+                ],  # fmt: skip
+                f"pip install of {', '.join(requirements)} for {PLATFORMS[system]}",
+            )
+            os.rename(tmp, site)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        (site / MARKER).write_text("\n".join(requirements) + "\n", encoding="utf-8")
+        return site
+
+
+@dataclass(frozen=True)
+class EmulatedPython:
+    """``system``'s CPython under qemu-user, importing from ``paths`` (first) and ``site``."""
+
+    system: str
+    root: Path
+    site: Path
+    qemu: Path
+
+    def argv(self, *args: str) -> list[str]:
+        python = self.root / "usr" / "bin" / f"python{PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}"
+        return [str(self.qemu), "-L", str(self.root), str(python), *args]
+
+    def environment(
+        self, paths: Sequence[Path] = (), extra: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """This process's environment for the emulated Python: only its own packages and ``paths`` importable."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "LD_"))}
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (*paths, self.site))
+        env["PYTHONNOUSERSITE"] = "1"
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.update(extra or {})
+        return env
+
+    def run(
+        self,
+        *args: str,
+        paths: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*args), env=self.environment(paths, env), capture_output=True, text=True,
+            timeout=timeout, check=False,
+        )  # fmt: skip
+
+
+def emulated_python(
+    system: str, requirements: Sequence[str], log: Callable[[str], None] = lambda _: None
+) -> EmulatedPython:
+    """``system``'s CPython with ``requirements`` installed (fetched once, then reused from the cache)."""
+    runner = qemu(system)
+    root = ensure_python(system, log)
+    site = ensure_site(system, requirements, log)
+    return EmulatedPython(system, root, site, runner)

@@ -1,0 +1,178 @@
+"""Target environments: another system's Torch, unpacked for a cross build and never imported here (docs/cross.md).
+
+A cross build (aarch64-linux variants on an x86_64-linux host) compiles with Debian's cross compiler against the
+target's Torch: its headers, its CMake files and its libraries to link. That Torch is the target's PyPI wheel,
+fetched with ``pip download --platform`` and unpacked — only the parts a build reads — into the user cache next to
+the isolated environments (``<cache>/targets/<key>/``), shared by every project and reused until
+``--refresh-envs``. Nothing in it is imported by this host's interpreter: what the build needs to know about
+that Torch (version, C++11 ABI, nvcc flags) is read from its files (``interpreter.details_from_files``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernel_builder.errors import BuildError
+from kernel_builder.formats.matrix import MatrixEntry
+from kernel_builder.pipeline.environment.cache_lock import locked
+from kernel_builder.pipeline.environment.env_facts import cache_root
+from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, read_version_py
+
+MARKER = "kernel-builder-target.json"
+#: The wheel platform tag of each system a target environment can be made for (the manylinux policy too).
+PLATFORMS = {"aarch64-linux": "manylinux_2_28_aarch64", "x86_64-linux": "manylinux_2_28_x86_64"}
+#: The cross compiler of each target system, as Debian's ``g++-<triple>`` packages name it.
+CROSS_COMPILERS = {"aarch64-linux": "aarch64-linux-gnu-g++"}
+CROSS_PACKAGES = {"aarch64-linux": "g++-aarch64-linux-gnu"}
+#: The parts of a Torch wheel a build reads: headers, CMake files, libraries and the files facts come from.
+_KEPT = ("torch/include/", "torch/share/", "torch/lib/", "torch/version.py", "torch/utils/cpp_extension.py")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    torch_pin: str
+    compute: str  # the variant's: "cpu", "cu130", ...
+    system: str  # "aarch64-linux"
+    index_url: str | None = None
+
+    @classmethod
+    def for_entry(cls, entry: MatrixEntry, system: str) -> TargetSpec:
+        if entry.torch_pin is None:
+            raise BuildError(
+                f"matrix entry torch {entry.torch_str} {entry.compute} has no torch-pin to fetch"
+            )
+        return cls(entry.torch_pin, entry.compute, system, entry.index_url)
+
+    @property
+    def platform(self) -> str:
+        return PLATFORMS[self.system]
+
+    @property
+    def key(self) -> str:
+        return (
+            f"torch{self.torch_pin}-{self.compute}-{self.system}-py{sys.version_info[0]}{sys.version_info[1]}"
+        )
+
+
+def target_dir(spec: TargetSpec) -> Path:
+    return cache_root() / "targets" / spec.key
+
+
+def target_ready(spec: TargetSpec) -> bool:
+    """Whether ``spec``'s target environment exists complete (its marker is written last)."""
+    return (target_dir(spec) / MARKER).is_file()
+
+
+def pip_download_argv(platform: str, requirement: str, dest: Path, *, deps: bool = False) -> list[str]:
+    """``pip download`` of ``requirement``'s wheels for another platform, for this interpreter's Python version."""
+    argv = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+        "--only-binary=:all:", "--platform", platform, "--implementation", "cp",
+        "--python-version", f"{sys.version_info[0]}.{sys.version_info[1]}", "--dest", str(dest), requirement,
+    ]  # fmt: skip
+    return argv if deps else [*argv, "--no-deps"]
+
+
+def ensure_target(
+    spec: TargetSpec,
+    *,
+    refresh: bool = False,
+    requirement: str | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> Path:
+    """The directory holding the target's ``torch/`` (unpacked as needed); ``requirement`` is the exact wheel
+    to fetch (``provision.resolve_torch``'s choice for the target), else ``torch==<pin>``."""
+    root = target_dir(spec)
+    with locked(root.parent / f".{spec.key}.lock"):
+        if (root / MARKER).is_file() and not refresh:
+            return root
+        tmp = root.with_name(f".{spec.key}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
+        wanted = requirement or f"torch=={spec.torch_pin}"
+        log(f"fetching torch {spec.torch_pin} for {spec.system} ({spec.platform}) into {root}")
+        argv = pip_download_argv(spec.platform, wanted, tmp / "wheels")
+        if spec.index_url:
+            argv += ["--extra-index-url", spec.index_url]
+        try:
+            result = subprocess.run(argv, capture_output=True, text=True, check=False)
+            if result.returncode != 0:
+                errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+                detail = errors[-1] if errors else result.stderr.strip()[-400:]
+                raise BuildError(f"cannot fetch torch {spec.torch_pin} for {spec.platform}: {detail}")
+            wheels = sorted((tmp / "wheels").glob("torch-*.whl"))
+            if len(wheels) != 1:
+                raise BuildError(
+                    f"pip download of {wanted} for {spec.platform} gave {len(wheels)} torch wheels"
+                )
+            with zipfile.ZipFile(wheels[0]) as archive:
+                for member in archive.infolist():
+                    if member.filename.startswith(_KEPT) and not member.is_dir():
+                        archive.extract(member, tmp / "site")
+            for library in (tmp / "site" / "torch" / "lib").glob("*.so*"):
+                library.chmod(0o755)
+            os.rename(tmp / "site", root)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        (root / MARKER).write_text(
+            json.dumps({"torch": spec.torch_pin, "system": spec.system, "wheel": wheels[0].name}, indent=2)
+            + "\n"
+        )
+        return root
+
+
+def wheel_of(root: Path) -> str | None:
+    """The file name of the wheel a target environment was unpacked from (for the variant's provenance)."""
+    try:
+        return str(json.loads((root / MARKER).read_text(encoding="utf-8"))["wheel"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def target_interpreter(root: Path, system: str) -> BuildInterpreter:
+    """The build's view of a target environment: its Torch, with this interpreter's Python headers (the limited
+    API the extension is compiled against is the same on every 64-bit Linux)."""
+    torch_dir = root / "torch"
+    values = read_version_py(torch_dir)
+    paths = sysconfig.get_paths()
+    return BuildInterpreter(
+        python=Path(sys.executable),
+        torch_dir=torch_dir,
+        torch_version=values.get("__version__") or "0.0",
+        cuda=values.get("cuda"),
+        hip=values.get("hip"),
+        xpu=values.get("xpu"),
+        python_version=(sys.version_info[0], sys.version_info[1]),
+        python_include=Path(paths["include"]),
+        purelib=root,
+        target=system,
+    )
+
+
+def cross_compiler(system: str) -> Path | None:
+    """The C++ cross compiler for ``system`` on ``PATH`` (``$KERNEL_BUILDER_CROSS_CXX`` overrides), or None."""
+    name = os.environ.get("KERNEL_BUILDER_CROSS_CXX") or CROSS_COMPILERS.get(system)
+    found = shutil.which(name) if name else None
+    return Path(found) if found else None
+
+
+def cross_compiler_problem(system: str) -> str | None:
+    """Why this host cannot cross-compile C++ for ``system``, or None."""
+    if system not in CROSS_COMPILERS:
+        return f"this kernel-builder cannot cross-compile for {system}"
+    if cross_compiler(system) is None:
+        return (
+            f"cross-compiling for {system} needs the C++ cross compiler {CROSS_COMPILERS[system]}, which is not on "
+            f"PATH: install it (Debian/Ubuntu: apt-get install {CROSS_PACKAGES[system]}) or set "
+            "KERNEL_BUILDER_CROSS_CXX"
+        )
+    return None

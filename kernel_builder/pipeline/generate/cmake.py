@@ -1,0 +1,456 @@
+"""The CMake project of one AOT variant (docs/layout.md).
+
+The generated CMakeLists.txt states what to build — components, sources, flags, architectures — as calls
+into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how.
+Everything the project depends on is written into it, so its files alone decide whether to reconfigure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from kernel_builder import __version__, backends
+from kernel_builder.backends import gpu_archs
+from kernel_builder.errors import BuildError
+from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, TorchDetails
+from kernel_builder.pipeline.environment.toolchain import CudaToolkit
+from kernel_builder.pipeline.generate.namespace import (
+    AT_LINK_DEFINE,
+    NAMESPACE_MACRO,
+    REGISTRATION_SOURCE,
+    NamespaceUse,
+    namespace_use,
+    registration_source,
+)
+from kernel_builder.pipeline.generate.ops import aot_ops_py
+from kernel_builder.pipeline.generate.precompiled import Precompiled, choose_precompiled
+from kernel_builder.pipeline.generate.registration import registration_header
+from kernel_builder.pipeline.plan.planner import Component, VariantPlan
+from kernel_builder.pipeline.state import LOAD_EXTENSION_TARGET
+
+_NO_HALF = {
+    "-D__CUDA_NO_HALF_OPERATORS__",
+    "-D__CUDA_NO_HALF_CONVERSIONS__",
+    "-D__CUDA_NO_HALF2_OPERATORS__",
+    "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+}
+_GENEX_LITERALS = {"$": "$<1:$>", ">": "$<ANGLE-R>", ",": "$<COMMA>"}
+#: The kernel root seen from the CMake build directory, .kernel-builder/<variant>/cmake-build.
+RELATIVE_ROOT = "../../.."
+#: CMake target names. Every kernel section's target starts with ``kb_kernel_``; the generated targets start with
+#: ``kb_`` and never ``kb_kernel_``; the extension's is the op namespace (``_<name>_<backend>_<id>``) or
+#: :data:`LOAD_EXTENSION_TARGET`; CMake's own
+#: (``all``, ``install``, ...) start with neither. So a section may have any name its syntax allows (``_fused``,
+#: ``kb_x``, ``all``) and still name no other target.
+SECTION_TARGET_PREFIX = "kb_kernel_"
+BINDING_TARGET = "kb_binding"
+MANYLINUX_TARGET = "kb_manylinux"
+NAMESPACE_TARGET = "kb_namespace"
+
+
+def component_target(component: Component) -> str:
+    """The CMake target (an object library, whose objects go to ``CMakeFiles/<target>.dir``) of a component."""
+    return BINDING_TARGET if component.binding else SECTION_TARGET_PREFIX + component.name
+
+
+@dataclass(frozen=True)
+class ProjectOptions:
+    build_type: str = "Release"
+    nvcc_threads: int | None = None
+    gnu_unique_flag: bool = True  # whether the host compiler accepts -fno-gnu-unique
+    dependency_includes: tuple[Path, ...] = ()  # CUTLASS and other header-only dependencies
+    # Linux: the host C++ compiler whose glibc the manylinux compatibility header is made for (manylinux.py).
+    manylinux_compiler: Path | None = None
+    #: ``kernel_builder.load``: the op namespace reaches only the files that name it, and a binding's registration
+    #: macros through a generated source, so that a new namespace recompiles little (:mod:`.namespace`).
+    namespace_where_used: bool = False
+    debug_info: bool = False  # -g (and -lineinfo for nvcc): `build --debug-build`
+    #: The compiler cache that wraps the compilers (``compiler_cache``): ``ccache``, ``sccache`` or None.
+    #: sccache hashes every compiler option verbatim, so the root's own prefix map goes to the preprocessor
+    #: (``-Xpreprocessor``), whose options it leaves to the preprocessed text it hashes (see
+    #: :func:`_root_prefix_map`).
+    compiler_cache: str | None = None
+    #: The build interpreter's Python headers, known already (``build``): the project does not run FindPython.
+    python_include: Path | None = None
+    #: Where the compilers reach the kernel's sources, when not at the kernel root: the stage that every checkout
+    #: shares (``kernel_builder.pipeline.compile.source_stage``, for nvcc through sccache).
+    source_stage: Path | None = None
+    #: ``kernel_builder.load``'s development build of a C++-only backend (CPU, ...; not CUDA, whose nvcc objects
+    #: and link were not measured with them): a precompiled Torch header for each component an edit recompiles
+    #: (:mod:`.precompiled`), and GNU gold as the linker where the compiler can use it (it links the extension
+    #: against Torch's libraries in under half of GNU ld's time). ``kernel-builder build`` uses neither.
+    development: bool = False
+
+
+def cmake_quote(value: str | os.PathLike[str], *, list_element: bool = False) -> str:
+    """``value`` as one quoted CMake argument whose value is exactly ``value``.
+
+    A ``;`` stays as it is: the ``kb_*`` functions read their arguments with ``cmake_parse_arguments(PARSE_ARGV
+    ...)``, which keeps it inside one element, and ``set()`` of a single value keeps it too (an escaped ``\\;``
+    would reach the compiler with its backslash). ``list_element=True`` escapes it for a value appended to a
+    CMake list (``list(PREPEND ...)``), where an unescaped ``;`` would split the element.
+    """
+    text = str(value)
+    for char in ("\\", '"', "$", *((";",) if list_element else ())):
+        text = text.replace(char, "\\" + char)
+    return f'"{text}"'
+
+
+def genex_literal(value: str | os.PathLike[str]) -> str:
+    """``value`` spelled so that CMake's generator expressions give it back unchanged.
+
+    Everything the ``kb_*`` functions receive is used where generator expressions are evaluated (compile
+    options, definitions, sources, include directories), and the options sit inside ``$<$<COMPILE_LANGUAGE:
+    ...>:...>``: a ``$<...>`` in a flag would be evaluated, a ``>`` would end the expression early. ``$``,
+    ``>`` and ``,`` are written as expressions that evaluate to themselves, so a flag or a file name reaches
+    the compiler exactly as written (CMake then quotes it for Ninja and the shell itself).
+    """
+    return "".join(_GENEX_LITERALS.get(char, char) for char in str(value))
+
+
+def _args(keyword: str, values: Iterable[str | os.PathLike[str]]) -> str:
+    values = list(values)
+    if not values:
+        return ""
+    return f"\n  {keyword} " + " ".join(cmake_quote(genex_literal(v)) for v in values)
+
+
+def torch_cpu_definitions(torch_dir: Path) -> list[str]:
+    """The compile definitions Torch's CMake config gives every user of ``torch_cpu`` (``USE_DISTRIBUTED``, ...),
+    read from its exported targets: a :attr:`~BuildInterpreter.cpu_view` project does not run that config."""
+    targets = torch_dir / "share" / "cmake" / "Caffe2" / "Caffe2Targets.cmake"
+    try:
+        text = targets.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BuildError(f"cannot read Torch's CMake targets {targets}: {error.strerror}") from None
+    match = re.search(
+        r"set_target_properties\(torch_cpu PROPERTIES[^)]*?INTERFACE_COMPILE_DEFINITIONS \"([^\"]*)\"", text
+    )
+    return [d for d in match[1].split(";") if d] if match else []
+
+
+def torch_cuda_flags(details: TorchDetails) -> list[str]:
+    """Torch's extension nvcc flags without the half/bfloat16 disabling defines, plus FP8."""
+    return [f for f in details.nvcc_flags if f not in _NO_HALF] + ["-DENABLE_FP8"]
+
+
+def nvcc_threads(plan: VariantPlan, options: ProjectOptions) -> int:
+    if options.nvcc_threads:
+        return options.nvcc_threads
+    if os.environ.get("NVCC_THREADS", "").isdigit():
+        return max(1, int(os.environ["NVCC_THREADS"]))
+    return max(1, min(8, max((len(c.archs) for c in plan.components), default=1)))
+
+
+def cuda_flags_for(flags: Sequence[str], cuda: tuple[int, int]) -> list[str]:
+    """A kernel's ``cuda-flags`` for nvcc ``cuda``: before 12.8, nvcc rejects ``-static-global-template-stub``."""
+    if cuda < (12, 8):
+        return [f for f in flags if f.lstrip("-").split("=", 1)[0] != "static-global-template-stub"]
+    return list(flags)
+
+
+def cxx_standard(torch: tuple[int, int]) -> int:
+    return 17 if torch < (2, 12) else 20
+
+
+def write_project(
+    project_dir: Path,
+    root: Path,
+    plan: VariantPlan,
+    interpreter: BuildInterpreter,
+    details: TorchDetails,
+    toolkit: CudaToolkit | None,
+    options: ProjectOptions,
+) -> str:
+    """Write the project into ``project_dir`` (replacing what was there); returns its fingerprint."""
+    for path in (root, project_dir):
+        if ";" in str(path):
+            # CMake treats `;` as a list separator in its own source and build paths (even its compiler
+            # check fails there); the sources and the build directory live under the kernel root.
+            raise BuildError(
+                f"CMake cannot build in a directory whose path contains `;`: {path}; rename or move it"
+            )
+    previous = _file_stamps(project_dir)
+    if project_dir.exists():
+        shutil.rmtree(project_dir)
+    (project_dir / "include").mkdir(parents=True)
+    (project_dir / "cmake").mkdir()
+    (project_dir / "include" / "registration.h").write_text(registration_header(), encoding="utf-8")
+    module = (files("kernel_builder") / "cmake" / "KernelBuilder.cmake").read_text(encoding="utf-8")
+    (project_dir / "cmake" / "KernelBuilder.cmake").write_text(module, encoding="utf-8")
+    late_includes: list[Path] = []
+    compat = None
+    if options.manylinux_compiler is not None:
+        from kernel_builder.pipeline.generate.manylinux import write_compat
+
+        compat = write_compat(project_dir / "manylinux", options.manylinux_compiler)
+    if toolkit is not None:
+        shim = _cuda_library_headers(project_dir / "cuda-library-headers", interpreter, toolkit)
+        if shim is not None:
+            late_includes.append(shim)
+    use = _namespace_use(root, plan, options)
+    if use.at_link:
+        source = project_dir / REGISTRATION_SOURCE
+        source.parent.mkdir()
+        source.write_text(registration_source(plan.ops_name), encoding="utf-8")
+    inputs = _Inputs(root, plan, interpreter, details, toolkit, options, use)
+    text = _cmakelists(inputs, project_dir, late_includes, compat)
+    (project_dir / "CMakeLists.txt").write_text(text, encoding="utf-8")
+    # Installed beside the extension, so the project also builds a complete package (a wheel through
+    # scikit-build-core, `kernel-builder generate`); `build` assembles its variants itself and ignores it.
+    (project_dir / "_ops.py").write_text(aot_ops_py(plan.ops_name), encoding="utf-8")
+    _restore_unchanged_stamps(project_dir, previous)
+    return project_fingerprint(project_dir)
+
+
+def _file_stamps(directory: Path) -> dict[Path, tuple[bytes, int]]:
+    """Content and mtime of every regular file below ``directory`` (none when it does not exist)."""
+    stamps: dict[Path, tuple[bytes, int]] = {}
+    if directory.is_dir():
+        for path in directory.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                stamps[path] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return stamps
+
+
+def _restore_unchanged_stamps(directory: Path, previous: dict[Path, tuple[bytes, int]]) -> None:
+    """A rewritten file with the same bytes keeps its old mtime. Generated headers that every compilation
+    includes (registration.h, the manylinux header) would otherwise look new to Ninja at each configure and
+    recompile every source, while an edit of one file should recompile only what depends on it."""
+    for path, (content, mtime) in previous.items():
+        if path.is_file() and not path.is_symlink() and path.read_bytes() == content:
+            os.utime(path, ns=(mtime, mtime))
+
+
+def project_fingerprint(project_dir: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(project_dir.rglob("*")):
+        rel = path.relative_to(project_dir).as_posix()
+        digest.update(rel.encode() + b"\0")
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode())
+        elif path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cuda_library_headers(shim: Path, interpreter: BuildInterpreter, toolkit: CudaToolkit) -> Path | None:
+    """Torch's CUDA wheels ship cuBLAS/cuSPARSE/... headers that a bare toolkit may lack. Expose only the
+    headers the toolkit does not have, so headers of two CUDA releases never mix (the wheel's ``crt/`` can be
+    newer than nvcc's)."""
+    wheel_include = interpreter.purelib / "nvidia" / f"cu{toolkit.version[0]}" / "include"
+    if not wheel_include.is_dir():
+        return None
+    shim.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(wheel_include.iterdir()):
+        if not (toolkit.include / entry.name).exists():
+            (shim / entry.name).symlink_to(entry)
+    return shim
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What :func:`write_project` was given, passed on whole to :func:`_cmakelists`."""
+
+    root: Path
+    plan: VariantPlan
+    interpreter: BuildInterpreter
+    details: TorchDetails
+    toolkit: CudaToolkit | None
+    options: ProjectOptions
+    namespace: NamespaceUse
+
+
+def _namespace_use(root: Path, plan: VariantPlan, options: ProjectOptions) -> NamespaceUse:
+    """Every file gets the namespace defined (``kernel-builder build``), or, for ``load``, see :mod:`.namespace`."""
+    if not options.namespace_where_used:
+        return NamespaceUse(defined=None)
+    return namespace_use(root, [s for c in plan.components for s in c.sources])
+
+
+def _root_prefix_map(root: Path, cache: str | None) -> tuple[str, str]:
+    """The g++ and the nvcc option that turn the kernel root into ``.`` in what the compiler writes
+    (``__FILE__``, debug information).
+
+    The option names the root, so a cache that hashes it verbatim misses in every other checkout. ccache
+    leaves it out of the hash itself (``compiler_cache``'s ``ignore_options``). sccache cannot be told to, but
+    it does not hash options given to the preprocessor (``-Wp,`` / ``-Xpreprocessor``): their effect is in the
+    preprocessed text it hashes, where ``SCCACHE_BASEDIRS`` strips the root. g++ preprocesses and compiles in
+    one process, so the map given that way still reaches the debug information."""
+    option = f"-ffile-prefix-map={root}=."
+    if cache == "sccache" and "," not in str(root):  # both forms split at commas
+        return f"-Wp,{option}", f"-Xcompiler=-Xpreprocessor,{option}"
+    return option, f"-Xcompiler={option}"
+
+
+def _precompiled(inputs: _Inputs, component: Component) -> Precompiled | None:
+    """The precompiled header of a component in a ``load`` build: one whose files an edit recompiles, i.e. a
+    kernel section, or the binding when its files are given the (per-build) namespace. A binding whose namespace
+    comes at link time compiles once, and its header would only make the first load slower. None when every file
+    is given the namespace (a header names it): the header's own compile would change, and run, at every edit."""
+    defined = inputs.namespace.defined
+    if not _development(inputs) or defined is None:
+        return None
+    if component.binding and not set(component.sources) & set(defined):
+        return None
+    return choose_precompiled(inputs.root, component.sources)
+
+
+def _development(inputs: _Inputs) -> bool:
+    """Whether the project is a development build (:attr:`ProjectOptions.development`): C++ compilers only."""
+    return inputs.options.development and backends.get(inputs.plan.backend).cmake_languages == ("CXX",)
+
+
+def _precompile_args(precompiled: Precompiled | None, sources: Path) -> str:
+    if precompiled is None:
+        return ""
+    return _args("PRECOMPILE_HEADERS", [f"<{h}>" for h in precompiled.headers]) + _args(
+        "PRECOMPILE_SKIP", [sources / s for s in precompiled.skipped]
+    )
+
+
+def _cmakelists(
+    inputs: _Inputs, project_dir: Path, late_includes: list[Path], compat: tuple[Path, Path] | None = None
+) -> str:
+    root, plan, interpreter, details, toolkit, options, use = (
+        inputs.root,
+        inputs.plan,
+        inputs.interpreter,
+        inputs.details,
+        inputs.toolkit,
+        inputs.options,
+        inputs.namespace,
+    )
+    spec = backends.get(plan.backend)
+    cuda = "CUDA" in spec.cmake_languages
+    languages = " ".join(spec.cmake_languages)
+    standard = cxx_standard(interpreter.torch_major_minor)
+    namespace = f"{NAMESPACE_MACRO}={plan.ops_name}"
+    # A load build names the namespace only where a file is given it: without such a file, the project is the
+    # same at every edit (the namespace is in the generated source alone).
+    extension_target = plan.ops_name if use.defined is None or use.defined else LOAD_EXTENSION_TARGET
+    if spec.cmake_define is None:
+        raise BuildError(f"backend {plan.backend} has no CMake build in this kernel-builder")
+    definitions = [spec.cmake_define, "Py_LIMITED_API=0x03090000"]
+    if interpreter.cpu_view:
+        definitions[1:1] = torch_cpu_definitions(interpreter.torch_dir)
+    if use.defined is None:
+        definitions.insert(0, namespace)
+    if spec.use_define is not None:
+        definitions.insert(len(definitions) - 1, spec.use_define)
+    if plan.variant.kind == "torch-stable-abi" and plan.variant.framework_version is not None:
+        major, minor = plan.variant.framework_version
+        definitions.append(f"TORCH_TARGET_VERSION=0x{(major << 56) | (minor << 48):016X}")
+    # The root becomes `.` in what the compiler writes. ccache (compiler_cache) hands the compiler paths under
+    # the root relative to the build directory, .kernel-builder/<variant>/cmake-build: those map to `.` too, so
+    # objects are the same bytes with or without it.
+    root_cxx, root_cuda = _root_prefix_map(root, options.compiler_cache)
+    cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + [
+        f"-ffile-prefix-map={RELATIVE_ROOT}=."
+    ]
+    # Sources reached through the stage: its path, the same in every checkout, also becomes `.`.
+    sources = options.source_stage or root
+    if options.source_stage is not None:
+        cxx_options.append(f"-ffile-prefix-map={options.source_stage}=.")
+    cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + [root_cuda]
+    cxx_options.append(root_cxx)
+    cuda_options += torch_cuda_flags(details) if cuda else []
+    force_include: list[Path] = []
+    if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
+        if _development(inputs):  # first in each precompiled header, or force-included (KernelBuilder.cmake)
+            force_include.append(compat[0])
+        else:
+            cxx_options.append(f"-include{compat[0]}")
+        # Relative to the build directory (nvcc runs there): ccache rewrites g++'s -include under the root to a
+        # relative path, but not nvcc's --pre-include, and an absolute path here would tie the cache to one checkout.
+        cuda_options.append(f"--pre-include=../{compat[0].relative_to(project_dir.parent).as_posix()}")
+        # The C23 switch must precede every libc header, and nvcc's implicit cuda_runtime.h comes before its
+        # --pre-include: the host compiler's own -include comes before both (manylinux.py).
+        from kernel_builder.pipeline.generate.manylinux import C23_HEADER_NAME
+
+        c23 = (compat[0].parent / C23_HEADER_NAME).relative_to(project_dir.parent).as_posix()
+        cuda_options.append(f"-Xcompiler=-include,../{c23}")
+    if options.debug_info:
+        cxx_options.append("-g")
+        cuda_options += ["-g", "-lineinfo"]
+    lines = [
+        f"# Generated by kernel-builder {__version__} for variant {plan.name}. Do not edit: every build rewrites it.",
+        "cmake_minimum_required(VERSION 3.26)",
+    ]
+    if cuda and toolkit is not None:
+        lines += [
+            f"set(CMAKE_CUDA_COMPILER {cmake_quote(toolkit.nvcc)})",
+            f"set(CUDAToolkit_ROOT {cmake_quote(toolkit.root)})",
+            f"set(CUDA_TOOLKIT_ROOT_DIR {cmake_quote(toolkit.root)})",
+            "set(CMAKE_CUDA_ARCHITECTURES OFF)",
+            # Any single valid arch keeps Torch's config from probing GPUs; its flags are removed afterwards.
+            'set(TORCH_CUDA_ARCH_LIST "9.0")',
+        ]
+    lines += [
+        f"project({extension_target} LANGUAGES {languages})",
+        f"set(Python_EXECUTABLE {cmake_quote(interpreter.python)})",
+        f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(details.cmake_prefix_path, list_element=True)})",
+        f"set(CMAKE_CXX_STANDARD {standard})",
+        "set(CMAKE_CXX_STANDARD_REQUIRED ON)",
+        "set(CMAKE_CXX_EXTENSIONS OFF)",
+    ]
+    if cuda:
+        lines += [
+            f"set(CMAKE_CUDA_STANDARD {standard})",
+            "set(CMAKE_CUDA_STANDARD_REQUIRED ON)",
+            "set(CMAKE_CUDA_EXTENSIONS OFF)",
+            f'set(KB_NVCC_THREADS_FLAG "--threads={nvcc_threads(plan, options)}")',
+        ]
+    if options.python_include is not None:
+        lines.append(f"set(KB_PYTHON_INCLUDE_DIR {cmake_quote(options.python_include)})")
+    if interpreter.cpu_view:
+        lines.append(f"set(KB_TORCH_CPU_ROOT {cmake_quote(interpreter.torch_dir)})")
+    lines += [
+        'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")',
+        "kb_find_torch()",
+        "kb_common("
+        + _args("DEFINITIONS", definitions)
+        + _args("INCLUDE_DIRS", [project_dir / "include", *options.dependency_includes])
+        + _args("LATE_INCLUDE_DIRS", late_includes)
+        + _args("CXX_OPTIONS", cxx_options)
+        + _args("CUDA_OPTIONS", cuda_options)
+        + _args("CXX_FORCE_INCLUDE", force_include)
+        + ")",
+    ]
+    # The variant's CUDA version is torch.version.cuda, which the toolkit matches (checked before configuring).
+    cuda_version = plan.variant.backend_version or (toolkit.version if toolkit is not None else (0, 0))
+    for component in plan.components:
+        if not component.sources:
+            continue
+        lines.append(
+            f"kb_component({component_target(component)}"
+            + _args("SOURCES", [sources / s for s in component.sources])
+            + _args("INCLUDE_DIRS", [sources / i for i in component.include])
+            + _args("CXX_FLAGS", component.cxx_flags)
+            + _args("GENCODE", gpu_archs.gencode_flags(component.archs) if cuda else [])
+            + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
+            + _precompile_args(_precompiled(inputs, component), sources)
+            + ")"
+        )
+    if compat is not None:
+        lines.append(f"kb_component({MANYLINUX_TARGET}{_args('SOURCES', [compat[1]])})")
+    if use.at_link:
+        lines.append(
+            f"kb_component({NAMESPACE_TARGET}{_args('SOURCES', [project_dir / REGISTRATION_SOURCE])})"
+        )
+    for where, definition in ((use.defined, namespace), (use.at_link, AT_LINK_DEFINE)):
+        if where:
+            lines.append(
+                "set_source_files_properties("
+                + _args("", [sources / s for s in where]).lstrip("\n ")
+                + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
+            )
+    lines.append(f"kb_extension({extension_target}{' FAST_LINK' if _development(inputs) else ''})")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,139 @@
+"""Cross builds (docs/cross.md): examples/relu's aarch64-linux cpu variant built on an x86_64-linux host with
+Debian's cross compiler, from the target's Torch wheel unpacked into a target environment; check-abi judges
+the aarch64 extension under the manylinux_2_28_aarch64 policy; an aarch64 CPython under qemu-user loads it.
+
+One cross build per session. The target environment and the emulated Python live in the user cache (or in
+``KB_TEST_KERNEL_BUILDER_CACHE``), so a second session fetches nothing. Without the cross compiler or qemu
+(``make cross-tools`` installs both on Debian as root) the tests skip, saying what is missing; so does the
+emulated load where the aarch64 Torch cannot be installed for the emulated Python (its CUDA libraries are
+NVIDIA's aarch64 wheels, which ``import torch`` needs even without a GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from build_runs import CliRun, run_cli
+from cpu_projects import copy_example
+
+from kernel_builder.pipeline.check.abi import read_elf
+from kernel_builder.pipeline.environment.emulation import (
+    EmulatedPython,
+    EmulationUnavailable,
+    emulated_python,
+)
+from kernel_builder.pipeline.environment.target_env import cross_compiler_problem
+
+pytestmark = [pytest.mark.slow]
+
+SYSTEM = "aarch64-linux"
+VARIANT = "torch213-cxx11-cpu-aarch64-linux"
+#: What the emulated Python needs to load a variant: the target's Torch and the loader's dependencies.
+EMULATED_REQUIREMENTS = ("torch==2.13.0", "packaging", "huggingface_hub", "filelock", "tomlkit")
+PACKAGE_PARENT = Path(__file__).resolve().parents[1]  # where `import kernel_builder` finds this checkout
+
+
+def cache_env() -> dict[str, str]:
+    kept = os.environ.get("KB_TEST_KERNEL_BUILDER_CACHE")
+    return {"KERNEL_BUILDER_CACHE": kept} if kept else {}
+
+
+@dataclass(frozen=True)
+class CrossBuild:
+    root: Path
+    first: CliRun
+
+    @property
+    def variant(self) -> Path:
+        return self.root / "build" / VARIANT
+
+
+@pytest.fixture(scope="session")
+def cross_build(tmp_path_factory: pytest.TempPathFactory) -> CrossBuild:
+    if platform.machine() != "x86_64":
+        pytest.skip(f"cross builds run on x86_64-linux hosts; this one is {platform.machine()}")
+    problem = cross_compiler_problem(SYSTEM)
+    if problem is not None:
+        pytest.skip(problem)
+    root = copy_example("relu", tmp_path_factory.mktemp("cross") / "relu")
+    first = run_cli(["build", root, "--variant", VARIANT], env=cache_env()).check()
+    return CrossBuild(root, first)
+
+
+def test_the_cross_variant_is_an_aarch64_extension_of_torchs_cpu_libraries(cross_build: CrossBuild) -> None:
+    (extension,) = cross_build.variant.glob("*.abi3.so")
+    facts = read_elf(extension)
+    assert facts.machine == "aarch64"
+    assert facts.needed == (
+        "libtorch.so", "libtorch_cpu.so", "libc10.so", "libstdc++.so.6", "libgcc_s.so.1", "libc.so.6"
+    )  # fmt: skip
+    assert facts.runpath == ()
+    metadata = json.loads((cross_build.variant / "metadata.json").read_text(encoding="utf-8"))
+    # PyPI's only aarch64 torch 2.13.0 is the CUDA 13.0 build: its CPU parts built the variant, and it says so.
+    assert metadata["provenance"]["torch"] == {"version": "2.13.0+cu130"}
+    assert metadata["backend"] == {"type": "cpu"}
+
+
+def test_the_build_says_the_import_check_did_not_run(cross_build: CrossBuild) -> None:
+    out = cross_build.first.output
+    assert f"{VARIANT}: import check skipped: the variant is for {SYSTEM}" in out
+    assert f"{VARIANT}  built" in out
+
+
+def test_check_abi_passes_the_cross_variant(cross_build: CrossBuild) -> None:
+    run = run_cli(["check-abi", cross_build.root]).check()
+    assert "checked 1 extension(s): no violations" in run.stdout
+
+
+def test_a_second_cross_build_is_up_to_date_and_fetches_nothing(cross_build: CrossBuild) -> None:
+    again = run_cli(["build", cross_build.root, "--variant", VARIANT], env=cache_env()).check()
+    assert f"{VARIANT}  up to date" in again.stdout
+    assert "fetching torch" not in again.output
+
+
+@pytest.fixture(scope="session")
+def emulated(cross_build: CrossBuild) -> EmulatedPython:
+    env = cache_env()
+    previous = os.environ.get("KERNEL_BUILDER_CACHE")
+    os.environ.update(env)
+    try:
+        return emulated_python(SYSTEM, EMULATED_REQUIREMENTS)
+    except EmulationUnavailable as error:
+        pytest.skip(f"no emulated {SYSTEM} Python with torch here: {error}")
+    finally:
+        if env and previous is None:
+            del os.environ["KERNEL_BUILDER_CACHE"]
+        elif env and previous is not None:
+            os.environ["KERNEL_BUILDER_CACHE"] = previous
+
+
+LOAD = r"""
+import json, sys
+import torch
+from kernel_builder import get_kernel, get_local_kernel
+x = torch.linspace(-3, 3, 101)
+out = {}
+for how, kernel in (("get_local_kernel", get_local_kernel(sys.argv[1])),
+                    ("get_kernel", get_kernel("kernel-builder-examples/relu", version=1))):
+    out[how] = bool(torch.equal(kernel.relu(x), torch.relu(x)))
+import platform
+out["machine"] = platform.machine()
+print(json.dumps(out))
+"""
+
+
+def test_the_cross_variant_runs_under_emulation(cross_build: CrossBuild, emulated: EmulatedPython) -> None:
+    run = emulated.run(
+        "-c", LOAD, str(cross_build.variant), paths=[PACKAGE_PARENT],
+        env={"LOCAL_KERNELS": f"kernel-builder-examples/relu={cross_build.root}", "HF_HUB_OFFLINE": "1"},
+        timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {
+        "get_local_kernel": True, "get_kernel": True, "machine": "aarch64"
+    }  # fmt: skip

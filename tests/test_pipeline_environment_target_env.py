@@ -1,0 +1,105 @@
+"""Target environments (docs/cross.md): another system's Torch wheel fetched with ``pip download --platform`` and
+unpacked — only what a build reads — never imported; its facts read from its files."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernel_builder.pipeline.environment import target_env
+from kernel_builder.pipeline.environment.interpreter import details_from_files, torch_details
+from kernel_builder.pipeline.environment.target_env import (
+    TargetSpec,
+    ensure_target,
+    target_interpreter,
+    wheel_of,
+)
+
+PY = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+VERSION_PY = (
+    "__version__ = '2.13.0+cu130'\ncuda: Optional[str] = '13.0'\nhip: Optional[str] = None\nxpu = None\n"
+)
+CPP_EXTENSION = (
+    "COMMON_NVCC_FLAGS = [\n    '-D__CUDA_NO_HALF_OPERATORS__',\n    '--expt-relaxed-constexpr'\n]\n"
+)
+#: A real C++11-ABI libc10 (the CPU test Torch's) for the ABI reading.
+LIBC10 = Path(torch.__file__).parent / "lib" / "libc10.so"
+
+
+@pytest.fixture
+def wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A find-links directory with an aarch64 ``torch`` wheel, as the only source pip reads; the cache in tmp."""
+    links = tmp_path / "links"
+    links.mkdir()
+    wheel = links / f"torch-2.13.0-{PY}-{PY}-manylinux_2_28_aarch64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("torch/version.py", VERSION_PY)
+        archive.writestr("torch/utils/cpp_extension.py", CPP_EXTENSION)
+        archive.writestr("torch/include/torch/extension.h", "#pragma once\n")
+        archive.writestr("torch/share/cmake/Torch/TorchConfig.cmake", "# config\n")
+        archive.write(LIBC10, "torch/lib/libc10.so")
+        archive.writestr("torch/_C/__init__.pyi", "")  # not read by builds: not unpacked
+        archive.writestr(
+            "torch-2.13.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0\n"
+        )
+        archive.writestr(
+            "torch-2.13.0.dist-info/WHEEL",
+            f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {PY}-{PY}-manylinux_2_28_aarch64\n",
+        )
+        archive.writestr("torch-2.13.0.dist-info/RECORD", "")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
+    return links
+
+
+def test_the_spec_names_system_and_python() -> None:
+    spec = TargetSpec("2.13.0", "cpu", "aarch64-linux")
+    assert spec.platform == "manylinux_2_28_aarch64"
+    assert spec.key == f"torch2.13.0-cpu-aarch64-linux-py{sys.version_info[0]}{sys.version_info[1]}"
+
+
+def test_a_target_environment_holds_what_builds_read(wheels: Path) -> None:
+    lines: list[str] = []
+    root = ensure_target(TargetSpec("2.13.0", "cpu", "aarch64-linux"), log=lines.append)
+    assert root == target_env.target_dir(TargetSpec("2.13.0", "cpu", "aarch64-linux"))
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    assert files == [
+        "kernel-builder-target.json",
+        "torch/include/torch/extension.h",
+        "torch/lib/libc10.so",
+        "torch/share/cmake/Torch/TorchConfig.cmake",
+        "torch/utils/cpp_extension.py",
+        "torch/version.py",
+    ]
+    assert wheel_of(root) == f"torch-2.13.0-{PY}-{PY}-manylinux_2_28_aarch64.whl"
+    assert lines == [f"fetching torch 2.13.0 for aarch64-linux (manylinux_2_28_aarch64) into {root}"]
+    (next(wheels.iterdir())).unlink()  # made once: the second call fetches nothing
+    assert ensure_target(TargetSpec("2.13.0", "cpu", "aarch64-linux")) == root
+
+
+def test_its_interpreter_is_the_targets_and_its_facts_come_from_files(wheels: Path) -> None:
+    root = ensure_target(TargetSpec("2.13.0", "cpu", "aarch64-linux"))
+    interpreter = target_interpreter(root, "aarch64-linux")
+    assert interpreter.target == "aarch64-linux" and interpreter.system == "aarch64-linux"
+    assert interpreter.torch_version == "2.13.0+cu130" and interpreter.cuda == "13.0"
+    assert interpreter.python == Path(sys.executable)
+    details = torch_details(interpreter)  # nothing imported: an import of this stand-in would fail
+    assert details == details_from_files(root / "torch")
+    assert details.version == "2.13.0+cu130"
+    assert details.cxx11_abi is True
+    assert details.nvcc_flags == ("-D__CUDA_NO_HALF_OPERATORS__", "--expt-relaxed-constexpr")
+    assert details.cmake_prefix_path == str(root / "torch" / "share" / "cmake")
+
+
+def test_a_wheel_pip_cannot_find_fails_with_pips_error(wheels: Path) -> None:
+    from kernel_builder.errors import BuildError
+
+    with pytest.raises(BuildError) as info:
+        ensure_target(TargetSpec("2.99.0", "cpu", "aarch64-linux"))
+    assert str(info.value).startswith("cannot fetch torch 2.99.0 for manylinux_2_28_aarch64: ERROR: ")
+    assert not target_env.target_dir(TargetSpec("2.99.0", "cpu", "aarch64-linux")).exists()
