@@ -25,6 +25,12 @@ PRIVATE = {
     "kernel_builder.pipeline.environment.wheel_index.ListingUnsupported",
     # the source stage cannot be used: the builder logs why and compiles in place
     "kernel_builder.pipeline.compile.source_stage.StageError",
+    # the request hook's signal that an operation's deadline passed: the Hub's retry loop turns it into a HubError
+    "kernel_builder.hub.errors.DeadlinePassed",
+    # no branch v<N>: the loader turns it into the error a missing version gets
+    "kernel_builder.loader.hub_steps.VersionNotFound",
+    # which side of a bench case raised: bench reports it as that case's failure
+    "kernel_builder.authoring.timing.SideFailed",
 }
 
 
