@@ -23,6 +23,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kernel_builder.common.source_lines import source_lines
+
 _SCHEMA = re.compile(
     r"Inferred operator schema for a C\+\+ kernel function doesn't match the expected function schema\.\s*\n"
     r"\s*operator: (?P<op>\S+)\s*\n"
@@ -108,22 +110,13 @@ def _mentions(name: str, root: Path, limit: int = 6) -> list[str]:
     the binding's ``ops.def``/``ops.impl`` lines, which name the op, not the function)."""
     pattern = re.compile(rf"(?<![\w.>:]){re.escape(name)}\s*\(")
     found: list[str] = []
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if relative.parts[0] in ("build", ".kernel-builder", ".git") or path.suffix not in _SOURCE_SUFFIXES:
+    for relative, number, text in source_lines(root, _SOURCE_SUFFIXES):
+        if not pattern.search(text) or text.startswith(("//", "*", "#")) or "ops." in text:
             continue
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for number, line in enumerate(lines, 1):
-            text = line.strip()
-            if not pattern.search(text) or text.startswith(("//", "*", "#")) or "ops." in text:
-                continue
-            kind = "declaration" if text.endswith(";") else "definition" if text.endswith("{") else "use"
-            found.append(f"{relative.as_posix()}:{number} ({kind}) `{text}`")
-            if len(found) == limit:
-                return found
+        kind = "declaration" if text.endswith(";") else "definition" if text.endswith("{") else "use"
+        found.append(f"{relative}:{number} ({kind}) `{text}`")
+        if len(found) == limit:
+            return found
     return found
 
 

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.common.source_lines import source_lines
+
 _ASSERTION = re.compile(r"static assertion failed: INVALID TYPE: (?P<what>.+)$")
 _TYPES = re.compile(r"checkStaticTypes\(\) \[with Types = \{(?P<types>.*)\}\]")
 _HERE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?:\s+required from here")
@@ -65,24 +67,15 @@ def _declarations(name: str, root: Path, index: int) -> list[Place]:
     """The project's declarations and definitions of a function ``name``, each with its parameter ``index``."""
     pattern = re.compile(rf"(?<![\w.>:]){re.escape(name)}\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)\s*(;|\{{|$)")
     found: list[Place] = []
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if relative.parts[0] in ("build", ".kernel-builder", ".git") or path.suffix not in _SUFFIXES:
+    for relative, number, text in source_lines(root, _SUFFIXES):
+        if text.startswith(("//", "*", "#")) or "ops." in text or "return" in text:
             continue
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for number, line in enumerate(lines, 1):
-            text = line.strip()
-            if text.startswith(("//", "*", "#")) or "ops." in text or "return" in text:
-                continue
-            match = pattern.search(text)
-            if match is None or not re.match(r"^[\w:<>,\s&*]+\s", text[: match.start()] + " "):
-                continue  # a call, not a declaration: no return type before the name
-            parameters = _split_parameters(match[1])
-            if len(parameters) > index:
-                found.append(Place(relative.as_posix(), number, parameters[index]))
+        match = pattern.search(text)
+        if match is None or not re.match(r"^[\w:<>,\s&*]+\s", text[: match.start()] + " "):
+            continue  # a call, not a declaration: no return type before the name
+        parameters = _split_parameters(match[1])
+        if len(parameters) > index:
+            found.append(Place(relative, number, parameters[index]))
     return found
 
 
