@@ -28,6 +28,7 @@ $(STAMP): pyproject.toml
 # .venv-cu130 links to that environment, for running the CUDA tests or benchmarks by hand (an older checkout's
 # .venv-cu130 directory is left as it is).
 $(CUDA_STAMP): $(STAMP)
+	mkdir -p $(TEST_CACHE)
 	KERNEL_BUILDER_CACHE=$(CURDIR)/$(TEST_CACHE) $(BIN)/python tests/cuda_test_env.py > $@.tmp
 	[ -e .venv-cu130 ] || ln -s "$(TEST_CACHE)/envs/$$(basename "$$(dirname "$$(dirname "$$(cat $@.tmp)")")")" .venv-cu130
 	mv $@.tmp $@
