@@ -211,6 +211,7 @@ def test_list_variants_shows_the_toy_backend(
             "required": True,
             "buildable": True,
             "reason": None,
+            "cross": False,
         }
     ]
     assert any(row["backend"] == "cpu" for row in rows)

@@ -170,9 +170,13 @@ def test_variants_table_wraps_under_the_reason_column() -> None:
     from types import SimpleNamespace
 
     long = SimpleNamespace(
-        name="torch299-cxx11-cu999-x86_64-linux", required=True, buildable=False, reason="word " * 30
+        name="torch299-cxx11-cu999-x86_64-linux",
+        required=True,
+        buildable=False,
+        reason="word " * 30,
+        cross=False,
     )
-    short = SimpleNamespace(name="torch299-cpu", required=False, buildable=True, reason=None)
+    short = SimpleNamespace(name="torch299-cpu", required=False, buildable=True, reason=None, cross=False)
     text = variants_table([long, short], width=90)  # type: ignore[list-item]
     lines = text.splitlines()
     column = lines[0].index("buildable here")

@@ -226,7 +226,7 @@ def test_hidden_and_pyo_files_agree_across_build_digest_upload_lock_and_download
 
     # 2. The upload sends exactly the shipped files.
     hub.add_organization("org")
-    upload = run_cli(capsys, "upload", str(root), "--repo-id", REPO)
+    upload = run_cli(capsys, "upload", str(root), "--repo-id", REPO, "--allow-incomplete")  # one variant
     assert upload.code == 0, upload.err
     prefix = f"build/{CPU_VARIANT}/"
     uploaded = {path[len(prefix) :] for path in committed_paths(hub) if path.startswith(prefix)}

@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -57,16 +58,28 @@ def is_template(text: str) -> bool:
     return any(marker in text for marker in _MARKERS)
 
 
-def card_facts(project: KernelProject, repo_id: str | None = None) -> CardFacts:
-    """The variables for ``project``'s card; ``repo_id`` overrides ``[general.hub] repo-id``."""
+def card_facts(
+    project: KernelProject,
+    repo_id: str | None = None,
+    package_files: Mapping[str, bytes] | None = None,
+) -> CardFacts:
+    """The variables for ``project``'s card; ``repo_id`` overrides ``[general.hub] repo-id``. ``package_files``
+    (the package's files by path relative to it, as a build's source scan read them) replaces reading them."""
     general = project.config.general
     package = package_dir(project)
-    exported = _all_names(package / "__init__.py")
+
+    def module(relative: str) -> ast.Module | None:
+        if package_files is None:
+            return _module(package / relative)
+        data = package_files.get(relative)
+        return _parse(data) if data is not None and len(data) <= _PYTHON_LIMIT else None
+
+    exported = _all_names(module("__init__.py"))
     functions = [name for name in exported or [] if name != "layers"] or None
     layers = None
     if exported and "layers" in exported:
-        found = _class_names(package / "layers" / "__init__.py")
-        layers = found if found is not None else _class_names(package / "layers.py")
+        found = _class_names(module("layers/__init__.py"))
+        layers = found if found is not None else _class_names(module("layers.py"))
     return CardFacts(
         repo_id=repo_id or general.hub.repo_id,
         functions=functions,
@@ -79,14 +92,20 @@ def card_facts(project: KernelProject, repo_id: str | None = None) -> CardFacts:
 
 def _module(path: Path) -> ast.Module | None:
     try:
-        return ast.parse(read_bounded(path, _PYTHON_LIMIT))
-    except (OSError, UnsafeFileError, SyntaxError, ValueError):
+        return _parse(read_bounded(path, _PYTHON_LIMIT))
+    except (OSError, UnsafeFileError):
         return None
 
 
-def _all_names(path: Path) -> list[str] | None:
+def _parse(source: bytes) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _all_names(module: ast.Module | None) -> list[str] | None:
     """The strings of the module's ``__all__ = [...]`` (or a tuple), read without running it."""
-    module = _module(path)
     for node in module.body if module else []:
         if (
             isinstance(node, ast.Assign)
@@ -100,8 +119,7 @@ def _all_names(path: Path) -> list[str] | None:
     return None
 
 
-def _class_names(path: Path) -> list[str] | None:
-    module = _module(path)
+def _class_names(module: ast.Module | None) -> list[str] | None:
     if module is None:
         return None
     return [node.name for node in module.body if isinstance(node, ast.ClassDef)]
@@ -161,14 +179,17 @@ def _explain(reason: str, path: Path) -> str:
 
 
 def fill_project_card(
-    project: KernelProject, cache: Path | None = None, repo_id: str | None = None
+    project: KernelProject,
+    cache: Path | None = None,
+    repo_id: str | None = None,
+    package_files: Mapping[str, bytes] | None = None,
 ) -> str | None:
     """``project``'s ``CARD.md`` filled (None without one). With ``cache`` (a file under ``.kernel-builder/``),
     a card and variables seen before are not rendered again: a no-op build stays quick."""
     path = project.root / CARD_FILE
     if not path.is_file():
         return None
-    facts = card_facts(project, repo_id)
+    facts = card_facts(project, repo_id, package_files)
     if cache is None:
         return fill_card(path, facts)
     import hashlib

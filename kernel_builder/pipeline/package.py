@@ -286,9 +286,12 @@ def _replace_dir(new: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def sync_card(project: KernelProject, build_root: Path) -> None:
+def sync_card(
+    project: KernelProject, build_root: Path, package_files: Mapping[str, bytes] | None = None
+) -> None:
     """``build/CARD.md`` is ``<root>/CARD.md`` filled in (a Jinja template, :mod:`kernel_builder.pipeline.card`); a
-    stale copy is removed.
+    stale copy is removed. ``package_files``: the package's files as the plan's source scan read them, which the
+    card's variables are taken from (a build reads each source once).
 
     The card is written fresh under ``.kernel-builder/tmp/`` and renamed into place: it is never half-written, a
     link planted at ``build/CARD.md`` is replaced, and the file it points to is never written.
@@ -299,7 +302,9 @@ def sync_card(project: KernelProject, build_root: Path) -> None:
     card = project.root / "CARD.md"
     target = build_root / "CARD.md"
     if card.is_file():
-        filled = fill_project_card(project, cache=state_dir(project.root) / "card.json")
+        filled = fill_project_card(
+            project, cache=state_dir(project.root) / "card.json", package_files=package_files
+        )
         data = (filled or "").encode("utf-8")
         try:
             if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
