@@ -24,7 +24,7 @@ from pathlib import Path
 from kernel_builder.errors import BuildError
 from kernel_builder.pipeline.environment.cache_lock import locked
 from kernel_builder.pipeline.environment.env_facts import cache_root
-from kernel_builder.pipeline.environment.target_env import PLATFORMS
+from kernel_builder.pipeline.environment.target_env import PLATFORMS, platform_argv
 
 #: The Python of the emulated root: Debian 12's (its arm64 packages carry CPython 3.11).
 PYTHON_VERSION = (3, 11)
@@ -104,11 +104,30 @@ def ensure_python(system: str, log: Callable[[str], None] = lambda _: None) -> P
         return root
 
 
+def _pip_install_argv(system: str, target: Path, requirements: Sequence[str], *, deps: bool) -> list[str]:
+    argv = [
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(target),
+        "--only-binary=:all:", *platform_argv(system), "--implementation", "cp",
+        "--python-version", f"{PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}", *requirements,
+    ]  # fmt: skip
+    return argv if deps else [*argv, "--no-deps"]
+
+
 def ensure_site(
-    system: str, requirements: Sequence[str], log: Callable[[str], None] = lambda _: None
+    system: str,
+    requirements: Sequence[str],
+    log: Callable[[str], None] = lambda _: None,
+    *,
+    without_deps: Sequence[str] = (),
 ) -> Path:
-    """A directory with ``requirements`` (and their dependencies) installed for ``system``'s emulated Python."""
-    key = hashlib.sha256("\0".join(sorted(requirements)).encode()).hexdigest()[:16]
+    """A directory with ``requirements`` (and their dependencies) and ``without_deps`` (alone) installed for
+    ``system``'s emulated Python.
+
+    ``without_deps`` is for a package whose declared dependencies are more than loading it needs: the aarch64
+    CUDA Torch declares every CUDA library wheel (several GB) and Triton, while ``import torch`` needs only those
+    its libraries link; the caller names those in ``requirements``."""
+    wanted = [*sorted(requirements), "--no-deps", *sorted(without_deps)]
+    key = hashlib.sha256("\0".join(wanted).encode()).hexdigest()[:16]
     site = emulation_dir(system) / f"site-{key}"
     with locked(site.parent / f".site-{key}.lock"):
         if (site / MARKER).is_file():
@@ -118,31 +137,16 @@ def ensure_site(
         shutil.rmtree(site, ignore_errors=True)
         log(f"installing {', '.join(requirements)} for {system} into {site}")
         try:
-            _run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "--target",
-                    tmp,
-                    "--only-binary=:all:",
-                    "--platform",
-                    PLATFORMS[system],
-                    "--implementation",
-                    "cp",
-                    "--python-version",
-                    f"{PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}",
-                    *requirements,
-                ],  # fmt: skip
-                f"pip install of {', '.join(requirements)} for {PLATFORMS[system]}",
-            )
+            for group, deps in ((without_deps, False), (requirements, True)):
+                if group:
+                    _run(
+                        _pip_install_argv(system, tmp, group, deps=deps),
+                        f"pip install of {', '.join(group)} for {PLATFORMS[system]}",
+                    )
             os.rename(tmp, site)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        (site / MARKER).write_text("\n".join(requirements) + "\n", encoding="utf-8")
+        (site / MARKER).write_text("\n".join(wanted) + "\n", encoding="utf-8")
         return site
 
 
@@ -184,10 +188,15 @@ class EmulatedPython:
 
 
 def emulated_python(
-    system: str, requirements: Sequence[str], log: Callable[[str], None] = lambda _: None
+    system: str,
+    requirements: Sequence[str],
+    log: Callable[[str], None] = lambda _: None,
+    *,
+    without_deps: Sequence[str] = (),
 ) -> EmulatedPython:
-    """``system``'s CPython with ``requirements`` installed (fetched once, then reused from the cache)."""
+    """``system``'s CPython with ``requirements`` (and ``without_deps``, alone) installed (fetched once, then
+    reused from the cache)."""
     runner = qemu(system)
     root = ensure_python(system, log)
-    site = ensure_site(system, requirements, log)
+    site = ensure_site(system, requirements, log, without_deps=without_deps)
     return EmulatedPython(system, root, site, runner)

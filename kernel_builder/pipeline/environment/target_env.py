@@ -30,6 +30,25 @@ from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, re
 MARKER = "kernel-builder-target.json"
 #: The wheel platform tag of each system a target environment can be made for (the manylinux policy too).
 PLATFORMS = {"aarch64-linux": "manylinux_2_28_aarch64", "x86_64-linux": "manylinux_2_28_x86_64"}
+
+
+def platform_tags(system: str) -> tuple[str, ...]:
+    """Every manylinux platform tag a glibc 2.28 system of ``system``'s CPU installs, best first.
+
+    pip matches ``--platform`` tags exactly: given only ``manylinux_2_28_aarch64`` it refuses NVIDIA's CUDA
+    library wheels (tagged ``manylinux2014_aarch64.manylinux_2_17_aarch64`` or ``manylinux_2_27_aarch64``), which
+    the target's CUDA Torch depends on. So every tag from the policy's glibc 2.28 down to 2.17
+    (``manylinux2014``) is passed, as pip on such a system would accept them."""
+    cpu = system.split("-", 1)[0]
+    tags = [f"manylinux_2_{minor}_{cpu}" for minor in range(28, 16, -1)]
+    return (*tags, f"manylinux2014_{cpu}")
+
+
+def platform_argv(system: str) -> list[str]:
+    """``--platform`` options for pip naming every tag of :func:`platform_tags`."""
+    return [arg for tag in platform_tags(system) for arg in ("--platform", tag)]
+
+
 #: The cross compiler of each target system, as Debian's ``g++-<triple>`` packages name it.
 CROSS_COMPILERS = {"aarch64-linux": "aarch64-linux-gnu-g++"}
 CROSS_PACKAGES = {"aarch64-linux": "g++-aarch64-linux-gnu"}
@@ -72,11 +91,11 @@ def target_ready(spec: TargetSpec) -> bool:
     return (target_dir(spec) / MARKER).is_file()
 
 
-def pip_download_argv(platform: str, requirement: str, dest: Path, *, deps: bool = False) -> list[str]:
-    """``pip download`` of ``requirement``'s wheels for another platform, for this interpreter's Python version."""
+def pip_download_argv(system: str, requirement: str, dest: Path, *, deps: bool = False) -> list[str]:
+    """``pip download`` of ``requirement``'s wheels for another system, for this interpreter's Python version."""
     argv = [
         sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-        "--only-binary=:all:", "--platform", platform, "--implementation", "cp",
+        "--only-binary=:all:", *platform_argv(system), "--implementation", "cp",
         "--python-version", f"{sys.version_info[0]}.{sys.version_info[1]}", "--dest", str(dest), requirement,
     ]  # fmt: skip
     return argv if deps else [*argv, "--no-deps"]
@@ -100,7 +119,7 @@ def ensure_target(
         shutil.rmtree(root, ignore_errors=True)
         wanted = requirement or f"torch=={spec.torch_pin}"
         log(f"fetching torch {spec.torch_pin} for {spec.system} ({spec.platform}) into {root}")
-        argv = pip_download_argv(spec.platform, wanted, tmp / "wheels")
+        argv = pip_download_argv(spec.system, wanted, tmp / "wheels")
         if spec.index_url:
             argv += ["--extra-index-url", spec.index_url]
         try:
