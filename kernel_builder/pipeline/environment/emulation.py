@@ -37,6 +37,22 @@ DEBIAN_PACKAGES = (
 QEMU = {"aarch64-linux": "qemu-aarch64-static"}
 DEBIAN_ARCHITECTURES = {"aarch64-linux": "arm64"}
 MARKER = "kernel-builder-emulation.json"
+#: What the emulated root says this machine's CPU is: one Arm Neoverse N1, as Linux's ``/proc/cpuinfo`` and
+#: sysfs describe it. qemu-user shows a program the host's own files there (an x86 CPU list), and PyTorch's CPU
+#: detection (cpuinfo, oneDNN's xbyak_aarch64), run when ``torch._C`` loads, dereferences a null pointer on
+#: them; ``qemu -L <root>`` opens ``<root>/<path>`` in place of ``/<path>`` where it exists, so these are read.
+CPU_FILES = {
+    "proc/cpuinfo": (
+        "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp "
+        "asimdhp cpuid asimdrdm lrcpc dcpop asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\n"
+        "CPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n"
+    ),
+    "sys/devices/system/cpu/possible": "0\n",
+    "sys/devices/system/cpu/present": "0\n",
+    "sys/devices/system/cpu/online": "0\n",
+    "sys/devices/system/cpu/kernel_max": "0\n",
+    "sys/devices/system/cpu/cpu0/regs/identification/midr_el1": "0x00000000413fd0c1\n",
+}
 
 
 class EmulationUnavailable(BuildError):
@@ -59,11 +75,19 @@ def qemu(system: str) -> Path:
     return Path(found)
 
 
+#: How long one fetch (apt-get download, pip install of the target's packages) may take, in seconds.
+FETCH_TIMEOUT = 1800
+
+
 def _run(argv: Sequence[str | os.PathLike[str]], what: str, cwd: Path | None = None) -> None:
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=cwd)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, check=False, cwd=cwd, timeout=FETCH_TIMEOUT
+        )
     except OSError as error:
         raise EmulationUnavailable(f"{what}: cannot run {argv[0]}: {error.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise EmulationUnavailable(f"{what} took more than {FETCH_TIMEOUT} s; stopped") from None
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if line.startswith(("E:", "ERROR"))]
         detail = errors[-1] if errors else result.stderr.strip()[-400:]
@@ -78,6 +102,7 @@ def ensure_python(system: str, log: Callable[[str], None] = lambda _: None) -> P
     root = emulation_dir(system) / "python"
     with locked(root.parent / ".python.lock"):
         if (root / MARKER).is_file():
+            _describe_cpu(root)  # a root made before these files were written
             return root
         if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
             raise EmulationUnavailable(
@@ -97,6 +122,7 @@ def ensure_python(system: str, log: Callable[[str], None] = lambda _: None) -> P
             )
             for deb in sorted((tmp / "debs").glob("*.deb")):
                 _run(["dpkg", "-x", deb, tmp / "root"], f"dpkg -x {deb.name}")
+            _describe_cpu(tmp / "root")
             os.rename(tmp / "root", root)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -111,6 +137,15 @@ def _pip_install_argv(system: str, target: Path, requirements: Sequence[str], *,
         "--python-version", f"{PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}", *requirements,
     ]  # fmt: skip
     return argv if deps else [*argv, "--no-deps"]
+
+
+def _describe_cpu(root: Path) -> None:
+    """Write :data:`CPU_FILES` under ``root`` where they are missing."""
+    for relative, text in CPU_FILES.items():
+        path = root / relative
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
 
 
 def ensure_site(
