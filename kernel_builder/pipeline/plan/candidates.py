@@ -61,9 +61,9 @@ def _cannot_build_system(backend: str, system: str) -> str:
 
 #: Why a backend's variants are not cross-compiled (docs/cross.md); a backend not named here is not either.
 CROSS_CUDA_REASON = (
-    "cross-compiling cuda variants is not supported: linking needs the target's CUDA runtime libraries, NVIDIA's "
-    "aarch64 wheels (nvidia-cuda-runtime and the others torch requires); build it natively on an aarch64-linux "
-    "host (GitHub's ubuntu-24.04-arm runner)"
+    "cross-compiling cuda variants is not supported yet: this kernel-builder does not assemble NVIDIA's aarch64 "
+    "CUDA wheels (nvidia-cuda-runtime, -crt, -cccl) into the sbsa-linux target tree nvcc and Torch's CMake "
+    "config need; build it natively on an aarch64-linux host (GitHub's ubuntu-24.04-arm runner)"
 )
 
 
