@@ -52,6 +52,11 @@ def platform_argv(system: str) -> list[str]:
 #: The cross compiler of each target system, as Debian's ``g++-<triple>`` packages name it.
 CROSS_COMPILERS = {"aarch64-linux": "aarch64-linux-gnu-g++"}
 CROSS_PACKAGES = {"aarch64-linux": "g++-aarch64-linux-gnu"}
+#: The directory of each target system's files in a CUDA toolkit (``targets/<name>``), as nvcc's
+#: ``--target-directory`` names it.
+CUDA_TARGET_DIRS = {"aarch64-linux": "sbsa-linux"}
+#: NVIDIA's wheels with a CUDA toolkit's target files: runtime headers and libcudart, the ``crt/`` headers, CCCL.
+CUDA_TARGET_WHEELS = ("nvidia-cuda-runtime", "nvidia-cuda-crt", "nvidia-cuda-cccl")
 #: The parts of a Torch wheel a build reads: headers, CMake files, libraries and the files facts come from.
 _KEPT = ("torch/include/", "torch/share/", "torch/lib/", "torch/version.py", "torch/utils/cpp_extension.py")
 
@@ -139,6 +144,12 @@ def ensure_target(
                         archive.extract(member, tmp / "site")
             for library in (tmp / "site" / "torch" / "lib").glob("*.so*"):
                 library.chmod(0o755)
+            cuda = read_version_py(tmp / "site" / "torch").get("cuda")
+            if spec.compute.startswith("cu") and cuda:
+                log(
+                    f"fetching CUDA {cuda}'s {spec.system} runtime and headers ({', '.join(CUDA_TARGET_WHEELS)})"
+                )
+                _cuda_tree(spec, cuda, tmp / "cuda-wheels", tmp / "site" / "cuda")
             os.rename(tmp / "site", root)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -147,6 +158,72 @@ def ensure_target(
             + "\n"
         )
         return root
+
+
+def _cuda_tree(spec: TargetSpec, cuda: str, wheels: Path, tree: Path) -> None:
+    """A CUDA toolkit for cross-compiling to ``spec.system``: this host's nvcc and ``nvvm/`` with the target's
+    headers and runtime libraries, from NVIDIA's wheels, as ``targets/<dir>/{include,lib}`` (docs/cross.md).
+
+    nvcc finds its toolkit from where its binary really is, so it and its ``nvcc.profile`` are copied (the rest of
+    ``bin/`` and ``nvvm/`` are links); ``fatbinary_section.h``, which nvcc's generated code includes, comes from the
+    host toolkit (nvcc's own wheel carries it, not the runtime's)."""
+    from kernel_builder.pipeline.environment.toolchain import cuda_toolkit
+
+    major, minor = (int(part) for part in cuda.split(".")[:2])
+    host = cuda_toolkit(None, (major, minor))
+    if host.version != (major, minor):
+        raise BuildError(
+            f"cross-compiling CUDA {cuda} needs nvcc {cuda}; this host's is {host.version[0]}.{host.version[1]} "
+            f"({host.nvcc})"
+        )
+    requirements = [f"{name}=={major}.{minor}.*" for name in CUDA_TARGET_WHEELS]
+    argv = pip_download_argv(spec.system, requirements[0], wheels)
+    argv[-2:-1] = requirements  # the --no-deps stays last
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+        detail = errors[-1] if errors else result.stderr.strip()[-400:]
+        raise BuildError(f"cannot fetch CUDA {cuda} for {spec.platform}: {detail}")
+    target = tree / "targets" / CUDA_TARGET_DIRS[spec.system]
+    for wheel in sorted(wheels.glob("*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.infolist():
+                parts = member.filename.split("/")
+                # nvidia/cu13/{include,lib}/... (CUDA 13) or nvidia/cuda_runtime/{include,lib}/...
+                if (
+                    len(parts) > 3
+                    and parts[0] == "nvidia"
+                    and parts[2] in ("include", "lib")
+                    and not member.is_dir()
+                ):
+                    if ".." in parts or parts[3] == "cmake":
+                        continue
+                    out = target.joinpath(*parts[2:])
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    with archive.open(member) as source, out.open("wb") as sink:
+                        shutil.copyfileobj(source, sink)
+    lib = target / "lib"
+    for library in lib.glob("libcudart.so.*"):
+        (lib / "libcudart.so").symlink_to(library.name)
+        break
+    section = host.root / "targets" / "x86_64-linux" / "include" / "fatbinary_section.h"
+    if not section.is_file():
+        section = host.include / "fatbinary_section.h"
+    if section.is_file() and not (target / "include" / section.name).exists():
+        shutil.copy2(section, target / "include" / section.name)
+    (tree / "bin").mkdir(parents=True)
+    for tool in host.nvcc.parent.iterdir():
+        if tool.name in ("nvcc", "nvcc.profile"):
+            shutil.copy2(tool, tree / "bin" / tool.name)
+        else:
+            (tree / "bin" / tool.name).symlink_to(tool.resolve())
+    (tree / "nvvm").symlink_to((host.root / "nvvm").resolve())
+
+
+def cuda_tree(root: Path) -> Path | None:
+    """The cross CUDA toolkit of a target environment (``<root>/cuda``), if it has one."""
+    tree = root / "cuda"
+    return tree if (tree / "bin" / "nvcc").is_file() else None
 
 
 def wheel_of(root: Path) -> str | None:
