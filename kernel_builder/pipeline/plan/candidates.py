@@ -54,8 +54,8 @@ def _cannot_build_system(backend: str, system: str) -> str:
     hosts = " and ".join(BUILDABLE_HOSTS)
     return (
         f"variant for {system} cannot be built on this host ({host_system()}): this kernel-builder compiles "
-        f"{backend} variants on {hosts} for the same system, and cpu variants for aarch64-linux on x86_64-linux "
-        "(cross)"
+        f"{backend} variants on {hosts} for the same system, and cpu and cuda variants for aarch64-linux on "
+        "x86_64-linux (cross)"
     )
 
 
