@@ -112,9 +112,11 @@ def ensure_target(
     refresh: bool = False,
     requirement: str | None = None,
     log: Callable[[str], None] = lambda _: None,
+    host_nvcc: Path | None = None,
 ) -> Path:
     """The directory holding the target's ``torch/`` (unpacked as needed); ``requirement`` is the exact wheel
-    to fetch (``provision.resolve_torch``'s choice for the target), else ``torch==<pin>``."""
+    to fetch (``provision.resolve_torch``'s choice for the target), else ``torch==<pin>``. ``host_nvcc``: this
+    host's nvcc of the variant's CUDA version, for a cuda variant's CUDA tree (:func:`_cuda_tree`)."""
     root = target_dir(spec)
     with locked(root.parent / f".{spec.key}.lock"):
         if (root / MARKER).is_file() and not refresh:
@@ -146,10 +148,14 @@ def ensure_target(
                 library.chmod(0o755)
             cuda = read_version_py(tmp / "site" / "torch").get("cuda")
             if spec.compute.startswith("cu") and cuda:
+                if host_nvcc is None:
+                    raise BuildError(
+                        f"cross-compiling CUDA {cuda} for {spec.system} needs this host's nvcc {cuda}"
+                    )
                 log(
                     f"fetching CUDA {cuda}'s {spec.system} runtime and headers ({', '.join(CUDA_TARGET_WHEELS)})"
                 )
-                _cuda_tree(spec, cuda, tmp / "cuda-wheels", tmp / "site" / "cuda")
+                _cuda_tree(spec, cuda, tmp / "cuda-wheels", tmp / "site" / "cuda", host_nvcc)
             os.rename(tmp / "site", root)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -160,22 +166,16 @@ def ensure_target(
         return root
 
 
-def _cuda_tree(spec: TargetSpec, cuda: str, wheels: Path, tree: Path) -> None:
-    """A CUDA toolkit for cross-compiling to ``spec.system``: this host's nvcc and ``nvvm/`` with the target's
-    headers and runtime libraries, from NVIDIA's wheels, as ``targets/<dir>/{include,lib}`` (docs/cross.md).
+def _cuda_tree(spec: TargetSpec, cuda: str, wheels: Path, tree: Path, host_nvcc: Path) -> None:
+    """A CUDA toolkit for cross-compiling to ``spec.system``: this host's nvcc (``host_nvcc``, of CUDA ``cuda``)
+    and ``nvvm/`` with the target's headers and runtime libraries, from NVIDIA's wheels, as
+    ``targets/<dir>/{include,lib}`` (docs/cross.md).
 
     nvcc finds its toolkit from where its binary really is, so it and its ``nvcc.profile`` are copied (the rest of
     ``bin/`` and ``nvvm/`` are links); ``fatbinary_section.h``, which nvcc's generated code includes, comes from the
     host toolkit (nvcc's own wheel carries it, not the runtime's)."""
-    from kernel_builder.pipeline.environment.toolchain import cuda_toolkit
-
     major, minor = (int(part) for part in cuda.split(".")[:2])
-    host = cuda_toolkit(None, (major, minor))
-    if host.version != (major, minor):
-        raise BuildError(
-            f"cross-compiling CUDA {cuda} needs nvcc {cuda}; this host's is {host.version[0]}.{host.version[1]} "
-            f"({host.nvcc})"
-        )
+    host_root = host_nvcc.parent.parent
     requirements = [f"{name}=={major}.{minor}.*" for name in CUDA_TARGET_WHEELS]
     argv = pip_download_argv(spec.system, requirements[0], wheels)
     argv[-2:-1] = requirements  # the --no-deps stays last
@@ -206,18 +206,18 @@ def _cuda_tree(spec: TargetSpec, cuda: str, wheels: Path, tree: Path) -> None:
     for library in lib.glob("libcudart.so.*"):
         (lib / "libcudart.so").symlink_to(library.name)
         break
-    section = host.root / "targets" / "x86_64-linux" / "include" / "fatbinary_section.h"
+    section = host_root / "targets" / "x86_64-linux" / "include" / "fatbinary_section.h"
     if not section.is_file():
-        section = host.include / "fatbinary_section.h"
+        section = host_root / "include" / "fatbinary_section.h"
     if section.is_file() and not (target / "include" / section.name).exists():
         shutil.copy2(section, target / "include" / section.name)
     (tree / "bin").mkdir(parents=True)
-    for tool in host.nvcc.parent.iterdir():
+    for tool in host_nvcc.parent.iterdir():
         if tool.name in ("nvcc", "nvcc.profile"):
             shutil.copy2(tool, tree / "bin" / tool.name)
         else:
             (tree / "bin" / tool.name).symlink_to(tool.resolve())
-    (tree / "nvvm").symlink_to((host.root / "nvvm").resolve())
+    (tree / "nvvm").symlink_to((host_root / "nvvm").resolve())
 
 
 def cuda_tree(root: Path) -> Path | None:
