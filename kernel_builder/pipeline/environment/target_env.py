@@ -92,8 +92,12 @@ def target_dir(spec: TargetSpec) -> Path:
 
 
 def target_ready(spec: TargetSpec) -> bool:
-    """Whether ``spec``'s target environment exists complete (its marker is written last)."""
-    return (target_dir(spec) / MARKER).is_file()
+    """Whether ``spec``'s target environment exists complete (its marker is written last), with its CUDA tree
+    for a cuda variant (one made before this kernel-builder made them has none: it is made again)."""
+    root = target_dir(spec)
+    if spec.compute.startswith("cu") and cuda_tree(root) is None:
+        return False
+    return (root / MARKER).is_file()
 
 
 def pip_download_argv(system: str, requirement: str, dest: Path, *, deps: bool = False) -> list[str]:
@@ -119,7 +123,7 @@ def ensure_target(
     host's nvcc of the variant's CUDA version, for a cuda variant's CUDA tree (:func:`_cuda_tree`)."""
     root = target_dir(spec)
     with locked(root.parent / f".{spec.key}.lock"):
-        if (root / MARKER).is_file() and not refresh:
+        if target_ready(spec) and not refresh:
             return root
         tmp = root.with_name(f".{spec.key}.{os.getpid()}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
