@@ -73,6 +73,7 @@ def test_the_cross_cuda_variant_is_an_aarch64_extension_of_torchs_cuda_libraries
     )  # fmt: skip
     metadata = json.loads((cross_cuda_build.variant / "metadata.json").read_text(encoding="utf-8"))
     assert metadata["backend"]["type"] == "cuda" and "9.0" in metadata["backend"]["archs"]
+    assert metadata["provenance"]["torch"] == {"version": "2.13.0+cu130"}
     out = cross_cuda_build.first.output
     assert f"{VARIANT}: import check skipped: the variant is for {SYSTEM}" in out
     assert f"{VARIANT}  built" in out
@@ -135,3 +136,11 @@ def test_the_cross_cuda_variant_registers_its_ops_under_emulation_without_a_gpu(
         "cuda_kernel": True,
         "namespace": namespace,
     }
+
+
+def test_a_second_cross_cuda_build_is_up_to_date_and_fetches_nothing(
+    cross_cuda_build: CrossCudaBuild,
+) -> None:
+    again = run_cli(["build", cross_cuda_build.root, "--variant", VARIANT], env=cache_env()).check()
+    assert f"{VARIANT}  up to date" in again.stdout
+    assert "fetching" not in again.output
