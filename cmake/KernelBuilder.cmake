@@ -39,6 +39,12 @@ macro(kb_find_torch)
       set_property(TARGET kb_torch_cpu APPEND PROPERTY INTERFACE_LINK_LIBRARIES
         "-Wl,--no-as-needed,${KB_TORCH_CPU_ROOT}/lib/lib${kb_lib}.so,--as-needed")
     endforeach()
+    # A cross-built CUDA variant (the same view of the target's Torch): its CUDA libraries and the target's CUDA
+    # runtime, named by the generated project.
+    foreach(kb_lib IN LISTS KB_TORCH_CUDA_LIBRARIES)
+      set_property(TARGET kb_torch_cpu APPEND PROPERTY INTERFACE_LINK_LIBRARIES
+        "-Wl,--no-as-needed,${kb_lib},--as-needed")
+    endforeach()
     set(TORCH_INCLUDE_DIRS)
     set(TORCH_LIBRARIES kb_torch_cpu)
   else()

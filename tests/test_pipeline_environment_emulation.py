@@ -73,3 +73,32 @@ def test_debians_arm64_python_runs_under_qemu(monkeypatch: pytest.MonkeyPatch) -
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == '"aarch64"'
     assert emulation.ensure_python("aarch64-linux") == root  # reused, not fetched again
+
+
+@pytest.mark.slow
+def test_the_emulated_program_sees_an_arm_cpu_not_the_hosts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """qemu-user would show the host's x86 /proc/cpuinfo and CPU sysfs, on which Torch's CPU detection crashes."""
+    if shutil.which("qemu-aarch64-static") is None or not _arm64_apt():
+        pytest.skip("needs qemu-aarch64-static and arm64 as a dpkg foreign architecture (make cross-tools)")
+    if os.environ.get("KB_TEST_KERNEL_BUILDER_CACHE"):
+        monkeypatch.setenv("KERNEL_BUILDER_CACHE", os.environ["KB_TEST_KERNEL_BUILDER_CACHE"])
+    root = emulation.ensure_python("aarch64-linux")
+    site = root.parent / "site-test"
+    site.mkdir(exist_ok=True)
+    python = EmulatedPython("aarch64-linux", root, site, emulation.qemu("aarch64-linux"))
+    read = (
+        "print(open('/proc/cpuinfo').read().count('CPU part\\t: 0xd0c'), "
+        "open('/sys/devices/system/cpu/possible').read().strip())"
+    )
+    run = python.run("-c", read, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["1", "0"]
+
+
+def test_a_package_installed_without_its_dependencies_gets_no_deps(tmp_path: Path) -> None:
+    argv = emulation._pip_install_argv("aarch64-linux", tmp_path, ["torch==2.13.0"], deps=False)
+    assert argv[-2:] == ["torch==2.13.0", "--no-deps"]
+    assert "manylinux2014_aarch64" in argv and "manylinux_2_17_aarch64" in argv
+    assert argv[argv.index("--python-version") + 1] == "3.11"
+    with_deps = emulation._pip_install_argv("aarch64-linux", tmp_path, ["jinja2"], deps=True)
+    assert "--no-deps" not in with_deps and with_deps[with_deps.index("--target") + 1] == str(tmp_path)

@@ -33,7 +33,6 @@ from kernel_builder.pipeline import builder as builder_module
 from kernel_builder.pipeline.builder import Builder, BuildOptions, VariantResult, VariantStatus
 from kernel_builder.pipeline.plan import selected as selected_plans
 from kernel_builder.pipeline.plan.candidates import (
-    CROSS_CUDA_REASON,
     Candidate,
     Selection,
     all_candidates,
@@ -79,12 +78,12 @@ def cannot_build_system(backend: str, system: str, host: str = "x86_64-linux") -
         return f"variant for {system}: {NO_RUNNER['darwin']}"
     if (
         host == "x86_64-linux" and system == "aarch64-linux"
-    ):  # cross: cpu needs the compiler, cuda is not done
-        return NO_CROSS_COMPILER if backend == "cpu" else CROSS_CUDA_REASON
+    ):  # cross: cpu and cuda both need the cross compiler
+        return NO_CROSS_COMPILER
     return (
         f"variant for {system} cannot be built on this host ({host}): this kernel-builder compiles {backend} "
-        "variants on x86_64-linux and aarch64-linux for the same system, and cpu variants for aarch64-linux on "
-        "x86_64-linux (cross)"
+        "variants on x86_64-linux and aarch64-linux for the same system, and cpu and cuda variants for aarch64-linux "
+        "on x86_64-linux (cross)"
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from kernel_builder.errors import BuildError
 from kernel_builder.pipeline.environment.cache_lock import locked
 from kernel_builder.pipeline.environment.env_facts import cache_root
-from kernel_builder.pipeline.environment.target_env import PLATFORMS
+from kernel_builder.pipeline.environment.target_env import PLATFORMS, platform_argv
 
 #: The Python of the emulated root: Debian 12's (its arm64 packages carry CPython 3.11).
 PYTHON_VERSION = (3, 11)
@@ -37,6 +37,22 @@ DEBIAN_PACKAGES = (
 QEMU = {"aarch64-linux": "qemu-aarch64-static"}
 DEBIAN_ARCHITECTURES = {"aarch64-linux": "arm64"}
 MARKER = "kernel-builder-emulation.json"
+#: What the emulated root says this machine's CPU is: one Arm Neoverse N1, as Linux's ``/proc/cpuinfo`` and
+#: sysfs describe it. qemu-user shows a program the host's own files there (an x86 CPU list), and PyTorch's CPU
+#: detection (cpuinfo, oneDNN's xbyak_aarch64), run when ``torch._C`` loads, dereferences a null pointer on
+#: them; ``qemu -L <root>`` opens ``<root>/<path>`` in place of ``/<path>`` where it exists, so these are read.
+CPU_FILES = {
+    "proc/cpuinfo": (
+        "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp "
+        "asimdhp cpuid asimdrdm lrcpc dcpop asimddp\nCPU implementer\t: 0x41\nCPU architecture: 8\n"
+        "CPU variant\t: 0x3\nCPU part\t: 0xd0c\nCPU revision\t: 1\n\n"
+    ),
+    "sys/devices/system/cpu/possible": "0\n",
+    "sys/devices/system/cpu/present": "0\n",
+    "sys/devices/system/cpu/online": "0\n",
+    "sys/devices/system/cpu/kernel_max": "0\n",
+    "sys/devices/system/cpu/cpu0/regs/identification/midr_el1": "0x00000000413fd0c1\n",
+}
 
 
 class EmulationUnavailable(BuildError):
@@ -59,11 +75,19 @@ def qemu(system: str) -> Path:
     return Path(found)
 
 
+#: How long one fetch (apt-get download, pip install of the target's packages) may take, in seconds.
+FETCH_TIMEOUT = 1800
+
+
 def _run(argv: Sequence[str | os.PathLike[str]], what: str, cwd: Path | None = None) -> None:
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=cwd)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, check=False, cwd=cwd, timeout=FETCH_TIMEOUT
+        )
     except OSError as error:
         raise EmulationUnavailable(f"{what}: cannot run {argv[0]}: {error.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise EmulationUnavailable(f"{what} took more than {FETCH_TIMEOUT} s; stopped") from None
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if line.startswith(("E:", "ERROR"))]
         detail = errors[-1] if errors else result.stderr.strip()[-400:]
@@ -78,6 +102,7 @@ def ensure_python(system: str, log: Callable[[str], None] = lambda _: None) -> P
     root = emulation_dir(system) / "python"
     with locked(root.parent / ".python.lock"):
         if (root / MARKER).is_file():
+            _describe_cpu(root)  # a root made before these files were written
             return root
         if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
             raise EmulationUnavailable(
@@ -97,6 +122,7 @@ def ensure_python(system: str, log: Callable[[str], None] = lambda _: None) -> P
             )
             for deb in sorted((tmp / "debs").glob("*.deb")):
                 _run(["dpkg", "-x", deb, tmp / "root"], f"dpkg -x {deb.name}")
+            _describe_cpu(tmp / "root")
             os.rename(tmp / "root", root)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -104,11 +130,39 @@ def ensure_python(system: str, log: Callable[[str], None] = lambda _: None) -> P
         return root
 
 
+def _pip_install_argv(system: str, target: Path, requirements: Sequence[str], *, deps: bool) -> list[str]:
+    argv = [
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target", str(target),
+        "--only-binary=:all:", *platform_argv(system), "--implementation", "cp",
+        "--python-version", f"{PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}", *requirements,
+    ]  # fmt: skip
+    return argv if deps else [*argv, "--no-deps"]
+
+
+def _describe_cpu(root: Path) -> None:
+    """Write :data:`CPU_FILES` under ``root`` where they are missing."""
+    for relative, text in CPU_FILES.items():
+        path = root / relative
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+
+
 def ensure_site(
-    system: str, requirements: Sequence[str], log: Callable[[str], None] = lambda _: None
+    system: str,
+    requirements: Sequence[str],
+    log: Callable[[str], None] = lambda _: None,
+    *,
+    without_deps: Sequence[str] = (),
 ) -> Path:
-    """A directory with ``requirements`` (and their dependencies) installed for ``system``'s emulated Python."""
-    key = hashlib.sha256("\0".join(sorted(requirements)).encode()).hexdigest()[:16]
+    """A directory with ``requirements`` (and their dependencies) and ``without_deps`` (alone) installed for
+    ``system``'s emulated Python.
+
+    ``without_deps`` is for a package whose declared dependencies are more than loading it needs: the aarch64
+    CUDA Torch declares every CUDA library wheel (several GB) and Triton, while ``import torch`` needs only those
+    its libraries link; the caller names those in ``requirements``."""
+    wanted = [*sorted(requirements), "--no-deps", *sorted(without_deps)]
+    key = hashlib.sha256("\0".join(wanted).encode()).hexdigest()[:16]
     site = emulation_dir(system) / f"site-{key}"
     with locked(site.parent / f".site-{key}.lock"):
         if (site / MARKER).is_file():
@@ -118,31 +172,16 @@ def ensure_site(
         shutil.rmtree(site, ignore_errors=True)
         log(f"installing {', '.join(requirements)} for {system} into {site}")
         try:
-            _run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "--target",
-                    tmp,
-                    "--only-binary=:all:",
-                    "--platform",
-                    PLATFORMS[system],
-                    "--implementation",
-                    "cp",
-                    "--python-version",
-                    f"{PYTHON_VERSION[0]}.{PYTHON_VERSION[1]}",
-                    *requirements,
-                ],  # fmt: skip
-                f"pip install of {', '.join(requirements)} for {PLATFORMS[system]}",
-            )
+            for group, deps in ((without_deps, False), (requirements, True)):
+                if group:
+                    _run(
+                        _pip_install_argv(system, tmp, group, deps=deps),
+                        f"pip install of {', '.join(group)} for {PLATFORMS[system]}",
+                    )
             os.rename(tmp, site)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        (site / MARKER).write_text("\n".join(requirements) + "\n", encoding="utf-8")
+        (site / MARKER).write_text("\n".join(wanted) + "\n", encoding="utf-8")
         return site
 
 
@@ -184,10 +223,15 @@ class EmulatedPython:
 
 
 def emulated_python(
-    system: str, requirements: Sequence[str], log: Callable[[str], None] = lambda _: None
+    system: str,
+    requirements: Sequence[str],
+    log: Callable[[str], None] = lambda _: None,
+    *,
+    without_deps: Sequence[str] = (),
 ) -> EmulatedPython:
-    """``system``'s CPython with ``requirements`` installed (fetched once, then reused from the cache)."""
+    """``system``'s CPython with ``requirements`` (and ``without_deps``, alone) installed (fetched once, then
+    reused from the cache)."""
     runner = qemu(system)
     root = ensure_python(system, log)
-    site = ensure_site(system, requirements, log)
+    site = ensure_site(system, requirements, log, without_deps=without_deps)
     return EmulatedPython(system, root, site, runner)

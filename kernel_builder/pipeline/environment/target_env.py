@@ -30,9 +30,33 @@ from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, re
 MARKER = "kernel-builder-target.json"
 #: The wheel platform tag of each system a target environment can be made for (the manylinux policy too).
 PLATFORMS = {"aarch64-linux": "manylinux_2_28_aarch64", "x86_64-linux": "manylinux_2_28_x86_64"}
+
+
+def platform_tags(system: str) -> tuple[str, ...]:
+    """Every manylinux platform tag a glibc 2.28 system of ``system``'s CPU installs, best first.
+
+    pip matches ``--platform`` tags exactly: given only ``manylinux_2_28_aarch64`` it refuses NVIDIA's CUDA
+    library wheels (tagged ``manylinux2014_aarch64.manylinux_2_17_aarch64`` or ``manylinux_2_27_aarch64``), which
+    the target's CUDA Torch depends on. So every tag from the policy's glibc 2.28 down to 2.17
+    (``manylinux2014``) is passed, as pip on such a system would accept them."""
+    cpu = system.split("-", 1)[0]
+    tags = [f"manylinux_2_{minor}_{cpu}" for minor in range(28, 16, -1)]
+    return (*tags, f"manylinux2014_{cpu}")
+
+
+def platform_argv(system: str) -> list[str]:
+    """``--platform`` options for pip naming every tag of :func:`platform_tags`."""
+    return [arg for tag in platform_tags(system) for arg in ("--platform", tag)]
+
+
 #: The cross compiler of each target system, as Debian's ``g++-<triple>`` packages name it.
 CROSS_COMPILERS = {"aarch64-linux": "aarch64-linux-gnu-g++"}
 CROSS_PACKAGES = {"aarch64-linux": "g++-aarch64-linux-gnu"}
+#: The directory of each target system's files in a CUDA toolkit (``targets/<name>``), as nvcc's
+#: ``--target-directory`` names it.
+CUDA_TARGET_DIRS = {"aarch64-linux": "sbsa-linux"}
+#: NVIDIA's wheels with a CUDA toolkit's target files: runtime headers and libcudart, the ``crt/`` headers, CCCL.
+CUDA_TARGET_WHEELS = ("nvidia-cuda-runtime", "nvidia-cuda-crt", "nvidia-cuda-cccl")
 #: The parts of a Torch wheel a build reads: headers, CMake files, libraries and the files facts come from.
 _KEPT = ("torch/include/", "torch/share/", "torch/lib/", "torch/version.py", "torch/utils/cpp_extension.py")
 
@@ -68,15 +92,19 @@ def target_dir(spec: TargetSpec) -> Path:
 
 
 def target_ready(spec: TargetSpec) -> bool:
-    """Whether ``spec``'s target environment exists complete (its marker is written last)."""
-    return (target_dir(spec) / MARKER).is_file()
+    """Whether ``spec``'s target environment exists complete (its marker is written last), with its CUDA tree
+    for a cuda variant (one made before this kernel-builder made them has none: it is made again)."""
+    root = target_dir(spec)
+    if spec.compute.startswith("cu") and cuda_tree(root) is None:
+        return False
+    return (root / MARKER).is_file()
 
 
-def pip_download_argv(platform: str, requirement: str, dest: Path, *, deps: bool = False) -> list[str]:
-    """``pip download`` of ``requirement``'s wheels for another platform, for this interpreter's Python version."""
+def pip_download_argv(system: str, requirement: str, dest: Path, *, deps: bool = False) -> list[str]:
+    """``pip download`` of ``requirement``'s wheels for another system, for this interpreter's Python version."""
     argv = [
         sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-        "--only-binary=:all:", "--platform", platform, "--implementation", "cp",
+        "--only-binary=:all:", *platform_argv(system), "--implementation", "cp",
         "--python-version", f"{sys.version_info[0]}.{sys.version_info[1]}", "--dest", str(dest), requirement,
     ]  # fmt: skip
     return argv if deps else [*argv, "--no-deps"]
@@ -88,19 +116,21 @@ def ensure_target(
     refresh: bool = False,
     requirement: str | None = None,
     log: Callable[[str], None] = lambda _: None,
+    host_nvcc: Path | None = None,
 ) -> Path:
     """The directory holding the target's ``torch/`` (unpacked as needed); ``requirement`` is the exact wheel
-    to fetch (``provision.resolve_torch``'s choice for the target), else ``torch==<pin>``."""
+    to fetch (``provision.resolve_torch``'s choice for the target), else ``torch==<pin>``. ``host_nvcc``: this
+    host's nvcc of the variant's CUDA version, for a cuda variant's CUDA tree (:func:`_cuda_tree`)."""
     root = target_dir(spec)
     with locked(root.parent / f".{spec.key}.lock"):
-        if (root / MARKER).is_file() and not refresh:
+        if target_ready(spec) and not refresh:
             return root
         tmp = root.with_name(f".{spec.key}.{os.getpid()}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
         wanted = requirement or f"torch=={spec.torch_pin}"
         log(f"fetching torch {spec.torch_pin} for {spec.system} ({spec.platform}) into {root}")
-        argv = pip_download_argv(spec.platform, wanted, tmp / "wheels")
+        argv = pip_download_argv(spec.system, wanted, tmp / "wheels")
         if spec.index_url:
             argv += ["--extra-index-url", spec.index_url]
         try:
@@ -120,6 +150,16 @@ def ensure_target(
                         archive.extract(member, tmp / "site")
             for library in (tmp / "site" / "torch" / "lib").glob("*.so*"):
                 library.chmod(0o755)
+            cuda = read_version_py(tmp / "site" / "torch").get("cuda")
+            if spec.compute.startswith("cu") and cuda:
+                if host_nvcc is None:
+                    raise BuildError(
+                        f"cross-compiling CUDA {cuda} for {spec.system} needs this host's nvcc {cuda}"
+                    )
+                log(
+                    f"fetching CUDA {cuda}'s {spec.system} runtime and headers ({', '.join(CUDA_TARGET_WHEELS)})"
+                )
+                _cuda_tree(spec, cuda, tmp / "cuda-wheels", tmp / "site" / "cuda", host_nvcc)
             os.rename(tmp / "site", root)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -128,6 +168,66 @@ def ensure_target(
             + "\n"
         )
         return root
+
+
+def _cuda_tree(spec: TargetSpec, cuda: str, wheels: Path, tree: Path, host_nvcc: Path) -> None:
+    """A CUDA toolkit for cross-compiling to ``spec.system``: this host's nvcc (``host_nvcc``, of CUDA ``cuda``)
+    and ``nvvm/`` with the target's headers and runtime libraries, from NVIDIA's wheels, as
+    ``targets/<dir>/{include,lib}`` (docs/cross.md).
+
+    nvcc finds its toolkit from where its binary really is, so it and its ``nvcc.profile`` are copied (the rest of
+    ``bin/`` and ``nvvm/`` are links); ``fatbinary_section.h``, which nvcc's generated code includes, comes from the
+    host toolkit (nvcc's own wheel carries it, not the runtime's)."""
+    major, minor = (int(part) for part in cuda.split(".")[:2])
+    host_root = host_nvcc.parent.parent
+    requirements = [f"{name}=={major}.{minor}.*" for name in CUDA_TARGET_WHEELS]
+    argv = pip_download_argv(spec.system, requirements[0], wheels)
+    argv[-2:-1] = requirements  # the --no-deps stays last
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+        detail = errors[-1] if errors else result.stderr.strip()[-400:]
+        raise BuildError(f"cannot fetch CUDA {cuda} for {spec.platform}: {detail}")
+    target = tree / "targets" / CUDA_TARGET_DIRS[spec.system]
+    for wheel in sorted(wheels.glob("*.whl")):
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.infolist():
+                parts = member.filename.split("/")
+                # nvidia/cu13/{include,lib}/... (CUDA 13) or nvidia/cuda_runtime/{include,lib}/...
+                if (
+                    len(parts) > 3
+                    and parts[0] == "nvidia"
+                    and parts[2] in ("include", "lib")
+                    and not member.is_dir()
+                ):
+                    if ".." in parts or parts[3] == "cmake":
+                        continue
+                    out = target.joinpath(*parts[2:])
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    with archive.open(member) as source, out.open("wb") as sink:
+                        shutil.copyfileobj(source, sink)
+    lib = target / "lib"
+    for library in lib.glob("libcudart.so.*"):
+        (lib / "libcudart.so").symlink_to(library.name)
+        break
+    section = host_root / "targets" / "x86_64-linux" / "include" / "fatbinary_section.h"
+    if not section.is_file():
+        section = host_root / "include" / "fatbinary_section.h"
+    if section.is_file() and not (target / "include" / section.name).exists():
+        shutil.copy2(section, target / "include" / section.name)
+    (tree / "bin").mkdir(parents=True)
+    for tool in host_nvcc.parent.iterdir():
+        if tool.name in ("nvcc", "nvcc.profile"):
+            shutil.copy2(tool, tree / "bin" / tool.name)
+        else:
+            (tree / "bin" / tool.name).symlink_to(tool.resolve())
+    (tree / "nvvm").symlink_to((host_root / "nvvm").resolve())
+
+
+def cuda_tree(root: Path) -> Path | None:
+    """The cross CUDA toolkit of a target environment (``<root>/cuda``), if it has one."""
+    tree = root / "cuda"
+    return tree if (tree / "bin" / "nvcc").is_file() else None
 
 
 def wheel_of(root: Path) -> str | None:

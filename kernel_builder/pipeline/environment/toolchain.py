@@ -7,6 +7,7 @@ those packages are absent (Nix builds); the host compiler from ``$CXX`` or the s
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -301,6 +302,19 @@ def _toolkit_from(fields: list[Any]) -> CudaToolkit:
 def toolkit_for(interpreter: BuildInterpreter) -> CudaToolkit:
     """nvcc of the interpreter's CUDA version: the system's, or one its environment brought from PyPI."""
     backend, version = interpreter.backend()
+    if interpreter.target is not None:  # a cross build: the target environment's toolkit (docs/cross.md)
+        from kernel_builder.pipeline.environment.target_env import cuda_tree
+
+        tree = cuda_tree(interpreter.purelib)
+        if tree is None:
+            raise BuildError(
+                f"the target environment {interpreter.purelib} has no CUDA toolkit for {interpreter.target}: "
+                "make it again with --refresh-envs"
+            )
+        found = _answering_toolkits([tree / "bin" / "nvcc"], version)
+        if not found:
+            raise BuildError(f"{tree / 'bin' / 'nvcc'} does not answer --version")
+        return dataclasses.replace(found[0], nvcc=tree / "bin" / "nvcc", root=tree)
     return cuda_toolkit(interpreter.purelib, version if backends.get(backend).needs_nvcc else None)
 
 

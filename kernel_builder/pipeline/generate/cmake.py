@@ -122,18 +122,33 @@ def _args(keyword: str, values: Iterable[str | os.PathLike[str]]) -> str:
     return f"\n  {keyword} " + " ".join(cmake_quote(genex_literal(v)) for v in values)
 
 
-def torch_cpu_definitions(torch_dir: Path) -> list[str]:
-    """The compile definitions Torch's CMake config gives every user of ``torch_cpu`` (``USE_DISTRIBUTED``, ...),
-    read from its exported targets: a :attr:`~BuildInterpreter.cpu_view` project does not run that config."""
+def torch_cpu_definitions(torch_dir: Path, target: str = "torch_cpu") -> list[str]:
+    """The compile definitions Torch's CMake config gives every user of ``target`` (``torch_cpu``:
+    ``USE_DISTRIBUTED``, ...; ``torch_cuda``), read from its exported targets: a :attr:`~BuildInterpreter.cpu_view`
+    project, or a cross build's, does not run that config."""
     targets = torch_dir / "share" / "cmake" / "Caffe2" / "Caffe2Targets.cmake"
     try:
         text = targets.read_text(encoding="utf-8")
     except OSError as error:
         raise BuildError(f"cannot read Torch's CMake targets {targets}: {error.strerror}") from None
     match = re.search(
-        r"set_target_properties\(torch_cpu PROPERTIES[^)]*?INTERFACE_COMPILE_DEFINITIONS \"([^\"]*)\"", text
+        rf"set_target_properties\({target} PROPERTIES[^)]*?INTERFACE_COMPILE_DEFINITIONS \"([^\"]*)\"", text
     )
     return [d for d in match[1].split(";") if d] if match else []
+
+
+def _cross_cuda_libraries(interpreter: BuildInterpreter, toolkit: CudaToolkit) -> list[Path]:
+    """What a cross-built CUDA extension links besides Torch's CPU libraries: Torch's CUDA libraries and the
+    target's CUDA runtime (docs/cross.md)."""
+    from kernel_builder.pipeline.environment.target_env import CUDA_TARGET_DIRS
+
+    assert interpreter.target is not None
+    runtime = toolkit.root / "targets" / CUDA_TARGET_DIRS[interpreter.target] / "lib" / "libcudart.so"
+    return [
+        interpreter.torch_dir / "lib" / "libtorch_cuda.so",
+        interpreter.torch_dir / "lib" / "libc10_cuda.so",
+        runtime,
+    ]
 
 
 def torch_cuda_flags(details: TorchDetails) -> list[str]:
@@ -339,8 +354,13 @@ def _cmakelists(
     if spec.cmake_define is None:
         raise BuildError(f"backend {plan.backend} has no CMake build in this kernel-builder")
     definitions = [spec.cmake_define, "Py_LIMITED_API=0x03090000"]
-    if interpreter.cpu_view:
+    # A cross build's Torch is the target's: its CMake config would look for the target's whole CUDA toolkit.
+    view = interpreter.cpu_view or interpreter.target is not None
+    cross_cuda = cuda and interpreter.target is not None and not interpreter.cpu_view
+    if view:
         definitions[1:1] = torch_cpu_definitions(interpreter.torch_dir)
+    if cross_cuda:
+        definitions[1:1] = torch_cpu_definitions(interpreter.torch_dir, "torch_cuda")
     if use.defined is None:
         definitions.insert(0, namespace)
     if spec.use_define is not None:
@@ -362,6 +382,8 @@ def _cmakelists(
     cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + [root_cuda]
     cxx_options.append(root_cxx)
     cuda_options += torch_cuda_flags(details) if cuda else []
+    if cross_cuda:  # what Torch's CMake config would add to every nvcc compile
+        cuda_options += ["--expt-extended-lambda", "--expt-relaxed-constexpr"]
     force_include: list[Path] = []
     if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
         if _development(inputs):  # first in each precompiled header, or force-included (KernelBuilder.cmake)
@@ -410,8 +432,11 @@ def _cmakelists(
         ]
     if options.python_include is not None:
         lines.append(f"set(KB_PYTHON_INCLUDE_DIR {cmake_quote(options.python_include)})")
-    if interpreter.cpu_view:
+    if view:
         lines.append(f"set(KB_TORCH_CPU_ROOT {cmake_quote(interpreter.torch_dir)})")
+    if cross_cuda and toolkit is not None:
+        libraries = ";".join(str(p) for p in _cross_cuda_libraries(interpreter, toolkit))
+        lines.append(f"set(KB_TORCH_CUDA_LIBRARIES {cmake_quote(libraries)})")
     lines += [
         'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")',
         "kb_find_torch()",

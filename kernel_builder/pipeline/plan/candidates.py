@@ -54,26 +54,19 @@ def _cannot_build_system(backend: str, system: str) -> str:
     hosts = " and ".join(BUILDABLE_HOSTS)
     return (
         f"variant for {system} cannot be built on this host ({host_system()}): this kernel-builder compiles "
-        f"{backend} variants on {hosts} for the same system, and cpu variants for aarch64-linux on x86_64-linux "
-        "(cross)"
+        f"{backend} variants on {hosts} for the same system, and cpu and cuda variants for aarch64-linux on "
+        "x86_64-linux (cross)"
     )
 
 
-#: Why a backend's variants are not cross-compiled (docs/cross.md); a backend not named here is not either.
-CROSS_CUDA_REASON = (
-    "cross-compiling cuda variants is not supported: linking needs the target's CUDA runtime libraries, NVIDIA's "
-    "aarch64 wheels (nvidia-cuda-runtime and the others torch requires); build it natively on an aarch64-linux "
-    "host (GitHub's ubuntu-24.04-arm runner)"
-)
-
-
 def _cross_problem(backend: str, system: str) -> str | None:
-    """Why this host cannot cross-compile ``backend`` for ``system``, or None (cpu, with the cross compiler)."""
+    """Why this host cannot cross-compile ``backend`` for ``system``, or None (cpu and cuda, with the cross
+    compiler; a cuda variant also needs this host's nvcc of its CUDA version, checked as for native ones)."""
     from kernel_builder.pipeline.environment.target_env import cross_compiler_problem
 
-    if backend == "cuda":
-        return CROSS_CUDA_REASON
-    if backend != "cpu":
+    if (
+        backend != "cpu" and backend != "cuda"
+    ):  # cuda: the CUDA version's nvcc is checked with the native ones
         return _cannot_build_system(backend, system)
     return cross_compiler_problem(system)
 

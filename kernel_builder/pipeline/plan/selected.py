@@ -112,11 +112,18 @@ def _target_interpreter(
     wheel = None
     if options.refresh_envs or not target_ready(spec):
         wheel = resolve_torch(spec.torch_pin, spec.compute, spec.index_url, spec.system)
+    host_nvcc = None
+    version = candidate.entry.version
+    if backends.get(candidate.backend).needs_nvcc and version is not None:
+        toolkit = toolchain.cuda_toolkit(None, (version[0], version[1]))
+        toolchain.check_cuda_match(toolkit, f"{version[0]}.{version[1]}")
+        host_nvcc = toolkit.nvcc
     root = ensure_target(
         spec,
         refresh=options.refresh_envs,
         requirement=wheel.requirement if wheel is not None else None,
         log=lambda line: log(f"{candidate.name}: {line}"),
+        host_nvcc=host_nvcc,
     )
     interpreter = target_interpreter(root, spec.system)
     return _as_cpu(candidate, interpreter) or interpreter
