@@ -7,28 +7,11 @@ from __future__ import annotations
 
 import pytest
 from conftest import Diagnose, MakeProject
+from test_config_load_errors import K  # [kernel.gelu] ends at line 14: a `cuda-capabilities` added is line 15
 
 from kernel_builder.backends import gpu_archs
 from kernel_builder.backends.gpu_archs import parse_capability, unknown_capability, unknown_rocm_arch
 from kernel_builder.cli import main
-
-# [kernel.gelu]'s `cuda-capabilities` is line 15.
-K = """\
-[general]
-name = "gelu"
-version = 1
-edition = 5
-license = "Apache-2.0"
-backends = ["cuda"]
-
-[torch]
-src = ["torch-ext/torch_binding.cpp"]
-
-[kernel.gelu]
-backend = "cuda"
-depends = ["torch"]
-src = ["gelu/gelu.cu"]
-"""
 
 KNOWN = (
     "known capabilities: 3.0, 3.2, 3.5, 3.7, 5.0, 5.2, 5.3, 6.0, 6.1, 6.2, 7.0, 7.2, 7.5, 8.0, 8.6, 8.7, 8.8, 8.9, "

@@ -110,20 +110,21 @@ def test_a_second_cross_build_is_up_to_date_and_fetches_nothing(cross_build: Cro
     assert "fetching torch" not in again.output
 
 
+def emulated_torch_python() -> EmulatedPython:
+    """The cached aarch64 CPython with Torch under qemu (in the tests' kernel-builder cache), or a skip saying
+    why it cannot be had here; shared by the cpu and cuda cross tests."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in cache_env().items():
+            patch.setenv(name, value)
+        try:
+            return emulated_python(SYSTEM, EMULATED_REQUIREMENTS, without_deps=EMULATED_TORCH)
+        except EmulationUnavailable as error:
+            pytest.skip(f"no emulated {SYSTEM} Python with torch here: {error}")
+
+
 @pytest.fixture(scope="session")
 def emulated(cross_build: CrossBuild) -> EmulatedPython:
-    env = cache_env()
-    previous = os.environ.get("KERNEL_BUILDER_CACHE")
-    os.environ.update(env)
-    try:
-        return emulated_python(SYSTEM, EMULATED_REQUIREMENTS, without_deps=EMULATED_TORCH)
-    except EmulationUnavailable as error:
-        pytest.skip(f"no emulated {SYSTEM} Python with torch here: {error}")
-    finally:
-        if env and previous is None:
-            del os.environ["KERNEL_BUILDER_CACHE"]
-        elif env and previous is not None:
-            os.environ["KERNEL_BUILDER_CACHE"] = previous
+    return emulated_torch_python()
 
 
 #: The aarch64 Torch is a CUDA build, whose default backend is cuda even without a GPU: the cpu variant is asked for.

@@ -10,7 +10,6 @@ One build per session; the target environment and the emulated Python are cached
 from __future__ import annotations
 
 import json
-import os
 import platform
 import struct
 from dataclasses import dataclass
@@ -20,13 +19,11 @@ import pytest
 from build_outputs import nvcc
 from build_runs import CliRun, run_cli
 from cpu_projects import copy_example
-from test_pipeline_cross import EMULATED_REQUIREMENTS, EMULATED_TORCH, PACKAGE_PARENT, SYSTEM, cache_env
+from test_pipeline_cross import PACKAGE_PARENT, SYSTEM, cache_env, emulated_torch_python
 
 from kernel_builder.pipeline.check.abi import read_elf
 from kernel_builder.pipeline.environment.emulation import (
     EmulatedPython,
-    EmulationUnavailable,
-    emulated_python,
 )
 from kernel_builder.pipeline.environment.target_env import cross_compiler_problem
 
@@ -86,18 +83,7 @@ def test_check_abi_passes_the_cross_cuda_variant(cross_cuda_build: CrossCudaBuil
 
 @pytest.fixture(scope="module")
 def emulated(cross_cuda_build: CrossCudaBuild) -> EmulatedPython:
-    env = cache_env()
-    previous = os.environ.get("KERNEL_BUILDER_CACHE")
-    os.environ.update(env)
-    try:
-        return emulated_python(SYSTEM, EMULATED_REQUIREMENTS, without_deps=EMULATED_TORCH)
-    except EmulationUnavailable as error:
-        pytest.skip(f"no emulated {SYSTEM} Python with torch here: {error}")
-    finally:
-        if env and previous is None:
-            del os.environ["KERNEL_BUILDER_CACHE"]
-        elif env and previous is not None:
-            os.environ["KERNEL_BUILDER_CACHE"] = previous
+    return emulated_torch_python()
 
 
 IMPORT = r"""
