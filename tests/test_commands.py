@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from cpu_projects import noarch_project, quick_project, write_tree
+from foreground_jobs import restore_ctrl_c
 from hub_server import HubServer
 from matrix_data import CPU_VARIANT
 from publish_fixtures import CPU, CUDA, REPO, write_kernel
@@ -248,8 +249,9 @@ def test_ctrl_c_as_the_command_returns_is_an_interruption_not_a_death_by_signal(
         "cli.entry()\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    )
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False,
+        preexec_fn=restore_ctrl_c,
+    )  # fmt: skip
     assert (result.returncode, result.stderr) == (130, "interrupted\n")
 
 

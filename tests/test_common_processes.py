@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from foreground_jobs import restore_ctrl_c
 
 from kernel_builder.common import processes
 
@@ -65,6 +66,7 @@ def player() -> Iterator[tuple[subprocess.Popen[str], str]]:
         [sys.executable, "-c", textwrap.dedent(PLAYER.format(tag=tag))],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
         start_new_session=True,  # a process group of its own, as a shell gives a foreground job
+        preexec_fn=restore_ctrl_c,
     )  # fmt: skip
     assert wait_until(lambda: len(sleepers(tag)) == 2), "the command did not start"
     yield process, tag
