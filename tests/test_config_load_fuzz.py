@@ -231,6 +231,7 @@ def projects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path
     return copies
 
 
+@pytest.mark.slow
 def test_mutated_build_toml_files_are_rejected_cleanly(projects: list[tuple[Path, bytes]]) -> None:
     first = os.environ.get("FUZZ_SEED")
     seeds = ([int(first)] if first else []) + list(range(CASES))

@@ -101,6 +101,7 @@ def test_a_folder_download_stalled_in_its_worker_threads_ends_at_the_deadline(
     assert elapsed < 15.0, f"gave up after {elapsed:.1f} s"
 
 
+@pytest.mark.slow
 def test_a_download_that_keeps_progressing_outlasts_the_deadline(hub: HubServer, tmp_path: Path) -> None:
     """Twenty files, each arriving in 16 pieces over 3 s (each piece well within the read timeout):
     huggingface_hub downloads eight at a time, so the later files start after the 2.5 s deadline; they run
@@ -117,6 +118,7 @@ def test_a_download_that_keeps_progressing_outlasts_the_deadline(hub: HubServer,
     assert (path / "data" / "part07.txt").read_text() == "7" * 400
 
 
+@pytest.mark.slow
 def test_a_trickling_single_file_download_outlasts_the_deadline(hub: HubServer, tmp_path: Path) -> None:
     sha = seed_version_one(hub, tmp_path / "publish", tag="trickle_file")
     trickle = hub.inject("trickle", RESOLVE, times=1000, seconds=5.0)  # every GET trickles

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hub_server import HubServer
 from loader_fixtures import seed_version_one
 
@@ -94,6 +95,7 @@ def run_scenario(hub: HubServer, mode: str, tmp_path: Path) -> tuple[dict[str, A
     return outcome, seen
 
 
+@pytest.mark.slow
 def test_a_plain_huggingface_hub_scenario_is_unchanged_by_a_loaded_kernel(
     hub: HubServer, tmp_path: Path
 ) -> None:

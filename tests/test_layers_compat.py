@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hub_server import HubServer
 from layers_fixtures import KERNEL_REPO, differences, publish_kernel, run_compat_script, write_kernel
 
 
+@pytest.mark.slow
 def test_same_decisions_as_upstream_kernels(hub: HubServer, tmp_path: Path) -> None:
     publish_kernel(hub, tmp_path)
     root = write_kernel(tmp_path / "local-activation", tag="local_")

@@ -128,6 +128,7 @@ def snapshot(sha: str, variant: str, repo_id: str = REPO) -> Path:
 # --- the round trip ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_upload_lock_download_and_load_offline(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

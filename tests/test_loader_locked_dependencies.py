@@ -207,6 +207,7 @@ def upstream(function: str, lock: Path, cache: Path, **env: str) -> dict[str, An
     return loaded
 
 
+@pytest.mark.slow
 def test_load_kernel_loads_the_locked_tree_like_kernels(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -250,6 +251,7 @@ def test_load_kernel_loads_the_locked_tree_like_kernels(
     assert theirs == {**ours, "provider": "kernels"}
 
 
+@pytest.mark.slow
 def test_get_locked_kernel_downloads_the_locked_tree_like_kernels(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

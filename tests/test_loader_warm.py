@@ -96,6 +96,7 @@ print(json.dumps({{
 """
 
 
+@pytest.mark.slow
 def test_a_warm_load_in_a_fresh_interpreter_imports_no_network_stack_nor_slow_paths(
     hub: HubServer, tmp_path: Path, ttl: None
 ) -> None:

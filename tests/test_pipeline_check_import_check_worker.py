@@ -54,6 +54,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_a_prestarted_check_passes_a_good_variant(good: Path, python: BuildInterpreter) -> None:
     worker = ImportCheckWorker(python)
     pid = worker.pid
@@ -63,6 +64,7 @@ def test_a_prestarted_check_passes_a_good_variant(good: Path, python: BuildInter
     assert worker.pid is None and _gone(pid)
 
 
+@pytest.mark.slow
 def test_a_prestarted_check_fails_a_broken_variant(
     good: Path, python: BuildInterpreter, tmp_path: Path
 ) -> None:
@@ -91,6 +93,7 @@ def test_the_abi_error_wins_and_stops_the_check(good: Path, python: BuildInterpr
     assert worker.pid is None and _gone(pid)
 
 
+@pytest.mark.slow
 def test_alongside_runs_while_the_check_runs(good: Path, python: BuildInterpreter) -> None:
     ran: list[str] = []
     assert check_import(python, good, alongside=lambda: ran.append("abi")) is None
@@ -107,6 +110,7 @@ def test_an_unused_worker_is_ended(python: BuildInterpreter) -> None:
     worker.close()  # twice is harmless
 
 
+@pytest.mark.slow
 def test_a_worker_that_died_is_replaced_by_a_fresh_check(good: Path, python: BuildInterpreter) -> None:
     """Killed while it waited (the OOM killer, say): the check still runs, in a new interpreter."""
     worker = ImportCheckWorker(python)

@@ -18,6 +18,7 @@ def interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> buildenv.Bui
     return buildenv.quick_probe()
 
 
+@pytest.mark.slow
 def test_second_call_reads_the_cache(
     interpreter: buildenv.BuildInterpreter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -31,6 +32,7 @@ def test_second_call_reads_the_cache(
     assert buildenv.torch_details(interpreter) == first
 
 
+@pytest.mark.slow
 def test_another_torch_is_asked_again(
     interpreter: buildenv.BuildInterpreter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -52,6 +54,7 @@ def test_another_torch_is_asked_again(
     assert len(calls) == 1
 
 
+@pytest.mark.slow
 def test_a_damaged_cache_entry_is_replaced(interpreter: buildenv.BuildInterpreter, tmp_path: Path) -> None:
     first = buildenv.torch_details(interpreter)
     (entry,) = (tmp_path / "cache" / "torch-details").iterdir()

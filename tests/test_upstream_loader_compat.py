@@ -132,6 +132,7 @@ def case(
     return {"name": name, "call": call, "args": encoded, "kwargs": kwargs, "env": dict(env or {})}
 
 
+@pytest.mark.slow
 def test_trust_allowlist_minver_and_local_kernels_as_upstream(hub: HubServer, tmp_path: Path) -> None:
     hub.add_organization(TRUSTED, trusted=True)
     hub.add_organization(UNTRUSTED, trusted=False)
@@ -201,6 +202,7 @@ def test_trust_allowlist_minver_and_local_kernels_as_upstream(hub: HubServer, tm
     }
 
 
+@pytest.mark.slow
 def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
     """With a (faked) compute capability 9.0 device: a build for 8.0 only is refused unless check_arch=False."""
     hub.add_organization(TRUSTED, trusted=True)
