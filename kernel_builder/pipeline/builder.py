@@ -149,6 +149,19 @@ class _Job:
     plan: Callable[[], tuple[VariantPlan, BuildInterpreter | None]]
 
 
+@dataclass(frozen=True)
+class _VariantBuild:
+    """One variant as :meth:`Builder._build_variant` finds it, which its steps read: the plan, the build's id and
+    source scan, the build interpreter, the record of its last good build and what this build's record holds."""
+
+    variant: VariantPlan
+    unique_id: str
+    sources: SourceScan
+    interpreter: BuildInterpreter | None
+    record: Record
+    inputs: dict[str, object]
+
+
 def _planned(
     variant: VariantPlan, interpreter: BuildInterpreter | None
 ) -> tuple[VariantPlan, BuildInterpreter | None]:
@@ -327,75 +340,119 @@ class Builder:
         *,
         capture: bool,
     ) -> VariantStatus:
-        """Build one variant of ``build`` (the plan, with its source scan), or confirm it is up to date."""
+        """Build one variant of ``build`` (the plan, with its source scan), or confirm it is up to date: the
+        cheapest of these steps that is sound, tried in order (docs/layout.md, "Up to date")."""
         assert build.sources is not None  # a build's plan always carries its scan
         inputs = variant_inputs(build.sources, variant, interpreter, asdict(self.options))
         record = Record.read(self.root, variant.name)
         up_to_date = record.matches(inputs) and (self.build_root / variant.name / "metadata.json").is_file()
+        target = _VariantBuild(variant, build.unique_id, build.sources, interpreter, record, inputs)
         if not variant.aot:
-            if up_to_date:
-                return VariantStatus.UP_TO_DATE
-            self._package(variant, build.unique_id, build.sources, interpreter, None)
-            record.save(inputs)
-            return VariantStatus.BUILT
-
+            return VariantStatus.UP_TO_DATE if up_to_date else self._assemble_noarch(target)
         assert interpreter is not None
+        layout = self._variant_folders(variant)
+        status = self._no_op_check(target, layout) if up_to_date else None
+        if status is not None:
+            return status
+        jobs = self._jobs(variant)
+        extension = self._rerun_ninja(variant, layout, jobs, capture) if up_to_date else None
+        status = self._relink_check(target, layout, extension) if extension is not None else None
+        if status is not None:
+            return status
+        return self._compile_and_package(target, interpreter, layout, jobs, capture, extension)
+
+    def _assemble_noarch(self, target: _VariantBuild) -> VariantStatus:
+        """A pure-Python variant has nothing to compile: assemble it, and record what it was made from."""
+        self._package(target.variant, target.unique_id, target.sources, target.interpreter, None)
+        target.record.save(target.inputs)
+        return VariantStatus.BUILT
+
+    def _variant_folders(self, variant: VariantPlan) -> state.VariantState:
+        """The variant's folders, without a CMake build tree made for another directory: CMake refuses one (a
+        copied, moved or renamed project), so it is re-created."""
         layout = state.VariantState.of(self.root, variant.name)
-        variant_state, project_dir, cmake_build = layout.folder, layout.project, layout.cmake_build
-        problem = state.tree_problem(cmake_build)
+        problem = state.tree_problem(layout.cmake_build)
         if problem is not None:
-            # CMake refuses a tree made for another directory (a copied, moved or renamed project).
             self.log(f"{variant.name}: re-creating the CMake build tree ({problem})")
-            shutil.rmtree(cmake_build)
-        extension: Path | None = None
-        if up_to_date and record.unchanged(cmake_build / "build.ninja"):
-            # Nothing Ninja would look at changed, nor the installed extension: no process to start. (A copied
-            # or moved project's record names the files of the old place: it goes the long way.)
-            findings = record.findings(layout.stage / f"{variant.ops_name}.abi3.so")
-            if findings is not None:
-                self._judge_abi(variant, findings)
-                return VariantStatus.UP_TO_DATE
+            shutil.rmtree(layout.cmake_build)
+        return layout
+
+    def _no_op_check(self, target: _VariantBuild, layout: state.VariantState) -> VariantStatus | None:
+        """UP_TO_DATE, without starting a process, when nothing Ninja would look at changed, nor the installed
+        extension (whose recorded ABI findings are judged again); None when Ninja must look. (A copied or moved
+        project's record names the files of the old place: it goes the long way.)"""
+        if not target.record.unchanged(layout.cmake_build / "build.ninja"):
+            return None
+        findings = target.record.findings(layout.stage / f"{target.variant.ops_name}.abi3.so")
+        if findings is None:
+            return None
+        self._judge_abi(target.variant, findings)
+        return VariantStatus.UP_TO_DATE
+
+    def _rerun_ninja(
+        self, variant: VariantPlan, layout: state.VariantState, jobs: int, capture: bool
+    ) -> Path | None:
+        """Ninja over a configured build tree of an up-to-date variant, then the install: the installed
+        extension, or None when the tree must be configured again (no tree, a source stage that cannot be used,
+        or a build directory that belongs to another project)."""
         from kernel_builder.pipeline.compile import ninja_build
 
-        jobs = self._jobs(variant)
-        if (
-            up_to_date
-            and (cmake_build / "CMakeCache.txt").is_file()
-            and self._recompile(variant, cmake_build, jobs, capture)
-        ):
-            extension = ninja_build.install(
-                cmake_build, layout.stage, verbose=self.options.verbose,
-                name=f"{variant.ops_name}.abi3.so",
-            )  # fmt: skip
-            if extension.name != f"{variant.ops_name}.abi3.so":  # the build dir belongs to another project
-                extension = None
-            elif record.describes(extension):
-                # The record's findings are those of this very file; judging them again honours a --werror
-                # that the last build did not have.
-                findings = record.findings(extension)
-                if findings is not None:
-                    self._judge_abi(variant, findings)
-                else:  # a record written before findings were kept
-                    record.add_findings(self._check_abi(variant, extension))
-                record.watch(self._watched(variant_state, cmake_build))
-                return VariantStatus.UP_TO_DATE
-            else:
-                self.log(f"{variant.name}: the extension was relinked; assembling again")
+        cmake_build = layout.cmake_build
+        if not (cmake_build / "CMakeCache.txt").is_file():
+            return None
+        if not self._recompile(variant, cmake_build, jobs, capture):
+            return None
+        extension = ninja_build.install(
+            cmake_build, layout.stage, verbose=self.options.verbose, name=f"{variant.ops_name}.abi3.so",
+        )  # fmt: skip
+        return extension if extension.name == f"{variant.ops_name}.abi3.so" else None
+
+    def _relink_check(
+        self, target: _VariantBuild, layout: state.VariantState, extension: Path
+    ) -> VariantStatus | None:
+        """UP_TO_DATE when Ninja left the recorded extension as it was; None when it relinked it, which the
+        caller assembles again."""
+        variant, record = target.variant, target.record
+        if not record.describes(extension):
+            self.log(f"{variant.name}: the extension was relinked; assembling again")
+            return None
+        # The record's findings are those of this very file; judging them again honours a --werror that the last
+        # build did not have.
+        findings = record.findings(extension)
+        if findings is not None:
+            self._judge_abi(variant, findings)
+        else:  # a record written before findings were kept
+            record.add_findings(self._check_abi(variant, extension))
+        record.watch(self._watched(layout.folder, layout.cmake_build))
+        return VariantStatus.UP_TO_DATE
+
+    def _compile_and_package(
+        self,
+        target: _VariantBuild,
+        interpreter: BuildInterpreter,
+        layout: state.VariantState,
+        jobs: int,
+        capture: bool,
+        extension: Path | None,
+    ) -> VariantStatus:
+        """Configure and compile (unless ``extension``, a relinked one, is given), assemble and check the variant,
+        and record what it was made from."""
+        variant = target.variant
         # The import check's interpreter imports Torch and the loaders while the variant configures and compiles.
         worker = self._import_worker(interpreter)
         try:
             if extension is None:
                 # The build directory is about to describe another project: until this build succeeds, the record
                 # (of the last good build) no longer matches it, so a failure must not leave it behind.
-                record.forget()
+                target.record.forget()
                 extension = self._configure_and_compile(
-                    variant, interpreter, project_dir, cmake_build, jobs, capture
+                    variant, interpreter, layout.project, layout.cmake_build, jobs, capture
                 )
-            found = self._package(variant, build.unique_id, build.sources, interpreter, extension, worker)
+            found = self._package(variant, target.unique_id, target.sources, interpreter, extension, worker)
         finally:
             if worker is not None:
                 worker.close()
-        record.save(inputs, extension, found, self._watched(variant_state, cmake_build))
+        target.record.save(target.inputs, extension, found, self._watched(layout.folder, layout.cmake_build))
         return VariantStatus.BUILT
 
     def _watched(self, variant_state: Path, cmake_build: Path) -> list[str]:

@@ -16,7 +16,7 @@ from kernel_builder.common.diagnostics import Diagnostic, DiagnosticList
 from kernel_builder.config.archs import E20_HINT, applicable_entries, kernel_applies
 from kernel_builder.config.kernels import HEADERS
 from kernel_builder.config.model import Kernel, KernelProject, Torch, TorchNoarch, TvmFfi
-from kernel_builder.config.values import within_bounds
+from kernel_builder.config.values import Version, within_bounds
 from kernel_builder.errors import BuildError, ConfigError
 from kernel_builder.formats.matrix import Matrix, MatrixEntry, load_matrix
 from kernel_builder.formats.runtime import host_cpu_os
@@ -244,18 +244,96 @@ def _aot_plan(
 ) -> VariantPlan | str | None:
     """The variant of ``interpreter`` for ``backend``, or why the project's bounds exclude it, or None when
     ``diags`` holds the error that stops the build; ``native_targets`` (``--arch native``) or ``explicit_archs``
-    (``--arch 8.0,9.0a``) replace the default capability list."""
-    config = project.config
-    framework = config.framework
-    assert isinstance(framework, Torch)
-    abi = framework.stable_abi_for(backend)
-    torch_version = interpreter.torch_major_minor
-    spec = backends.get(backend)
+    (``--arch 8.0,9.0a``) replace the default capability list.
+
+    Each step is a function of its own, in the order its diagnostics are given."""
+    ctx = _AotContext.of(project, interpreter, backend, native_targets, explicit_archs, diags)
+    variant = _bounds_gate(ctx)
+    if isinstance(variant, str):
+        return variant
+    _warn_unless_in_matrix(ctx, variant, matrix)
+    if not _narrowing_builds(ctx):
+        return None
+    sections = _kernel_sections(ctx)
+    _report_outside_the_selection(ctx, sections)
+    binding = _torch_binding(ctx, sections)
+    return _variant_plan(ctx, variant, unique_id, sections, binding)
+
+
+@dataclass(frozen=True)
+class _AotContext:
+    """What every step of :func:`_aot_plan` reads: the project, the interpreter whose variant is planned, its
+    backend and compute version, the ``--arch`` narrowing, and the list the steps report to."""
+
+    project: KernelProject
+    framework: Torch
+    abi: Version | None  # [torch] stable-abi for this backend
+    interpreter: BuildInterpreter
+    torch_version: tuple[int, int]
+    backend: str
+    spec: backends.Backend
     # The compute version bounds the variant ([general.<backend>] minver/maxver) and picks matrix entries; for
     # CUDA it also picks the capabilities nvcc can build and the kernels whose `cuda-minver` it meets.
-    compute_version = interpreter.backend()[1] if spec.versioned else None
-    capability_archs = spec.gpu_arch == "capability"
-    if not within_bounds(torch_version, framework.minver, framework.maxver):
+    compute_version: tuple[int, int] | None
+    native_targets: tuple[str, ...] | None  # --arch native
+    explicit_archs: tuple[str, ...] | None  # --arch 8.0,9.0a
+    diags: DiagnosticList
+
+    @classmethod
+    def of(
+        cls,
+        project: KernelProject,
+        interpreter: BuildInterpreter,
+        backend: str,
+        native_targets: tuple[str, ...] | None,
+        explicit_archs: tuple[str, ...] | None,
+        diags: DiagnosticList,
+    ) -> _AotContext:
+        framework = project.config.framework
+        assert isinstance(framework, Torch)
+        abi = framework.stable_abi_for(backend)
+        torch_version = interpreter.torch_major_minor
+        spec = backends.get(backend)
+        compute_version = interpreter.backend()[1] if spec.versioned else None
+        return cls(
+            project, framework, abi, interpreter, torch_version, backend, spec, compute_version,
+            native_targets, explicit_archs, diags,
+        )  # fmt: skip
+
+    @property
+    def capability_archs(self) -> bool:
+        """Whether the variant's GPU code is chosen by CUDA capability (``--arch`` and E20 apply to it)."""
+        return self.spec.gpu_arch == "capability"
+
+    @property
+    def cuda(self) -> tuple[int, int] | None:
+        """The CUDA version the capabilities are chosen for; None where capabilities play no part."""
+        return self.compute_version if self.capability_archs else None
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether ``--arch`` narrows the capability lists."""
+        return self.native_targets is not None or self.explicit_archs is not None
+
+    @property
+    def chosen(self) -> str:
+        """The ``--arch`` value as messages name it: ``native (8.9)`` or ``8.0,9.0a``."""
+        if self.native_targets is not None:
+            return f"native ({', '.join(self.native_targets)})"
+        return ",".join(self.explicit_archs or ())
+
+    def select(self, requested: tuple[str, ...] | None, cuda: tuple[int, int]) -> gpu_archs.Selection:
+        """The capabilities of ``requested`` (None: the CUDA version's defaults) that ``--arch`` keeps."""
+        if self.explicit_archs is not None:
+            return gpu_archs.select_explicit(requested, cuda, self.explicit_archs)
+        return gpu_archs.select_capabilities(requested, cuda, self.native_targets)
+
+
+def _bounds_gate(ctx: _AotContext) -> Variant | str:
+    """The interpreter's variant, or why the project's bounds exclude it ([torch] minver/maxver, the stable ABI,
+    [general.<backend>] minver/maxver): an excluded variant is skipped with that reason, not an error."""
+    torch_version, abi, backend = ctx.torch_version, ctx.abi, ctx.backend
+    if not within_bounds(torch_version, ctx.framework.minver, ctx.framework.maxver):
         return f"no {backend} variant is built: torch {torch_version[0]}.{torch_version[1]} is outside [torch] minver/maxver"
     if abi is not None and torch_version < abi.major_minor:
         return (
@@ -263,81 +341,100 @@ def _aot_plan(
             f"ABI {abi} of [torch] stable-abi"
         )
     try:
-        variant = interpreter.variant(abi.major_minor if abi is not None else None)
+        variant = ctx.interpreter.variant(abi.major_minor if abi is not None else None)
     except UnsupportedEnvironmentError as exc:
         raise BuildError(
-            f"cannot name the {backend} variant of the build interpreter {interpreter.python}: {exc}"
+            f"cannot name the {backend} variant of the build interpreter {ctx.interpreter.python}: {exc}"
         ) from None
-    bounds = config.general.settings(backend)
+    bounds = ctx.project.config.general.settings(backend)
+    compute_version = ctx.compute_version
     if compute_version is not None and not within_bounds(compute_version, bounds.minver, bounds.maxver):
         return (
-            f"no {backend} variant is built: {spec.title or backend} {compute_version[0]}.{compute_version[1]} is "
+            f"no {backend} variant is built: {ctx.spec.title or backend} {compute_version[0]}.{compute_version[1]} is "
             f"outside [general.{backend}] minver/maxver"
         )
+    return variant
+
+
+def _warn_unless_in_matrix(ctx: _AotContext, variant: Variant, matrix: Matrix) -> None:
+    """Warn when no matrix entry gives ``variant``: it builds, but it is not one of the published set."""
     # A stable-ABI variant is named by the ABI version: every applicable Torch of its compute gives that name.
     entries = [
         e
-        for e in applicable_entries(config, matrix, backend)
-        if (abi is not None or e.torch == torch_version) and interpreter.system in e.systems
+        for e in applicable_entries(ctx.project.config, matrix, ctx.backend)
+        if (ctx.abi is not None or e.torch == ctx.torch_version) and ctx.interpreter.system in e.systems
     ]
-    if compute_version is not None:
-        entries = [e for e in entries if e.version is not None and tuple(e.version[:2]) == compute_version]
+    if ctx.compute_version is not None:
+        entries = [
+            e for e in entries if e.version is not None and tuple(e.version[:2]) == ctx.compute_version
+        ]
     if not entries:
-        diags.warning(
+        ctx.diags.warning(
             f"{variant.name} is not in the variant matrix: fine for development, but not part of the published set"
         )
-    if (
-        capability_archs
-        and compute_version is not None
-        and not _narrowing_builds(compute_version, native_targets, explicit_archs, diags)
-    ):
-        return None
+
+
+def _narrowing_builds(ctx: _AotContext) -> bool:
+    """Whether this CUDA version builds any capability ``--arch`` selects (always, without ``--arch`` or where
+    capabilities play no part); if not, the error says so, naming the CUDA version: the one case where it is
+    the cause."""
+    cuda = ctx.cuda
+    if cuda is None:
+        return True
+    if ctx.native_targets is not None:
+        buildable = gpu_archs.select_capabilities(None, cuda, ctx.native_targets).archs
+    elif ctx.explicit_archs is not None:
+        buildable = gpu_archs.select_explicit(None, cuda, ctx.explicit_archs).archs
+    else:
+        return True
+    if buildable:
+        return True
+    ctx.diags.error(
+        f"--arch {ctx.chosen}: CUDA {cuda[0]}.{cuda[1]} builds none of these capabilities "
+        f"(supported: {', '.join(gpu_archs.default_targets(cuda))})",
+        None,
+        "build with a CUDA version that supports these GPUs, or leave --arch out",
+    )
+    return False
+
+
+@dataclass(frozen=True)
+class _Sections:
+    """The components of the variant's kernel sections, and where ``--arch`` left them."""
+
+    components: tuple[Component, ...]
+    #: The sections' include directories and the directories of the headers they list: the binding sees them.
+    kernel_dirs: tuple[str, ...]
+    #: Whether some section has a capability ``--arch`` selects.
+    any_inside: bool
+    #: The sections none of whose capabilities ``--arch`` selects, each compiled for its lowest, with the note
+    #: saying so.
+    outside: tuple[tuple[Kernel, str], ...]
+
+    @property
+    def union(self) -> tuple[str, ...]:
+        """Every capability some section is compiled for."""
+        return gpu_archs.union_archs(c.archs for c in self.components if c.archs)
+
+
+def _kernel_sections(ctx: _AotContext) -> _Sections:
+    """One component per kernel section of the backend, compiled for the capabilities :func:`_section_archs`
+    chooses; a CUDA section whose ``cuda-minver`` this CUDA version does not meet is left out."""
     components: list[Component] = []
     kernel_dirs: list[str] = []
-    inside: list[Kernel] = []  # with --arch: the sections compiled for the selected GPUs
-    outside: list[Kernel] = []  # and those none of whose capabilities is selected
-    outside_notes: list[tuple[str, int | None]] = []
-    for kernel in config.kernels_for(backend):
-        if capability_archs and compute_version is not None and not kernel_applies(kernel, compute_version):
+    any_inside = False
+    outside: list[tuple[Kernel, str]] = []
+    for kernel in ctx.project.config.kernels_for(ctx.backend):
+        if ctx.cuda is not None and not kernel_applies(kernel, ctx.cuda):
             continue
         archs: tuple[str, ...] = ()
-        if capability_archs:
-            assert compute_version is not None
-            if explicit_archs is not None:
-                selection = gpu_archs.select_explicit(
-                    kernel.cuda_capabilities, compute_version, explicit_archs
-                )
-            else:
-                selection = gpu_archs.select_capabilities(
-                    kernel.cuda_capabilities, compute_version, native_targets
-                )
-            narrowed = native_targets is not None or explicit_archs is not None
-            if narrowed and not selection.archs:
-                selection = _outside_the_selection(
-                    kernel, compute_version, native_targets, explicit_archs, selection, outside_notes
-                )
-                if selection.archs:
-                    outside.append(kernel)
-            elif narrowed:
-                inside.append(kernel)
-            for dropped in selection.dropped:
-                diags.warning(
-                    f"[kernel.{kernel.name}]: capability {dropped} dropped: CUDA {compute_version[0]}.{compute_version[1]} "
-                    "cannot build it",
-                    kernel.line,
-                )
-            if not selection.archs:
-                requested = ", ".join(
-                    kernel.cuda_capabilities or gpu_archs.default_capabilities(compute_version)
-                )
-                targets = gpu_archs.default_targets(compute_version)
-                diags.error(
-                    f"[kernel.{kernel.name}]: none of the requested capabilities ({requested}) can be built with "
-                    f"CUDA {compute_version[0]}.{compute_version[1]} (supported: {', '.join(targets)})",
-                    kernel.line,
-                    E20_HINT,
-                )
-            archs = selection.archs
+        if ctx.capability_archs:
+            assert ctx.cuda is not None
+            chosen = _section_archs(ctx, kernel, ctx.cuda)
+            archs = chosen.archs
+            any_inside = any_inside or chosen.inside
+            if chosen.outside_note is not None:
+                outside.append((kernel, chosen.outside_note))
         compiled = tuple(s for s in kernel.src if PurePosixPath(s).suffix in (*CPP_SUFFIXES, ".cu"))
         kernel_dirs += [*kernel.include, *header_dirs(kernel.src)]
         components.append(
@@ -351,125 +448,139 @@ def _aot_plan(
                 kernel.depends,
             )
         )
-    if inside:
-        for message, line in outside_notes:
-            diags.note(message, line)
-    elif outside:
-        chosen = (
-            f"native ({', '.join(native_targets)})"
-            if native_targets is not None
-            else ",".join(explicit_archs or ())
-        )
-        sections = "; ".join(f"[kernel.{k.name}]: {', '.join(k.cuda_capabilities or ())}" for k in outside)
-        diags.error(
-            f"--arch {chosen}: none of the kernel's sections lists a capability for these GPUs ({sections})",
-            outside[0].line,
-            "build on a GPU the kernel supports (or pass one of its capabilities), or leave --arch out to build "
-            "its whole capability list",
-        )
-    union = gpu_archs.union_archs(c.archs for c in components if c.archs)
-    binding_sources = []
-    for src in framework.src:
-        suffix = PurePosixPath(src).suffix
-        if suffix in CPP_SUFFIXES:
-            binding_sources.append(src)
-        elif suffix == ".cu":
-            if suffix in spec.source_suffixes:
-                binding_sources.append(src)
-            else:
-                diags.warning(
-                    f"[torch] src `{src}` is a CUDA file and is not compiled into the {backend} variant"
-                )
-    binding_archs: tuple[str, ...] = ()
-    if capability_archs and any(s.endswith(".cu") for s in binding_sources):
-        assert compute_version is not None
-        if explicit_archs is not None:
-            default = gpu_archs.select_explicit(None, compute_version, explicit_archs)
-        else:
-            default = gpu_archs.select_capabilities(None, compute_version, native_targets)
-        binding_archs = union or default.archs
-    binding = Component(
-        "_torch_binding",
-        tuple(binding_sources),
-        binding_include(framework.include, kernel_dirs),
-        framework.cxx_flags,
-        (),
-        binding_archs,
-        binding=True,
-    )
-    if binding_archs:
-        union = gpu_archs.union_archs([union, binding_archs])
-    return VariantPlan(
-        variant,
-        backend,
-        ops_name(project.py_name, backend, unique_id),
-        (binding, *components),
-        union if spec.gpu is not None else (),
-        _arch_selection(native_targets, explicit_archs) if capability_archs else None,
-    )
+    return _Sections(tuple(components), tuple(kernel_dirs), any_inside, tuple(outside))
 
 
-def _narrowing_builds(
-    cuda: tuple[int, int],
-    native: tuple[str, ...] | None,
-    explicit: tuple[str, ...] | None,
-    diags: DiagnosticList,
-) -> bool:
-    """Whether this CUDA version builds any capability ``--arch`` selects (always, without ``--arch``); if not,
-    the error says so, naming the CUDA version: the one case where it is the cause."""
-    if native is not None:
-        buildable = gpu_archs.select_capabilities(None, cuda, native).archs
-        chosen = f"native ({', '.join(native)})"
-    elif explicit is not None:
-        buildable = gpu_archs.select_explicit(None, cuda, explicit).archs
-        chosen = ",".join(explicit)
-    else:
-        return True
-    if buildable:
-        return True
-    diags.error(
-        f"--arch {chosen}: CUDA {cuda[0]}.{cuda[1]} builds none of these capabilities "
-        f"(supported: {', '.join(gpu_archs.default_targets(cuda))})",
-        None,
-        "build with a CUDA version that supports these GPUs, or leave --arch out",
-    )
-    return False
+@dataclass(frozen=True)
+class _SectionArchs:
+    """What :func:`_section_archs` chose for one kernel section."""
+
+    archs: tuple[str, ...]  # empty: error E20 was reported
+    inside: bool = False  # --arch selects some of its capabilities
+    outside_note: str | None = None  # --arch selects none of them: compiled for its lowest, with this note
+
+
+def _section_archs(ctx: _AotContext, kernel: Kernel, cuda: tuple[int, int]) -> _SectionArchs:
+    """The capabilities one section is compiled for: its ``cuda-capabilities`` (or the CUDA version's defaults)
+    as ``--arch`` narrows them, less those this CUDA version cannot build (a warning each, since the list asked
+    for them); when none is left, error E20, because the section would compile to nothing."""
+    selection = ctx.select(kernel.cuda_capabilities, cuda)
+    inside, note = False, None
+    if ctx.narrowed and not selection.archs:
+        selection, note = _outside_the_selection(ctx, kernel, cuda, selection)
+    elif ctx.narrowed:
+        inside = True
+    for dropped in selection.dropped:
+        ctx.diags.warning(
+            f"[kernel.{kernel.name}]: capability {dropped} dropped: CUDA {cuda[0]}.{cuda[1]} cannot build it",
+            kernel.line,
+        )
+    if not selection.archs:
+        requested = ", ".join(kernel.cuda_capabilities or gpu_archs.default_capabilities(cuda))
+        targets = gpu_archs.default_targets(cuda)
+        ctx.diags.error(
+            f"[kernel.{kernel.name}]: none of the requested capabilities ({requested}) can be built with "
+            f"CUDA {cuda[0]}.{cuda[1]} (supported: {', '.join(targets)})",
+            kernel.line,
+            E20_HINT,
+        )
+    return _SectionArchs(selection.archs, inside, note)
 
 
 def _outside_the_selection(
-    kernel: Kernel,
-    cuda: tuple[int, int],
-    native: tuple[str, ...] | None,
-    explicit: tuple[str, ...] | None,
-    narrowed: gpu_archs.Selection,
-    notes: list[tuple[str, int | None]],
-) -> gpu_archs.Selection:
+    ctx: _AotContext, kernel: Kernel, cuda: tuple[int, int], narrowed: gpu_archs.Selection
+) -> tuple[gpu_archs.Selection, str | None]:
     """The capabilities of a kernel section that ``--arch`` leaves nothing of (its ``cuda-capabilities`` are
     all for other GPUs: a Blackwell-only section on a Hopper), when this CUDA version builds some of them.
 
     ``--arch`` narrows a development build to the GPUs at hand; it cannot drop the section, because the binding
     usually registers every section's ops unconditionally and the extension would not link or load without
     them. So the section is compiled for its lowest capability alone (the fewest, and the cheapest to compile),
-    and ``notes`` gets the note saying so: the variant loads here, and that section's ops are not runnable on
-    this GPU. When this CUDA version builds none of them, the (empty) full selection is returned and the caller
-    reports E20.
+    with the note saying so: the variant loads here, and that section's ops are not runnable on this GPU. When
+    this CUDA version builds none of them, the (empty) full selection is returned, without a note, and the
+    caller reports E20.
     """
     full = gpu_archs.select_capabilities(kernel.cuda_capabilities, cuda)
     if not full.archs:
-        return full
+        return full, None
     lowest = str(gpu_archs.parse_capability(full.archs[0]).base)
-    chosen = (
-        f"--arch native ({', '.join(native)})" if native is not None else f"--arch {','.join(explicit or ())}"
+    note = (
+        f"[kernel.{kernel.name}]: none of its capabilities ({', '.join(kernel.cuda_capabilities or full.archs)}) "
+        f"is among --arch {ctx.chosen}: compiled for {lowest} only, its lowest, so the extension links and loads; "
+        "its ops do not run on the selected GPUs"
     )
-    notes.append(
-        (
-            f"[kernel.{kernel.name}]: none of its capabilities ({', '.join(kernel.cuda_capabilities or full.archs)}) "
-            f"is among {chosen}: compiled for {lowest} only, its lowest, so the extension links and loads; its ops "
-            "do not run on the selected GPUs",
-            kernel.line,
+    return gpu_archs.Selection((lowest,), narrowed.dropped), note
+
+
+def _report_outside_the_selection(ctx: _AotContext, sections: _Sections) -> None:
+    """With ``--arch``: the sections it leaves nothing of get a note each when some other section is compiled
+    for the selected GPUs; when none is, the build would be useless on them, and that is an error."""
+    if sections.any_inside:
+        for kernel, note in sections.outside:
+            ctx.diags.note(note, kernel.line)
+    elif sections.outside:
+        listed = "; ".join(
+            f"[kernel.{k.name}]: {', '.join(k.cuda_capabilities or ())}" for k, _ in sections.outside
         )
+        ctx.diags.error(
+            f"--arch {ctx.chosen}: none of the kernel's sections lists a capability for these GPUs ({listed})",
+            sections.outside[0][0].line,
+            "build on a GPU the kernel supports (or pass one of its capabilities), or leave --arch out to build "
+            "its whole capability list",
+        )
+
+
+def _torch_binding(ctx: _AotContext, sections: _Sections) -> Component:
+    """The ``[torch] src`` component: its C++ files, and its CUDA files where the backend compiles them (a
+    warning for each it does not, since the file is then not part of the variant). CUDA binding code is compiled
+    for the sections' capabilities, or, when no section has any, for the defaults ``--arch`` keeps; the binding
+    sees the sections' include directories (:func:`binding_include`)."""
+    kernel_archs = sections.union
+    framework = ctx.framework
+    binding_sources = []
+    for src in framework.src:
+        suffix = PurePosixPath(src).suffix
+        if suffix in CPP_SUFFIXES:
+            binding_sources.append(src)
+        elif suffix == ".cu":
+            if suffix in ctx.spec.source_suffixes:
+                binding_sources.append(src)
+            else:
+                ctx.diags.warning(
+                    f"[torch] src `{src}` is a CUDA file and is not compiled into the {ctx.backend} variant"
+                )
+    binding_archs: tuple[str, ...] = ()
+    if ctx.capability_archs and any(s.endswith(".cu") for s in binding_sources):
+        assert ctx.compute_version is not None
+        default = ctx.select(None, ctx.compute_version)
+        binding_archs = kernel_archs or default.archs
+    return Component(
+        "_torch_binding",
+        tuple(binding_sources),
+        binding_include(framework.include, list(sections.kernel_dirs)),
+        framework.cxx_flags,
+        (),
+        binding_archs,
+        binding=True,
     )
-    return gpu_archs.Selection((lowest,), narrowed.dropped)
+
+
+def _variant_plan(
+    ctx: _AotContext, variant: Variant, unique_id: str, sections: _Sections, binding: Component
+) -> VariantPlan:
+    """The plan: the binding first, then the sections; metadata's ``backend.archs`` is every capability some
+    component is compiled for (GPU backends only)."""
+    union = sections.union
+    if binding.archs:
+        union = gpu_archs.union_archs([union, binding.archs])
+    return VariantPlan(
+        variant,
+        ctx.backend,
+        ops_name(ctx.project.py_name, ctx.backend, unique_id),
+        (binding, *sections.components),
+        union if ctx.spec.gpu is not None else (),
+        _arch_selection(ctx.native_targets, ctx.explicit_archs) if ctx.capability_archs else None,
+    )
 
 
 def _arch_selection(native: tuple[str, ...] | None, explicit: tuple[str, ...] | None) -> str | None:
