@@ -17,24 +17,44 @@ from pathlib import Path
 
 import matrix_data as md
 import pytest
-from build_runs import run_cli
-from cpu_projects import built_example
+from build_runs import NO_IMPORT_CHECK, Built, build, shared_build
+from cpu_projects import built_example, copy_example
 from hub_server import HubServer, files_from_directory
 from layers_fixtures import differences, run_compat_script
 
 from kernel_builder.authoring.kernel_tests import kernel_test_env, select_variant
+from kernel_builder.cli import main
 from kernel_builder.config import load_project
 
 pytestmark = pytest.mark.slow
 
 
+#: Examples no other test file builds: built here without the import check, since every test of this file loads
+#: them itself (their own suites, the kernelize script). examples/relu is the build the whole session shares.
+ONLY_HERE = ("activation", "relu-triton")
+
+
+def built_here(example: str, factory: pytest.TempPathFactory) -> Built:
+    """``examples/<example>`` copied and built once per test run with ``--no-import-check``."""
+
+    def make(tree: Path) -> Built:
+        root = copy_example(example, tree / example)
+        return Built(root, build(root, NO_IMPORT_CHECK))
+
+    return shared_build(factory, f"examples-{example}-loaded-by-tests", make)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
-    """``built(example)``: the root of a copy of ``examples/<example>`` built for the CPU: the one build of it that
-    every test of the session shares (``cpu_projects.built_example``)."""
+    """``built(example)``: the root of a copy of ``examples/<example>`` built for the CPU, once per test run:
+    ``cpu_projects.built_example`` for examples/relu, which other files use too, :func:`built_here` for the rest."""
+    builds: dict[str, Built] = {}
 
     def get(example: str) -> Path:
-        return built_example(example, tmp_path_factory).root
+        if example not in builds:
+            make = built_here if example in ONLY_HERE else built_example
+            builds[example] = make(example, tmp_path_factory)
+        return builds[example].root
 
     return get
 
@@ -48,13 +68,20 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     ],
 )
 def test_example_suite_passes_on_its_build(
-    built: Callable[[str], Path], tmp_path: Path, example: str, variants: list[str]
+    built: Callable[[str], Path],
+    tmp_path: Path,
+    example: str,
+    variants: list[str],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     root = built(example)
     assert sorted(p.name for p in (root / "build").iterdir() if p.is_dir()) == variants
     # The same builds are manylinux_2_28-clean (docs/manylinux.md): what the suite checks below is what ships.
-    abi = run_cli(["check-abi", root])
-    assert (abi.returncode, abi.stdout.splitlines()[-1].endswith("no violations")) == (0, True), abi.output
+    # (The command in this process: it reads the libraries and starts nothing.)
+    capsys.readouterr()
+    code = main(["check-abi", str(root)])
+    abi = capsys.readouterr()
+    assert (code, abi.out.splitlines()[-1].endswith("no violations")) == (0, True), abi.out + abi.err
     # As the authors run them: the variant importable as `import <name>` and through LOCAL_KERNELS.
     project = load_project(root).project
     setup = kernel_test_env(project, select_variant(project))

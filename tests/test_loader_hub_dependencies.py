@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from build_runs import REPO, build
+from build_runs import NO_IMPORT_CHECK, REPO, build
 from cpu_projects import GENERAL, write_tree
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
@@ -93,11 +93,12 @@ def project(root: Path, name: str, init: str, depends: str = "") -> Path:
 @pytest.fixture(scope="module")
 def built_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """``kb-dep-b`` and ``kb-dep-a`` (needing ``org/b`` version 1) built by the CLI; A's build finds B through
-    ``LOCAL_KERNELS``, as an author's would, for its import check (with both loaders)."""
+    ``LOCAL_KERNELS``, as an author's would, for its import check (with both loaders). B's own import check is not
+    the subject: the tests load B themselves, through A."""
     work = tmp_path_factory.mktemp("dependency-tree")
     b = project(work / "b", "kb-dep-b", B_INIT)
     a = project(work / "a", "kb-dep-a", A_INIT, 'kernel-depends = [{ repo-id = "org/b", version = 1 }]\n')
-    build(b)
+    build(b, NO_IMPORT_CHECK)
     build(a, env={"LOCAL_KERNELS": f"org/b={b}"})
     return a, b
 

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -112,29 +111,54 @@ def upstream(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def upstream_load(cache: Path, lock: Path, *calls: tuple[str, str]) -> list[list[str]]:
-    """Upstream's ``load_kernel`` / ``get_locked_kernel`` for each ``(function, repo id)``, in one interpreter;
-    per call, the module's name and file."""
-    code = textwrap.dedent(
-        """
-        import json, sys
-        from pathlib import Path
-        import kernels
-        for function, repo_id in json.loads(sys.argv[2]):
-            module = getattr(kernels, function)(repo_id, lockfile=Path(sys.argv[1]))
-            print(module.__name__, module.__file__)
-        """
-    )
+#: Printed on both streams between upstream's download and its loads (:func:`upstream_download_and_load`).
+LOADS_START = "--- kb-test: download done, exit status "
+
+DOWNLOAD_AND_LOAD = f"""
+import json, sys
+from pathlib import Path
+import kernels
+from kernels.cli import main
+
+project, lock, calls = sys.argv[1:]
+sys.argv = ["kernels", "download", project]
+try:
+    main()
+    status = 0
+except SystemExit as stop:
+    status = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+print("{LOADS_START}" + str(status), flush=True)
+print("{LOADS_START}" + str(status), file=sys.stderr, flush=True)
+if status == 0:
+    for function, repo_id in json.loads(calls):
+        module = getattr(kernels, function)(repo_id, lockfile=Path(lock))
+        print(module.__name__, module.__file__)
+"""
+
+
+def upstream_download_and_load(
+    cache: Path, project_dir: Path, lock: Path, *calls: tuple[str, str]
+) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+    """``kernels download PROJECT_DIR`` (upstream's command line), then upstream's ``load_kernel`` /
+    ``get_locked_kernel`` for each ``(function, repo id)`` of ``calls``, in one interpreter (one import of torch and kernels for both; what joins them is the cache on disk). The download's
+    result (its exit status and output, the loads' left out), and per load the module's name and file."""
+    pytest.importorskip("kernels")
     result = subprocess.run(
-        [sys.executable, "-c", code, str(lock), json.dumps(calls)],
+        [sys.executable, "-c", DOWNLOAD_AND_LOAD, str(project_dir), str(lock), json.dumps(calls)],
         env=upstream_env(cache),
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
-    return [line.split() for line in result.stdout.splitlines()]
+    out, marker, loads = result.stdout.partition(LOADS_START)
+    err, _, _ = result.stderr.partition(LOADS_START)
+    assert marker, f"upstream's download did not return:\n{result.stdout}\n{result.stderr}"
+    status, _, loads = loads.partition("\n")
+    download = subprocess.CompletedProcess(result.args, int(status), out, err)
+    if download.returncode == 0:
+        assert result.returncode == 0, result.stderr
+    return download, [line.split() for line in loads.splitlines()]
 
 
 def two_kernel_tree(hub: HubServer, tmp_path: Path) -> tuple[str, str]:
@@ -181,8 +205,10 @@ def test_a_lock_by_kernels_downloads_and_loads_here(
     assert hub.requests == []
 
     # Upstream, from its own download of its own lock, loads the same modules at the same commits.
-    assert upstream(tmp_path / "upstream-cache", "download", str(theirs)).returncode == 0
-    loaded = upstream_load(tmp_path / "upstream-cache", lock, ("load_kernel", A), ("load_kernel", B))
+    download, loaded = upstream_download_and_load(
+        tmp_path / "upstream-cache", theirs, lock, ("load_kernel", A), ("load_kernel", B)
+    )
+    assert download.returncode == 0
     for (name, file), repo_id, sha, module in zip(loaded, (A, B), (sha_a, sha_b), (ours_a, ours_b)):
         assert name == module.__name__ == kernel_id(repo_id)
         assert f"/snapshots/{sha}/build/{CPU}/" in file and f"/snapshots/{sha}/build/{CPU}/" in str(
@@ -200,13 +226,14 @@ def test_a_lock_by_kernel_builder_downloads_and_loads_with_kernels(
     assert json.loads(lock.read_text()) == expected_lock((A, sha_a), (B, sha_b))
 
     cache = tmp_path / "upstream-cache"
-    result = upstream(cache, "download", str(app))
+    result, loaded = upstream_download_and_load(
+        cache, app, lock, ("load_kernel", A), ("get_locked_kernel", A), ("load_kernel", B)
+    )
     assert result.returncode == 0, result.stderr
     assert [line for line in result.stderr.splitlines() if line.startswith("Downloading kernel")] == [
         f"Downloading kernel: {A} (revision: {sha_a})",
         f"Downloading kernel: {B} (revision: {sha_b})",
     ]
-    loaded = upstream_load(cache, lock, ("load_kernel", A), ("get_locked_kernel", A), ("load_kernel", B))
     assert [name for name, _ in loaded] == [kernel_id(A), kernel_id(A), kernel_id(B)]
     assert all(
         f"/snapshots/{sha}/build/{CPU}/" in file for (_, file), sha in zip(loaded, (sha_a, sha_a, sha_b))
