@@ -36,6 +36,7 @@ def fake_kernel() -> types.ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_public_functions_against_their_torch_namesakes() -> None:
     results = {r.name: r for r in run_cases(_public_cases(fake_kernel(), "cpu"), "cpu", warmup=1, runs=3)}
     # One case per size (1 MiB and 16 MiB of float32 on the CPU); a function that cannot be called once.
@@ -79,6 +80,7 @@ def test_result_json_has_rates() -> None:
     assert isinstance(Case(run=lambda: None).check, bool)
 
 
+@pytest.mark.slow
 def test_benchmarks_without_bench_functions_fall_back_to_public_ops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -99,6 +101,7 @@ def test_benchmarks_without_bench_functions_fall_back_to_public_ops(
     assert data["copy"]["gbps"] > 0 and data["copy"]["bytes"] == 2 * 4 * 1024 * 1024
 
 
+@pytest.mark.slow
 def test_public_ops_say_what_each_side_does() -> None:
     relus = [
         r for r in run_cases(_public_cases(fake_kernel(), "cpu"), "cpu", warmup=1, runs=3) if "relu" in r.name

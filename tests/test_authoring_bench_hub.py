@@ -92,6 +92,7 @@ def test_a_directory_is_a_project_an_org_name_with_a_release_a_hub_kernel(tmp_pa
     assert looks_like_release("org/relu@v1", None, None) is True
 
 
+@pytest.mark.slow
 def test_bench_a_hub_kernel_by_version(hub: HubServer, tmp_path: Path) -> None:
     """Release 1 is resolved to its commit, the variant downloaded and digest-verified by the loader, and the
     repository's benchmark file run against it (the helper next to it is neither copied nor run)."""
@@ -124,6 +125,7 @@ def test_bench_a_hub_kernel_by_version(hub: HubServer, tmp_path: Path) -> None:
     assert f"{REPO}@{sha}: commit {sha}" in again.stderr
 
 
+@pytest.mark.slow
 def test_an_untrusted_publisher_is_refused_before_anything_runs(hub: HubServer, tmp_path: Path) -> None:
     publish(hub, tmp_path, trusted=False)
     run = run_cli(["bench", f"{REPO}@v1", "--runs", "2"], cwd=tmp_path)

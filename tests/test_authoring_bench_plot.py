@@ -52,6 +52,7 @@ def report(*, bytes_declared: bool) -> dict[str, Any]:
             "results": [r.to_json() for r in results]}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_plot_of_rates_with_the_copy_ceiling(tmp_path: Path) -> None:
     """With bytes declared: GB/s bars, the kernel's speed-up, the copy ceiling, and the flagged side hatched."""
     data = report(bytes_declared=True)

@@ -161,6 +161,7 @@ def upload(capsys: pytest.CaptureFixture[str], root: Path, repo_id: str) -> None
     assert run.code == 0, run.err
 
 
+@pytest.mark.slow
 def test_built_and_uploaded_tree_loads_with_both_loaders(
     hub: HubServer, built_tree: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -185,6 +186,7 @@ def test_built_and_uploaded_tree_loads_with_both_loaders(
     assert theirs == {**expected, "provider": "kernels"}
 
 
+@pytest.mark.slow
 def test_an_untrusted_dependency_fails_with_both_loaders(
     hub: HubServer, built_tree: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

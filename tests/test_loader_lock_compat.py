@@ -175,6 +175,7 @@ def expected_lock(*entries: tuple[str, str]) -> list[dict[str, Any]]:
 # --- differential: upstream's lock with our download and loads, ours with upstream's ------------------------------
 
 
+@pytest.mark.slow
 def test_a_lock_by_kernels_downloads_and_loads_here(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -216,6 +217,7 @@ def test_a_lock_by_kernels_downloads_and_loads_here(
         )
 
 
+@pytest.mark.slow
 def test_a_lock_by_kernel_builder_downloads_and_loads_with_kernels(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -244,6 +246,7 @@ def test_a_lock_by_kernel_builder_downloads_and_loads_with_kernels(
     assert module.__name__ == kernel_id(A) and f"/snapshots/{sha_a}/build/{CPU}/" in str(module.__file__)
 
 
+@pytest.mark.slow
 def test_both_refuse_a_dependency_cycle(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
