@@ -85,9 +85,12 @@ TEST_ENV = KB_TEST_CUDA_PYTHON=$$(cat $(CUDA_STAMP)) KB_TEST_KERNEL_BUILDER_CACH
 test: $(STAMP) $(CUDA_STAMP) nix-tools redis-tools cross-tools
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
-# The edit loop: every test that compiles nothing (`slow` marks the others), in the same workers.
+# The edit loop: every test that takes well under a second or two (`slow` marks the others: compiling, starting
+# interpreters that import Torch, waiting out deadlines). Its time goes more to waiting (the Hub double's stalls,
+# retries' back-off) than to computing, so it runs twice as many workers as cores (at most 8).
+FAST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); n=$$((2 * n)); [ "$$n" -gt 8 ] && n=8; echo $$n)
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(FAST_WORKERS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check kernel_builder tests benchmarks examples
