@@ -2,7 +2,8 @@
 22, 23, 29, 33, and the issue's acceptance test for examples/relu).
 
 Every project is built once per session (session-scoped fixtures) into a temporary directory; the tests
-inspect the result. Built kernels are loaded in subprocesses (see ``build_runs``). The tests of cases 23
+inspect the result. Built kernels are loaded in subprocesses (see ``build_runs``); the loads that only read
+what one loader gives for each project share one interpreter per loader (``_loaded``). The tests of cases 23
 and 29 change one project (``mutable``) in the order they are written.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -80,7 +82,7 @@ def relu(tmp_path_factory: pytest.TempPathFactory) -> Built:
 @pytest.fixture(scope="session")
 def noarch(tmp_path_factory: pytest.TempPathFactory) -> Built:
     root = noarch_project(tmp_path_factory.mktemp("noarch") / "kb-noarch")
-    return Built(root, build(root), variant="torch-cpu")
+    return Built(root, build(root, NO_IMPORT_CHECK), variant="torch-cpu")
 
 
 def _counter(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str, marker: str = "") -> Built:
@@ -90,14 +92,14 @@ def _counter(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str, ma
 
 @pytest.fixture(scope="session")
 def counter_a(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    return _counter(tmp_path_factory, "counter-a")
+    return _counter(tmp_path_factory, "counter-a", NO_IMPORT_CHECK)
 
 
 @pytest.fixture(scope="session")
 def counter_a2(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The same sources as ``counter_a``, built clean (and compiled, not taken from a cache) elsewhere."""
     root = counter_project(tmp_path_factory.mktemp("counter-a2") / "kb-counter")
-    return Built(root, build(root, env=NO_COMPILER_CACHE))
+    return Built(root, build(root, NO_IMPORT_CHECK, env=NO_COMPILER_CACHE))
 
 
 @pytest.fixture(scope="session")
@@ -121,38 +123,91 @@ def mutable(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Loading each project with one loader: one interpreter per loader for the tests that only read the result
+
+
+#: Per project: the op whose schema case 8 reads (None: not checked), and the call whose result is compared.
+LOADED_CALLS = {
+    "relu": ("relu", "module.relu(torch.tensor([-2.0, 3.0])).tolist()"),
+    "noarch": (
+        None,
+        "[module.twice(torch.tensor([1.5, -2.0])).tolist(), "
+        "getattr(torch.ops, module._ops.NAMESPACE).twice(torch.tensor([1.0])).tolist(), module.layers.LAYER]",
+    ),
+    "probe": ("extension_name", "module.value(5)"),
+}
+_LOADED: dict[str, dict[str, object]] = {}
+
+
+def expected_ops_name(fixture: str, built: Built) -> str:
+    """The ops name the project must get, computed from its sources (the probe is built with ``--unique-id``)."""
+    project = load_project(built.root).project
+    unique_id = PROBE_ID if fixture == "probe" else compute_unique_id(project)
+    return f"_{project.py_name}_cpu_{unique_id}"
+
+
+def _loaded(loader: str, request: pytest.FixtureRequest) -> dict[str, object]:
+    """What ``<loader>.get_local_kernel`` gives for each project of :data:`LOADED_CALLS`, all loaded in one fresh
+    interpreter (the projects have distinct ops names; which one a test reads is keyed): the module's name and
+    file and the call's result; with ``kernel_builder`` also, through the name computed from the sources, the
+    op's schema, the namespace prefix, the probe's ``extension_name()`` and ``value(7)``, and whether anything
+    registered under the literal ``TORCH_EXTENSION_NAME``. A failure is reported for its project alone."""
+    if loader not in _LOADED:
+        builds = {fixture: request.getfixturevalue(fixture) for fixture in LOADED_CALLS}
+        body = ""
+        for index, (fixture, (op, call)) in enumerate(LOADED_CALLS.items(), start=1):
+            name = expected_ops_name(fixture, builds[fixture])
+            extra = ""
+            if loader == "kernel_builder" and op is not None:
+                extra = f"""
+                    ops = torch.ops.{name}
+                    entry["schema"] = str(getattr(ops, "{op}").default._schema)
+                    entry["add"] = module._ops.add_op_namespace_prefix("x")
+                    entry["literal"] = hasattr(torch.ops.TORCH_EXTENSION_NAME, "{op}")"""
+                if fixture == "probe":
+                    extra += """
+                    entry["registered"] = [ops.extension_name(), ops.value(7),
+                                           hasattr(torch.ops.TORCH_EXTENSION_NAME, "value")]"""
+            body += f"""
+                try:
+                    module = {loader}.get_local_kernel(Path(sys.argv[{index}]))
+                    entry = {{"module": module.__name__, "file": module.__file__, "result": {call}}}{extra}
+                    seen["{fixture}"] = entry
+                except Exception:
+                    seen["{fixture}"] = traceback.format_exc()
+                """
+        code = f"import json, sys, traceback\nfrom pathlib import Path\nimport torch\nimport {loader}\nseen = {{}}\n"
+        code += textwrap.dedent(body) + "print(json.dumps(seen))\n"
+        seen = run_json(cpu_python(), code, *(builds[fixture].build for fixture in LOADED_CALLS))
+        assert isinstance(seen, dict)
+        _LOADED[loader] = seen
+    return _LOADED[loader]
+
+
+def loaded(loader: str, fixture: str, request: pytest.FixtureRequest) -> dict[str, object]:
+    entry = _loaded(loader, request)[fixture]
+    assert isinstance(entry, dict), f"loading {fixture} with {loader} failed:\n{entry}"
+    return entry
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Case 8: one ops name everywhere
 
 
 @pytest.mark.parametrize("fixture", ["probe", "relu"])
 def test_one_ops_name_everywhere(fixture: str, request: pytest.FixtureRequest) -> None:
     built: Built = request.getfixturevalue(fixture)
-    project = load_project(built.root).project
-    unique_id = PROBE_ID if fixture == "probe" else compute_unique_id(project)
-    name = f"_{project.py_name}_cpu_{unique_id}"
+    name = expected_ops_name(fixture, built)
     assert_one_ops_name(built, name)
     op = "extension_name" if fixture == "probe" else "relu"
-    seen = run_json(
-        cpu_python(),
-        f"""
-        import json, sys
-        from pathlib import Path
-        import torch
-        import kernel_builder
-        module = kernel_builder.get_local_kernel(Path(sys.argv[1]))
-        ops = torch.ops.{name}
-        print(json.dumps({{
-            "module": module.__name__,
-            "schema": str(getattr(ops, "{op}").default._schema),
-            "add": module._ops.add_op_namespace_prefix("x"),
-            "literal": hasattr(torch.ops.TORCH_EXTENSION_NAME, "{op}"),
-        }}))
-        """,
-        built.build,
-    )
-    assert isinstance(seen, dict)
-    schema = seen.pop("schema")
-    assert seen == {"module": name, "add": f"{name}::x", "literal": False}
+    seen = loaded("kernel_builder", fixture, request)
+    assert {key: seen[key] for key in ("module", "add", "literal")} == {
+        "module": name,
+        "add": f"{name}::x",
+        "literal": False,
+    }
+    schema = seen["schema"]
+    assert isinstance(schema, str)
     assert schema.startswith(f"{name}::{op}(")
 
 
@@ -208,21 +263,10 @@ def test_registration_header_compiles_with_gxx_and_module_imports(tmp_path: Path
     assert seen == {"name": name, "attrs": [], "one": 42, "literal": False}
 
 
-def test_built_module_registers_the_expanded_namespace(probe: Built) -> None:
-    seen = run_json(
-        cpu_python(),
-        f"""
-        import json, sys
-        from pathlib import Path
-        import torch
-        import kernel_builder
-        kernel_builder.get_local_kernel(Path(sys.argv[1]))
-        print(json.dumps([torch.ops.{probe.ops_name}.extension_name(), torch.ops.{probe.ops_name}.value(7),
-                          hasattr(torch.ops.TORCH_EXTENSION_NAME, "value")]))
-        """,
-        probe.build,
-    )
-    assert seen == [probe.ops_name, probe_value(7, "cpu"), False]
+def test_built_module_registers_the_expanded_namespace(probe: Built, request: pytest.FixtureRequest) -> None:
+    assert expected_ops_name("probe", probe) == probe.ops_name  # the name the shared load reached the ops by
+    seen = loaded("kernel_builder", "probe", request)
+    assert seen["registered"] == [probe.ops_name, probe_value(7, "cpu"), False]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -370,29 +414,13 @@ def test_relu_cpu_variant_runs_with_kernels_from_pypi(relu: Built) -> None:
 @pytest.mark.parametrize("fixture", ["relu", "noarch", "probe"])
 def test_loads_with_both_loaders(loader: str, fixture: str, request: pytest.FixtureRequest) -> None:
     built: Built = request.getfixturevalue(fixture)
-    call = {
-        "relu": "module.relu(torch.tensor([-2.0, 3.0])).tolist()",
-        "noarch": "[module.twice(torch.tensor([1.5, -2.0])).tolist(), "
-        "getattr(torch.ops, module._ops.NAMESPACE).twice(torch.tensor([1.0])).tolist(), module.layers.LAYER]",
-        "probe": "module.value(5)",
-    }[fixture]
     expected = {
         "relu": [0.0, 3.0],
         "noarch": [[3.0, -4.0], [2.0], "twice"],
         "probe": probe_value(5, "cpu"),
     }[fixture]
-    seen = run_json(
-        cpu_python(),
-        f"""
-        import json, sys
-        from pathlib import Path
-        import torch
-        import {loader}
-        module = {loader}.get_local_kernel(Path(sys.argv[1]))
-        print(json.dumps({{"module": module.__name__, "file": module.__file__, "result": {call}}}))
-        """,
-        built.build,
-    )
+    entry = loaded(loader, fixture, request)
+    seen = {key: entry[key] for key in ("module", "file", "result")}
     assert seen == {
         "module": built.ops_name,
         "file": str(built.variant_dir / "__init__.py"),

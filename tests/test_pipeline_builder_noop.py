@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from build_outputs import complete_variants, snapshot
-from build_runs import build, run_cli
+from build_runs import NO_IMPORT_CHECK, build, run_cli
 from cpu_projects import quick_project
 from matrix_data import CPU_VARIANT
 
@@ -64,7 +64,7 @@ SLOW_PATHS = (
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = quick_project(tmp_path_factory.mktemp("noop") / "kb-quick")
-    build(root)
+    build(root, NO_IMPORT_CHECK)  # the import check's own test below runs it on a real change
     return root
 
 
@@ -131,7 +131,7 @@ def test_a_real_change_still_runs_the_import_check(quick: Path) -> None:
         assert complete_variants(quick / "build") == sorted(["CARD.md", CPU_VARIANT, "torch-cuda"])
     finally:
         init.write_text(original, encoding="utf-8")
-    build(quick)
+    build(quick, NO_IMPORT_CHECK)
 
 
 def test_a_copied_project_does_not_trust_the_copied_record(quick: Path, tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_a_copied_project_does_not_trust_the_copied_record(quick: Path, tmp_path
 
     copy = tmp_path / "kb-quick-copy"
     shutil.copytree(quick, copy, symlinks=True)
-    output, audit = _audited(copy)
+    output, audit = _audited(copy, NO_IMPORT_CHECK)  # the record and the CMake tree are the subject
     assert "re-creating the CMake build tree" in output, output
     assert audit["spawned"] != []
     output, audit = _audited(copy)
