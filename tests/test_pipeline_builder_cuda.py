@@ -395,6 +395,20 @@ def test_extended_lambda_and_relaxed_constexpr_compile(cuda_py: Path, tmp_path: 
 # Case 25: CUTLASS headers from PyPI
 
 
+def _build_with_fetched_cutlass(cuda_py: Path, root: Path, dependency: str, body: str) -> tuple[Built, Path]:
+    """A tiny CUDA project depending on ``dependency``, built with no CUTLASS_SRC_DIR and an empty user cache, so
+    that kernel-builder fetches the headers; the build and that cache."""
+    root = tiny_cuda_project(root, name=root.name, depends=[dependency], body=body)
+    cache = root.parent / "user-cache"
+    run = run_cli(  # finding and compiling the headers is the subject, not the import check
+        ["build", root, "--python", cuda_py, NO_IMPORT_CHECK],
+        env={"CUTLASS_SRC_DIR": "", "KERNEL_BUILDER_CACHE": str(cache)},
+    )
+    printed(f"{dependency} build", run.seconds)
+    run.check()
+    return Built(root, run, CUDA_VARIANT), cache
+
+
 def test_cutlass_headers_from_pypi(cuda_py: Path, tmp_path: Path) -> None:
     """``depends = ["cutlass_3_6"]`` without CUTLASS_SRC_DIR: the nvidia-cutlass==3.6.0 wheel is fetched (needs
     PyPI, or a pip configured with a mirror), its headers kept in the user cache, and a .cu including
@@ -403,20 +417,12 @@ def test_cutlass_headers_from_pypi(cuda_py: Path, tmp_path: Path) -> None:
         "#include <cutlass/cutlass.h>\n#include <cutlass/version.h>\n\n"
         'static_assert(CUTLASS_MAJOR == 3 && CUTLASS_MINOR == 6, "CUTLASS 3.6 expected");\n'
     )
-    root = tiny_cuda_project(tmp_path / "kb-cutlass", name="kb-cutlass", depends=["cutlass_3_6"], body=body)
-    cache = tmp_path / "user-cache"
-    run = run_cli(  # finding and compiling the headers is the subject, not the import check
-        ["build", root, "--python", cuda_py, NO_IMPORT_CHECK],
-        env={"CUTLASS_SRC_DIR": "", "KERNEL_BUILDER_CACHE": str(cache)},
-    )
-    printed("cutlass build", run.seconds)
-    run.check()
-    built = Built(root, run, CUDA_VARIANT)
+    built, cache = _build_with_fetched_cutlass(cuda_py, tmp_path / "kb-cutlass", "cutlass_3_6", body)
     command = compile_commands(built)["tiny/tiny.cu"]
     assert f"-I{cache / 'cutlass' / '3.6.0' / 'include'}" in command.split()
     assert (
         metadata(built.variant_dir)["id"]
-        == f"_kb_cutlass_cuda_{compute_unique_id(load_project(root).project)}"
+        == f"_kb_cutlass_cuda_{compute_unique_id(load_project(built.root).project)}"
     )
 
 
@@ -428,16 +434,8 @@ def test_cutlass_4_headers_from_a_pinned_wheel(cuda_py: Path, tmp_path: Path) ->
         "#include <cutlass/cutlass.h>\n#include <cutlass/version.h>\n#include <cute/tensor.hpp>\n\n"
         'static_assert(CUTLASS_MAJOR == 4 && CUTLASS_MINOR == 4 && CUTLASS_PATCH == 2, "CUTLASS 4.4.2 expected");\n'
     )
-    root = tiny_cuda_project(tmp_path / "kb-cutlass4", name="kb-cutlass4", depends=["cutlass_4_4"], body=body)
-    cache = tmp_path / "user-cache"
-    run = run_cli(  # finding and compiling the headers is the subject, not the import check
-        ["build", root, "--python", cuda_py, NO_IMPORT_CHECK],
-        env={"CUTLASS_SRC_DIR": "", "KERNEL_BUILDER_CACHE": str(cache)},
-    )
-    printed("cutlass 4.4 build", run.seconds)
-    run.check()
-    assert "fetching flashinfer-python==0.6.7 for cutlass_4_4" in run.stdout + run.stderr
-    built = Built(root, run, CUDA_VARIANT)
+    built, cache = _build_with_fetched_cutlass(cuda_py, tmp_path / "kb-cutlass4", "cutlass_4_4", body)
+    assert "fetching flashinfer-python==0.6.7 for cutlass_4_4" in built.run.output
     command = compile_commands(built)["tiny/tiny.cu"]
     assert f"-I{cache / 'cutlass' / '4.4.2' / 'include'}" in command.split()
     assert f"-I{cache / 'cutlass' / '4.4.2' / 'tools' / 'util' / 'include'}" in command.split()

@@ -61,22 +61,28 @@ def cache_env() -> dict[str, str]:
 class CrossBuild:
     root: Path
     first: CliRun
+    variant_name: str = VARIANT
 
     @property
     def variant(self) -> Path:
-        return self.root / "build" / VARIANT
+        return self.root / "build" / self.variant_name
 
 
-@pytest.fixture(scope="session")
-def cross_build(tmp_path_factory: pytest.TempPathFactory) -> CrossBuild:
+def build_relu_for(factory: pytest.TempPathFactory, variant: str, *extra: str) -> CrossBuild:
+    """A copy of examples/relu built for the aarch64-linux ``variant`` on this host, or skip saying why not."""
     if platform.machine() != "x86_64":
         pytest.skip(f"cross builds run on x86_64-linux hosts; this one is {platform.machine()}")
     problem = cross_compiler_problem(SYSTEM)
     if problem is not None:
         pytest.skip(problem)
-    root = copy_example("relu", tmp_path_factory.mktemp("cross") / "relu")
-    first = run_cli(["build", root, "--variant", VARIANT], env=cache_env()).check()
-    return CrossBuild(root, first)
+    root = copy_example("relu", factory.mktemp("cross") / "relu")
+    first = run_cli(["build", root, "--variant", variant, *extra], env=cache_env()).check()
+    return CrossBuild(root, first, variant)
+
+
+@pytest.fixture(scope="session")
+def cross_build(tmp_path_factory: pytest.TempPathFactory) -> CrossBuild:
+    return build_relu_for(tmp_path_factory, VARIANT)
 
 
 def test_the_cross_variant_is_an_aarch64_extension_of_torchs_cpu_libraries(cross_build: CrossBuild) -> None:

@@ -10,22 +10,24 @@ One build per session; the target environment and the emulated Python are cached
 from __future__ import annotations
 
 import json
-import platform
 import struct
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from build_outputs import nvcc
-from build_runs import CliRun, run_cli
-from cpu_projects import copy_example
-from test_pipeline_cross import PACKAGE_PARENT, SYSTEM, cache_env, emulated_torch_python
+from build_runs import run_cli
+from test_pipeline_cross import (
+    PACKAGE_PARENT,
+    SYSTEM,
+    CrossBuild,
+    build_relu_for,
+    cache_env,
+    emulated_torch_python,
+)
 
 from kernel_builder.pipeline.check.abi import read_elf
 from kernel_builder.pipeline.environment.emulation import (
     EmulatedPython,
 )
-from kernel_builder.pipeline.environment.target_env import cross_compiler_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.cuda]
 
@@ -36,31 +38,14 @@ EM_AARCH64 = 183  # the ELF e_machine of AArch64
 ARCH = ("--arch", "9.0")
 
 
-@dataclass(frozen=True)
-class CrossCudaBuild:
-    root: Path
-    first: CliRun
-
-    @property
-    def variant(self) -> Path:
-        return self.root / "build" / VARIANT
-
-
 @pytest.fixture(scope="module")
-def cross_cuda_build(tmp_path_factory: pytest.TempPathFactory) -> CrossCudaBuild:
-    if platform.machine() != "x86_64":
-        pytest.skip(f"cross builds run on x86_64-linux hosts; this one is {platform.machine()}")
-    problem = cross_compiler_problem(SYSTEM)
-    if problem is not None:
-        pytest.skip(problem)
+def cross_cuda_build(tmp_path_factory: pytest.TempPathFactory) -> CrossBuild:
     nvcc()  # skips without one
-    root = copy_example("relu", tmp_path_factory.mktemp("cross-cuda") / "relu")
-    first = run_cli(["build", root, "--variant", VARIANT, *ARCH], env=cache_env()).check()
-    return CrossCudaBuild(root, first)
+    return build_relu_for(tmp_path_factory, VARIANT, *ARCH)
 
 
 def test_the_cross_cuda_variant_is_an_aarch64_extension_of_torchs_cuda_libraries(
-    cross_cuda_build: CrossCudaBuild,
+    cross_cuda_build: CrossBuild,
 ) -> None:
     (extension,) = cross_cuda_build.variant.glob("*.abi3.so")
     header = extension.read_bytes()[:20]
@@ -81,13 +66,13 @@ def test_the_cross_cuda_variant_is_an_aarch64_extension_of_torchs_cuda_libraries
     assert f"{VARIANT}  built" in out
 
 
-def test_check_abi_passes_the_cross_cuda_variant(cross_cuda_build: CrossCudaBuild) -> None:
+def test_check_abi_passes_the_cross_cuda_variant(cross_cuda_build: CrossBuild) -> None:
     run = run_cli(["check-abi", cross_cuda_build.root]).check()
     assert "checked 1 extension(s): no violations" in run.stdout
 
 
 @pytest.fixture(scope="module")
-def emulated(cross_cuda_build: CrossCudaBuild) -> EmulatedPython:
+def emulated(cross_cuda_build: CrossBuild) -> EmulatedPython:
     return emulated_torch_python()
 
 
@@ -109,7 +94,7 @@ print(json.dumps({
 
 
 def test_the_cross_cuda_variant_registers_its_ops_under_emulation_without_a_gpu(
-    cross_cuda_build: CrossCudaBuild, emulated: EmulatedPython
+    cross_cuda_build: CrossBuild, emulated: EmulatedPython
 ) -> None:
     run = emulated.run(
         "-c", IMPORT, str(cross_cuda_build.variant), paths=[PACKAGE_PARENT], env={"HF_HUB_OFFLINE": "1"},
@@ -130,7 +115,7 @@ def test_the_cross_cuda_variant_registers_its_ops_under_emulation_without_a_gpu(
 
 
 def test_a_second_cross_cuda_build_is_up_to_date_and_fetches_nothing(
-    cross_cuda_build: CrossCudaBuild,
+    cross_cuda_build: CrossBuild,
 ) -> None:
     again = run_cli(["build", cross_cuda_build.root, "--variant", VARIANT, *ARCH], env=cache_env()).check()
     assert f"{VARIANT}  up to date" in again.stdout
