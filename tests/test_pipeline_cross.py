@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import os
 import platform
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from build_runs import CliRun, run_cli
+from build_runs import Built, run_cli
 from cpu_projects import copy_example
 
 from kernel_builder.pipeline.check.abi import read_elf
@@ -57,18 +56,7 @@ def cache_env() -> dict[str, str]:
     return {"KERNEL_BUILDER_CACHE": kept} if kept else {}
 
 
-@dataclass(frozen=True)
-class CrossBuild:
-    root: Path
-    first: CliRun
-    variant_name: str = VARIANT
-
-    @property
-    def variant(self) -> Path:
-        return self.root / "build" / self.variant_name
-
-
-def build_relu_for(factory: pytest.TempPathFactory, variant: str, *extra: str) -> CrossBuild:
+def build_relu_for(factory: pytest.TempPathFactory, variant: str, *extra: str) -> Built:
     """A copy of examples/relu built for the aarch64-linux ``variant`` on this host, or skip saying why not."""
     if platform.machine() != "x86_64":
         pytest.skip(f"cross builds run on x86_64-linux hosts; this one is {platform.machine()}")
@@ -77,40 +65,40 @@ def build_relu_for(factory: pytest.TempPathFactory, variant: str, *extra: str) -
         pytest.skip(problem)
     root = copy_example("relu", factory.mktemp("cross") / "relu")
     first = run_cli(["build", root, "--variant", variant, *extra], env=cache_env()).check()
-    return CrossBuild(root, first, variant)
+    return Built(root, first, variant)
 
 
 @pytest.fixture(scope="session")
-def cross_build(tmp_path_factory: pytest.TempPathFactory) -> CrossBuild:
+def cross_build(tmp_path_factory: pytest.TempPathFactory) -> Built:
     return build_relu_for(tmp_path_factory, VARIANT)
 
 
-def test_the_cross_variant_is_an_aarch64_extension_of_torchs_cpu_libraries(cross_build: CrossBuild) -> None:
-    (extension,) = cross_build.variant.glob("*.abi3.so")
+def test_the_cross_variant_is_an_aarch64_extension_of_torchs_cpu_libraries(cross_build: Built) -> None:
+    (extension,) = cross_build.variant_dir.glob("*.abi3.so")
     facts = read_elf(extension)
     assert facts.machine == "aarch64"
     assert facts.needed == (
         "libtorch.so", "libtorch_cpu.so", "libc10.so", "libstdc++.so.6", "libgcc_s.so.1", "libc.so.6"
     )  # fmt: skip
     assert facts.runpath == ()
-    metadata = json.loads((cross_build.variant / "metadata.json").read_text(encoding="utf-8"))
+    metadata = json.loads((cross_build.variant_dir / "metadata.json").read_text(encoding="utf-8"))
     # PyPI's only aarch64 torch 2.13.0 is the CUDA 13.0 build: its CPU parts built the variant, and it says so.
     assert metadata["provenance"]["torch"] == {"version": "2.13.0+cu130"}
     assert metadata["backend"] == {"type": "cpu"}
 
 
-def test_the_build_says_the_import_check_did_not_run(cross_build: CrossBuild) -> None:
-    out = cross_build.first.output
+def test_the_build_says_the_import_check_did_not_run(cross_build: Built) -> None:
+    out = cross_build.run.output
     assert f"{VARIANT}: import check skipped: the variant is for {SYSTEM}" in out
     assert f"{VARIANT}  built" in out
 
 
-def test_check_abi_passes_the_cross_variant(cross_build: CrossBuild) -> None:
+def test_check_abi_passes_the_cross_variant(cross_build: Built) -> None:
     run = run_cli(["check-abi", cross_build.root]).check()
     assert "checked 1 extension(s): no violations" in run.stdout
 
 
-def test_a_second_cross_build_is_up_to_date_and_fetches_nothing(cross_build: CrossBuild) -> None:
+def test_a_second_cross_build_is_up_to_date_and_fetches_nothing(cross_build: Built) -> None:
     again = run_cli(["build", cross_build.root, "--variant", VARIANT], env=cache_env()).check()
     assert f"{VARIANT}  up to date" in again.stdout
     assert "fetching torch" not in again.output
@@ -129,7 +117,7 @@ def emulated_torch_python() -> EmulatedPython:
 
 
 @pytest.fixture(scope="session")
-def emulated(cross_build: CrossBuild) -> EmulatedPython:
+def emulated(cross_build: Built) -> EmulatedPython:
     return emulated_torch_python()
 
 
@@ -149,9 +137,9 @@ print(json.dumps(out))
 """
 
 
-def test_the_cross_variant_runs_under_emulation(cross_build: CrossBuild, emulated: EmulatedPython) -> None:
+def test_the_cross_variant_runs_under_emulation(cross_build: Built, emulated: EmulatedPython) -> None:
     run = emulated.run(
-        "-c", LOAD, str(cross_build.variant), paths=[PACKAGE_PARENT],
+        "-c", LOAD, str(cross_build.variant_dir), paths=[PACKAGE_PARENT],
         env={"LOCAL_KERNELS": f"kernel-builder-examples/relu={cross_build.root}", "HF_HUB_OFFLINE": "1"},
         timeout=300,  # about 30 s here (import torch under qemu is most of it)
     )  # fmt: skip

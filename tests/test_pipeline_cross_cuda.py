@@ -14,11 +14,10 @@ import struct
 
 import pytest
 from build_outputs import nvcc
-from build_runs import run_cli
+from build_runs import Built, run_cli
 from test_pipeline_cross import (
     PACKAGE_PARENT,
     SYSTEM,
-    CrossBuild,
     build_relu_for,
     cache_env,
     emulated_torch_python,
@@ -39,15 +38,15 @@ ARCH = ("--arch", "9.0")
 
 
 @pytest.fixture(scope="module")
-def cross_cuda_build(tmp_path_factory: pytest.TempPathFactory) -> CrossBuild:
+def cross_cuda_build(tmp_path_factory: pytest.TempPathFactory) -> Built:
     nvcc()  # skips without one
     return build_relu_for(tmp_path_factory, VARIANT, *ARCH)
 
 
 def test_the_cross_cuda_variant_is_an_aarch64_extension_of_torchs_cuda_libraries(
-    cross_cuda_build: CrossBuild,
+    cross_cuda_build: Built,
 ) -> None:
-    (extension,) = cross_cuda_build.variant.glob("*.abi3.so")
+    (extension,) = cross_cuda_build.variant_dir.glob("*.abi3.so")
     header = extension.read_bytes()[:20]
     assert header[:4] == b"\x7fELF" and struct.unpack_from("<H", header, 18)[0] == EM_AARCH64
     facts = read_elf(extension)
@@ -56,23 +55,23 @@ def test_the_cross_cuda_variant_is_an_aarch64_extension_of_torchs_cuda_libraries
         "libtorch.so", "libtorch_cpu.so", "libc10.so", "libtorch_cuda.so", "libc10_cuda.so", "libcudart.so.13",
         "libstdc++.so.6", "libgcc_s.so.1", "libc.so.6",
     )  # fmt: skip
-    metadata = json.loads((cross_cuda_build.variant / "metadata.json").read_text(encoding="utf-8"))
+    metadata = json.loads((cross_cuda_build.variant_dir / "metadata.json").read_text(encoding="utf-8"))
     assert (
         metadata["backend"] == {"type": "cuda", "archs": ["9.0"]} and metadata["arch-selection"] == "explicit"
     )
     assert metadata["provenance"]["torch"] == {"version": "2.13.0+cu130"}
-    out = cross_cuda_build.first.output
+    out = cross_cuda_build.run.output
     assert f"{VARIANT}: import check skipped: the variant is for {SYSTEM}" in out
     assert f"{VARIANT}  built" in out
 
 
-def test_check_abi_passes_the_cross_cuda_variant(cross_cuda_build: CrossBuild) -> None:
+def test_check_abi_passes_the_cross_cuda_variant(cross_cuda_build: Built) -> None:
     run = run_cli(["check-abi", cross_cuda_build.root]).check()
     assert "checked 1 extension(s): no violations" in run.stdout
 
 
 @pytest.fixture(scope="module")
-def emulated(cross_cuda_build: CrossBuild) -> EmulatedPython:
+def emulated(cross_cuda_build: Built) -> EmulatedPython:
     return emulated_torch_python()
 
 
@@ -94,16 +93,16 @@ print(json.dumps({
 
 
 def test_the_cross_cuda_variant_registers_its_ops_under_emulation_without_a_gpu(
-    cross_cuda_build: CrossBuild, emulated: EmulatedPython
+    cross_cuda_build: Built, emulated: EmulatedPython
 ) -> None:
     run = emulated.run(
-        "-c", IMPORT, str(cross_cuda_build.variant), paths=[PACKAGE_PARENT], env={"HF_HUB_OFFLINE": "1"},
+        "-c", IMPORT, str(cross_cuda_build.variant_dir), paths=[PACKAGE_PARENT], env={"HF_HUB_OFFLINE": "1"},
         timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     namespace = out["namespace"]
-    (extension,) = cross_cuda_build.variant.glob("*.abi3.so")
+    (extension,) = cross_cuda_build.variant_dir.glob("*.abi3.so")
     assert extension.name == f"{namespace}.abi3.so"
     assert out == {
         "machine": "aarch64",
@@ -115,7 +114,7 @@ def test_the_cross_cuda_variant_registers_its_ops_under_emulation_without_a_gpu(
 
 
 def test_a_second_cross_cuda_build_is_up_to_date_and_fetches_nothing(
-    cross_cuda_build: CrossBuild,
+    cross_cuda_build: Built,
 ) -> None:
     again = run_cli(["build", cross_cuda_build.root, "--variant", VARIANT, *ARCH], env=cache_env()).check()
     assert f"{VARIANT}  up to date" in again.stdout

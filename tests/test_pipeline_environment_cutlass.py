@@ -46,13 +46,18 @@ class Log(list[str]):
         self.append(line)
 
 
-@pytest.fixture(autouse=True)
-def _no_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def isolate_cutlass_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No CUTLASS_SRC_DIR or KERNEL_BUILDER_CUTLASS* from the caller's environment; an empty user cache."""
     monkeypatch.delenv("CUTLASS_SRC_DIR", raising=False)
     for name in list(os.environ):
         if name.startswith("KERNEL_BUILDER_CUTLASS"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "user-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate_cutlass_settings(monkeypatch, tmp_path)
     for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONFIG_FILE"):
         monkeypatch.delenv(name, raising=False)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from stage_fixtures import fake_interpreter
+from test_pipeline_environment_cutlass import Log, isolate_cutlass_settings
 
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.dependencies import CUTLASS_PINS
@@ -126,18 +127,9 @@ def server() -> Iterator[Server]:
         running.stop()
 
 
-class Log(list[str]):
-    def __call__(self, line: str) -> None:
-        self.append(line)
-
-
 @pytest.fixture(autouse=True)
 def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("CUTLASS_SRC_DIR", raising=False)
-    for name in list(os.environ):
-        if name.startswith("KERNEL_BUILDER_CUTLASS"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "user-cache"))
+    isolate_cutlass_settings(monkeypatch, tmp_path)
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError(f"unexpected process (pip): {args}")
