@@ -20,6 +20,7 @@ from kernel_builder.config.forms import Form, detect_form
 from kernel_builder.config.load import load_text, parse_toml, read_build_toml, resolve_build_toml
 from kernel_builder.config.positions import scan_positions
 from kernel_builder.config.schema import ALL_FIVE_BACKENDS
+from kernel_builder.config.toml_edit import insert_after, insert_at, key_index, replace_key
 from kernel_builder.config.values import NAME_RE, normalise_legacy_name, py_name_of
 from kernel_builder.errors import ConfigError, KernelBuilderError
 
@@ -158,7 +159,7 @@ def rewrite(text: str, raw: dict[str, Any], form: Form, license_id: str | None) 
 def _add_general_keys(general: Any, license_id: str | None, backends: list[str]) -> None:
     """``version``, ``edition``, ``license`` and ``backends`` right after ``name``, as far as missing."""
     keys = getattr(general, "value", None)
-    if not hasattr(keys, "_insert_after"):
+    if keys is None or key_index(keys, "name") < 0:
         # `general.name = ...` lines or an inline `general = {...}`: tomlkit places new keys itself.
         for key, value in (("version", 1), ("edition", 5), ("license", license_id or "NOASSERTION")):
             if key not in general or key == "edition":
@@ -166,25 +167,14 @@ def _add_general_keys(general: Any, license_id: str | None, backends: list[str])
         if "backends" not in general:
             general["backends"] = backends
         return
-    assert keys is not None
-    anchor = "name"
     if "version" not in general:
-        keys._insert_after(anchor, "version", 1)
-    anchor = "version"
-    keys._insert_after(anchor, "edition", 5)
-    anchor = "edition"
+        insert_after(keys, "name", "version", 1)
+    insert_after(keys, "version", "edition", 5)
     if "license" not in general:
-        keys._insert_after(anchor, "license", license_id or "NOASSERTION")
+        insert_after(keys, "edition", "license", license_id or "NOASSERTION")
     if "backends" not in general:
-        last = max(("name", "version", "edition", "license"), key=lambda k: _index(keys, k))
-        keys._insert_after(last, "backends", backends)
-
-
-def _index(container: Any, key: str) -> int:
-    for i, (k, _) in enumerate(container.body):
-        if k is not None and k.key == key:
-            return i
-    return -1
+        last = max(("name", "version", "edition", "license"), key=lambda k: key_index(keys, k))
+        insert_after(keys, last, "backends", backends)
 
 
 def _is_universal(raw: dict[str, Any]) -> bool:
@@ -223,7 +213,7 @@ def _edit_v1_kernels(doc: Any, tomlkit: Any) -> None:
         if "language" in section:
             section.remove("language")
         backend = "metal" if language == "metal" else "cuda"
-        section.value._insert_at(0, "backend", backend)
+        insert_at(section.value, 0, "backend", backend)
         archs = section.value.item("rocm-archs") if "rocm-archs" in section else None
         if archs is not None:
             section.remove("rocm-archs")
@@ -238,11 +228,11 @@ def _edit_v1_kernels(doc: Any, tomlkit: Any) -> None:
             if archs is not None:
                 companion.add("rocm-archs", archs)
             names = list(kernels.keys())
-            if names.index(name) < len(names) - 1 or _index(doc, "kernel") < len(doc.body) - 1:
+            if names.index(name) < len(names) - 1 or key_index(doc, "kernel") < len(doc.body) - 1:
                 companion.add(tomlkit.nl())
             if not section.value.body or section.value.body[-1][0] is not None:
                 section.add(tomlkit.nl())
-            kernels.value._insert_after(name, f"{name}_rocm", companion)
+            insert_after(kernels.value, name, f"{name}_rocm", companion)
 
 
 def _edit_v2_general(general: Any, tomlkit: Any) -> None:
@@ -270,7 +260,7 @@ def _edit_v2_general(general: Any, tomlkit: Any) -> None:
             general.append("cuda", cuda)
         else:
             cuda.add(tomlkit.nl())
-            general.value._insert_at(first_table, "cuda", cuda)
+            insert_at(general.value, first_table, "cuda", cuda)
 
 
 def _is_table(item: Any) -> bool:
@@ -287,17 +277,16 @@ def _make_noarch(doc: Any, tomlkit: Any) -> None:
     for key in ("universal", "src", "include"):
         if key in table and (key == "universal" or not table[key]):
             table.remove(key)
-    index = _index(doc, "torch")
-    doc._replace_at(index, "torch-noarch", table)
+    replace_key(doc, "torch", "torch-noarch", table)
     table.display_name = None
     table.name = "torch-noarch"
 
 
 def _add_framework(doc: Any, name: str, tomlkit: Any) -> None:
     table = tomlkit.table()
-    index = _index(doc, "kernel")
+    index = key_index(doc, "kernel")
     if index < 0:
         doc.add(name, table)
     else:
         table.add(tomlkit.nl())
-        doc._insert_at(index, name, table)
+        insert_at(doc, index, name, table)
