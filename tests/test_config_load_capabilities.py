@@ -1,7 +1,9 @@
 """GPU targets that do not exist: a ``cuda-capabilities`` entry that is no NVIDIA compute capability (``9.9``,
-``13.0``, ``8.0a``) or a ``rocm-archs`` entry that is no AMD GPU target (``gfx9999``) is a configuration error
-at check time, with its file and line and the nearest known value, instead of a value the build drops without
-a word (``CUDA archs: 8.0``). Real capabilities pass, whether or not a CUDA version builds them."""
+``11.8``, ``8.0a``) or a ``rocm-archs`` entry that is no AMD GPU target (``gfx9999``) is a warning at check time,
+with its file and line and the nearest known value, and the build goes on without it: real kernels list such
+values (the kernels-community megablocks lists ``11.8``), and Hugging Face's builder leaves out what it cannot
+build. Only a list with nothing known left is an error. Real capabilities pass, whether or not a CUDA version
+builds them."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from test_config_load_errors import K  # [kernel.gelu] ends at line 14: a `cuda-
 from kernel_builder.backends import gpu_archs
 from kernel_builder.backends.gpu_archs import parse_capability, unknown_capability, unknown_rocm_arch
 from kernel_builder.cli import main
+from kernel_builder.config import load_project
 
 KNOWN = (
     "known capabilities: 3.0, 3.2, 3.5, 3.7, 5.0, 5.2, 5.3, 6.0, 6.1, 6.2, 7.0, 7.2, 7.5, 8.0, 8.6, 8.7, 8.8, 8.9, "
@@ -24,19 +27,32 @@ def _caps(*values: str) -> str:
     return K + "cuda-capabilities = [" + ", ".join(f'"{v}"' for v in values) + "]\n"
 
 
-def test_the_issues_case_fails_check_config_with_exit_2(
+def test_an_unknown_capability_is_a_warning_and_left_out(
     make_project: MakeProject, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``cuda-capabilities = ["9.9"]`` passed check-config and built for 8.0 only."""
+    """``cuda-capabilities = ["8.0", "9.9"]``: check-config exits 0, names the file, line and nearest capability,
+    and the kernel is built for 8.0 alone."""
     make_project(_caps("8.0", "9.9"))
-    assert main(["check-config", "kernel"]) == 2
-    err = capsys.readouterr().err
-    assert err == (
-        "kernel/build.toml:15: error: unknown CUDA capability `9.9` in [kernel.gelu] `cuda-capabilities`: no NVIDIA "
-        "GPU has this compute capability\n"
+    assert main(["check-config", "kernel"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "kernel/build.toml:15: warning: unknown CUDA capability `9.9` in [kernel.gelu] `cuda-capabilities`: no "
+        "NVIDIA GPU has this compute capability; built without it\n"
         f"  hint: did you mean `9.0`? {KNOWN}\n"
     )
-    assert "Traceback" not in err
+    assert "capabilities: 8.0\n" in captured.out
+    assert load_project("kernel").project.config.kernels[0].cuda_capabilities == ("8.0",)
+
+
+def test_a_list_with_nothing_known_is_an_error(diagnose: Diagnose) -> None:
+    """Left empty, the list would mean the default capabilities, which the author did not ask for."""
+    lines = diagnose(_caps("9.9", "11.8")).splitlines()
+    assert [line.split(": ")[1] for line in lines if not line.startswith("  ")] == ["warning", "warning", "error"]
+    assert lines[-2] == (
+        "kernel/build.toml:15: error: no CUDA capability in [kernel.gelu] `cuda-capabilities` is a real GPU target "
+        "(the warnings above say which were left out)"
+    )
+    assert lines[-1] == "  hint: list at least one known capability, or remove `cuda-capabilities` to build for the defaults"
 
 
 @pytest.mark.parametrize(
@@ -53,24 +69,25 @@ def test_the_issues_case_fails_check_config_with_exit_2(
     ],
 )
 def test_unknown_capabilities(diagnose: Diagnose, value: str, why: str, hint: str) -> None:
-    assert diagnose(_caps(value)) == (
-        f"kernel/build.toml:15: error: unknown CUDA capability `{value}` in [kernel.gelu] `cuda-capabilities`: {why}\n"
+    assert diagnose(_caps("8.0", value)) == (
+        f"kernel/build.toml:15: warning: unknown CUDA capability `{value}` in [kernel.gelu] `cuda-capabilities`: {why}; "
+        "built without it\n"
         f"  hint: {hint} {KNOWN}"
     )
 
 
 def test_each_unknown_entry_of_a_multi_line_list_has_its_own_line(diagnose: Diagnose) -> None:
     text = K + 'cuda-capabilities = [\n  "8.0",\n  "9.9",\n  "12.0",\n  "12.5",\n]\n'
-    lines = [line for line in diagnose(text).splitlines() if ": error: " in line]
-    assert [line.split(": error: ")[0] for line in lines] == ["kernel/build.toml:17", "kernel/build.toml:19"]
+    lines = [line for line in diagnose(text).splitlines() if ": warning: " in line]
+    assert [line.split(": warning: ")[0] for line in lines] == ["kernel/build.toml:17", "kernel/build.toml:19"]
     assert "`9.9`" in lines[0] and "`12.5`" in lines[1]
 
 
 def test_torch_noarch_capabilities_are_checked_too(diagnose: Diagnose) -> None:
     text = K.split("[torch]")[0] + '[torch-noarch]\ncuda-capabilities = ["9.0", "9.5"]\n'
     assert diagnose(text) == (
-        "kernel/build.toml:9: error: unknown CUDA capability `9.5` in [torch-noarch] `cuda-capabilities`: no NVIDIA "
-        "GPU has this compute capability\n"
+        "kernel/build.toml:9: warning: unknown CUDA capability `9.5` in [torch-noarch] `cuda-capabilities`: no "
+        "NVIDIA GPU has this compute capability; built without it\n"
         f"  hint: did you mean `9.0`? {KNOWN}"
     )
 
@@ -92,11 +109,11 @@ def test_unknown_rocm_archs(diagnose: Diagnose) -> None:
         + 'rocm-archs = ["gfx90a", "gfx9999", "gfx1151", "gfx11-generic", "gfx1300"]\n'
     )
     assert diagnose(text) == (
-        "kernel/build.toml:15: error: unknown ROCm arch `gfx9999` in [kernel.gelu] `rocm-archs`: no AMD GPU target "
-        "has this name\n"
+        "kernel/build.toml:15: warning: unknown ROCm arch `gfx9999` in [kernel.gelu] `rocm-archs`: no AMD GPU target "
+        "has this name; built without it\n"
         f"  hint: did you mean `gfx909` or `gfx950`? {BUILT_ROCM}\n"
-        "kernel/build.toml:15: error: unknown ROCm arch `gfx1300` in [kernel.gelu] `rocm-archs`: no AMD GPU target "
-        "has this name\n"
+        "kernel/build.toml:15: warning: unknown ROCm arch `gfx1300` in [kernel.gelu] `rocm-archs`: no AMD GPU target "
+        "has this name; built without it\n"
         f"  hint: did you mean `gfx1200` or `gfx1100`? {BUILT_ROCM}"
     )
 

@@ -22,7 +22,7 @@ def render(template: str, **context: object) -> subprocess.CompletedProcess[str]
 
 def test_fills_the_template_on_standard_output() -> None:
     done = render("{{ repo_id }}: {{ functions|join(', ') }}\n", repo_id="org/k", functions=["a", "b"])
-    assert (done.returncode, done.stdout, done.stderr) == (0, "org/k: a, b\n", "")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "org/k: a, b", "")  # one trailing newline goes
 
 
 def test_a_bad_card_is_one_line_on_standard_error_and_status_3() -> None:

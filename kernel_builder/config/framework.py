@@ -204,8 +204,11 @@ def _read_tvm_ffi(ctx: Context, table: dict[str, Any], root: Path) -> TvmFfi:
 def read_capability_list(
     ctx: Context, reader: Reader, key: str, items: list[tuple[int, str]]
 ) -> tuple[str, ...]:
-    """CUDA capabilities (E8), de-duplicated, with two suffixes on one base rejected."""
+    """CUDA capabilities (E8), de-duplicated, with two suffixes on one base rejected. A capability no GPU has is
+    a warning and left out, as Hugging Face's builder leaves out what the CUDA version cannot build: a real
+    kernel's list must not stop its build (:func:`_nothing_left` when it was all there was)."""
     out: list[str] = []
+    dropped = 0
     suffix_of: dict[tuple[int, int], tuple[str, int]] = {}
     for i, text in reader.unique(key, items):
         where = (*reader.path, key, i)
@@ -223,9 +226,12 @@ def read_capability_list(
         unknown = gpu_archs.unknown_capability(cap)
         if unknown is not None:
             why, hint = unknown
-            ctx.error(
-                f"unknown CUDA capability `{text}` in {describe((*reader.path, key))}: {why}", where, hint
+            ctx.warning(
+                f"unknown CUDA capability `{text}` in {describe((*reader.path, key))}: {why}; built without it",
+                where,
+                hint,
             )
+            dropped += 1
             continue
         if cap.suffix:
             other = suffix_of.get((cap.major, cap.minor))
@@ -238,24 +244,43 @@ def read_capability_list(
                 continue
             suffix_of[(cap.major, cap.minor)] = (cap.suffix, i)
         out.append(text)
+    _nothing_left(ctx, reader, key, out, dropped, "capability", "CUDA")
     return tuple(out)
+
+
+def _nothing_left(
+    ctx: Context, reader: Reader, key: str, kept: list[str], dropped: int, what: str, gpu: str
+) -> None:
+    """Every entry of the list was unknown: an empty list would mean the defaults, which the author did not ask
+    for, so this is the one case an unknown target stops the build."""
+    if dropped and not kept:
+        ctx.error(
+            f"no {gpu} {what} in {describe((*reader.path, key))} is a real GPU target (the warnings above say "
+            "which were left out)",
+            (*reader.path, key),
+            f"list at least one known {what}, or remove `{key}` to build for the defaults",
+        )
 
 
 def read_rocm_arch_list(
     ctx: Context, reader: Reader, key: str, items: list[tuple[int, str]]
 ) -> tuple[str, ...]:
+    """ROCm archs, de-duplicated; an unknown one is a warning and left out (as CUDA capabilities are)."""
     out: list[str] = []
+    dropped = 0
     for i, arch in reader.unique(key, items):
         if gpu_archs.ROCM_ARCH_RE.match(arch):
             hint = gpu_archs.unknown_rocm_arch(arch)
             if hint is None:
                 out.append(arch)
             else:
-                ctx.error(
-                    f"unknown ROCm arch `{arch}` in {describe((*reader.path, key))}: no AMD GPU target has this name",
+                ctx.warning(
+                    f"unknown ROCm arch `{arch}` in {describe((*reader.path, key))}: no AMD GPU target has this "
+                    "name; built without it",
                     (*reader.path, key, i),
                     hint,
                 )
+                dropped += 1
             continue
         base = arch.split(":")[0].lower()
         hint = (
@@ -266,4 +291,5 @@ def read_rocm_arch_list(
         ctx.error(
             f"invalid ROCm arch `{arch}` in {describe((*reader.path, key))}", (*reader.path, key, i), hint
         )
+    _nothing_left(ctx, reader, key, out, dropped, "arch", "ROCm")
     return tuple(out)

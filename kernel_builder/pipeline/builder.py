@@ -258,7 +258,7 @@ class Builder:
             )
         try:
             write_kernel_tree_copy(self.project, self.warn)
-            sync_card(self.project, self.build_root, sources.contents)
+            sync_card(self.project, self.build_root, sources.contents, warn=self.warn)
         except OSError as exc:
             raise BuildError(f"cannot write {exc.filename}: {exc.strerror}") from None
 

@@ -3,19 +3,26 @@
 Kernel cards in Hugging Face's kernels-community are Jinja templates (``{{ repo_id }}``, ``{% if functions %}``)
 that their builder fills when it builds; the result becomes ``README.md`` on the Hub. ``build`` writes the filled
 card to ``build/CARD.md``, ``upload`` fills the kernel's ``CARD.md`` again with the repository it uploads to, and
-``fill-card`` prints it. The variables are the ones Hugging Face's builder provides:
+``fill-card`` prints it. The variables, and how they render, are the ones Hugging Face's builder gives:
 
-- ``repo_id``: ``[general.hub] repo-id`` (or the upload's repository); a template without one cannot be filled;
+- ``repo_id``: ``[general.hub] repo-id`` (or the upload's repository); a template that uses it cannot be filled
+  without one;
+- ``version``: ``[general] version``;
 - ``functions``: the names in ``__all__`` of the kernel's ``__init__.py`` other than ``layers`` (none: null);
 - ``layers``: when ``__all__`` names ``layers``, the classes its ``layers`` module defines (none: null);
 - ``has_benchmark``: whether ``benchmarks/benchmark.py`` exists;
-- ``upstream``: ``[general] upstream``; ``license``: ``[general] license`` in lower case (or null).
+- ``upstream`` and ``source``: ``[general] upstream`` and ``source`` (or null); ``license``: ``[general] license``
+  in lower case.
+
+Rendering follows that builder's template engine: block tags take the newline after them (``trim_blocks``), one
+trailing newline of the template is dropped, a name the card does not get renders as nothing (and loops over
+nothing), and null, booleans and lists print as ``none``, ``true``/``false`` and ``["a", "b"]``.
 
 A card is text a stranger may have written, so it is rendered in Jinja's immutable sandbox (no attribute of
-Python's internals, no loader: an ``include`` or ``import`` reads no file), with every undefined name an error,
-in a child process with a time and memory limit and a bound on the filled card's size. Whatever goes wrong is
-one :class:`~kernel_builder.errors.ConfigError` naming the card. A card without any Jinja syntax is used as it
-is, without starting that process.
+Python's internals, no loader: an ``include`` or ``import`` reads no file), in a child process with a time and
+memory limit and a bound on the filled card's size. Whatever goes wrong is one
+:class:`~kernel_builder.errors.ConfigError` naming the card. A card without any Jinja syntax is used as it is,
+without starting that process.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ class CardFacts:
     has_benchmark: bool
     upstream: str | None
     license: str | None
+    version: int = 1
+    source: str | None = None
 
 
 def is_template(text: str) -> bool:
@@ -87,6 +96,8 @@ def card_facts(
         has_benchmark=(project.root / "benchmarks" / "benchmark.py").is_file(),
         upstream=str(general.upstream) if general.upstream else None,
         license=general.license.lower() if general.license else None,
+        version=general.version,
+        source=str(general.source) if general.source else None,
     )
 
 
@@ -135,10 +146,11 @@ def read_card(path: Path) -> str:
 
 
 def fill_card(path: Path, facts: CardFacts) -> str:
-    """The card at ``path`` filled with ``facts``; itself when it has no template syntax."""
+    """The card at ``path`` filled with ``facts``; without template syntax, itself less one trailing newline,
+    as a template renders."""
     text = read_card(path)
     if not is_template(text):
-        return text
+        return text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
     context = {k: v for k, v in asdict(facts).items() if v is not None or k != "repo_id"}
     request = json.dumps({"template": text, "context": context})
     try:

@@ -20,21 +20,89 @@ RENDER_MEMORY = 1 << 30
 CARD_ERROR = 3
 
 
+class MissingRepoId(Exception):
+    """The card prints ``repo_id`` and there is none to give it (``card.py`` says where to set one)."""
+
+    def __str__(self) -> str:
+        return "'repo_id' is undefined"
+
+
+def _card_undefined() -> type:
+    """Jinja's lenient ``Undefined``, except for what the sandbox refused: printing, testing or iterating an
+    unsafe attribute is the error the sandbox gave, not an empty string."""
+    from jinja2 import Undefined
+    from jinja2.exceptions import SecurityError
+
+    class CardUndefined(Undefined):
+        __slots__ = ()
+
+        def _refused(self) -> None:
+            if issubclass(self._undefined_exception, SecurityError):
+                self._fail_with_undefined_error()
+
+        def __str__(self) -> str:
+            self._refused()
+            return ""
+
+        def __iter__(self) -> Any:
+            self._refused()
+            return iter(())
+
+        def __bool__(self) -> bool:
+            self._refused()
+            return False
+
+    return CardUndefined
+
+
 def _render(template: str, context: dict[str, Any]) -> str:
-    from jinja2 import StrictUndefined
+    from jinja2 import meta
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+    # Hugging Face's builder renders cards with minijinja's defaults plus trim_blocks: an undefined name prints
+    # nothing and iterates as empty (Jinja's default Undefined does the same), one trailing newline is dropped.
     environment = ImmutableSandboxedEnvironment(
-        undefined=StrictUndefined, trim_blocks=True, keep_trailing_newline=True, autoescape=False
+        undefined=_card_undefined(), trim_blocks=True, keep_trailing_newline=False, autoescape=False, finalize=_display
     )
+    parsed = environment.parse(template)
+    if "repo_id" not in context and "repo_id" in meta.find_undeclared_variables(parsed):
+        raise MissingRepoId()
     out: list[str] = []
     size = 0
-    for chunk in environment.from_string(template).generate(**context):
+    for chunk in environment.from_string(parsed).generate(**context):
         size += len(chunk)
         if size > MAX_FILLED_CHARS:
             raise OverflowError(f"the filled card would be larger than {MAX_FILLED_CHARS >> 10} KiB")
         out.append(chunk)
     return "".join(out)
+
+
+def _display(value: Any) -> Any:
+    """A printed value as minijinja prints it: ``none``, ``true``/``false``, ``["a", 1]``, ``{"k": "v"}``."""
+    from jinja2 import Undefined
+
+    if isinstance(value, Undefined):
+        return value
+    if value is None or isinstance(value, bool):
+        return _literal(value)
+    if isinstance(value, (list, tuple, dict)):
+        return _literal(value)
+    return value
+
+
+def _literal(value: Any) -> str:
+    """``value`` written as minijinja's debug form, the one its sequences and maps print their items in."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_literal(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 def _describe(error: Exception) -> str:
@@ -47,6 +115,8 @@ def _describe(error: Exception) -> str:
         return f"it uses what a card may not ({error}); a card may only format the variables it is given"
     if isinstance(error, TemplateNotFound) or "no loader for this environment" in str(error):
         return "it includes or imports another template; a card cannot read other files"
+    if isinstance(error, MissingRepoId):
+        return str(error)
     if isinstance(error, MemoryError):
         return f"it needs more than {RENDER_MEMORY >> 20} MiB"
     return f"{type(error).__name__}: {error}"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from kernel_builder import __version__, backends
 from kernel_builder.config.model import KernelProject
-from kernel_builder.errors import BuildError
+from kernel_builder.errors import BuildError, ConfigError
 from kernel_builder.pipeline.generate.ops import aot_ops_py, noarch_ops_py
 from kernel_builder.pipeline.plan.planner import VariantPlan
 from kernel_builder.pipeline.plan.scan import SourceScan
@@ -287,11 +287,18 @@ def _replace_dir(new: Path, final: Path) -> None:
 
 
 def sync_card(
-    project: KernelProject, build_root: Path, package_files: Mapping[str, bytes] | None = None
+    project: KernelProject,
+    build_root: Path,
+    package_files: Mapping[str, bytes] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> None:
     """``build/CARD.md`` is ``<root>/CARD.md`` filled in (a Jinja template, :mod:`kernel_builder.pipeline.card`); a
     stale copy is removed. ``package_files``: the package's files as the plan's source scan read them, which the
     card's variables are taken from (a build reads each source once).
+
+    A card that cannot be filled is a documentation problem, not a failed build: with ``warn``, it is reported
+    there (naming the card and the reason) and ``build/CARD.md`` is removed rather than left stale; ``fill-card``
+    and ``upload`` refuse it. Without ``warn`` the error is raised.
 
     The card is written fresh under ``.kernel-builder/tmp/`` and renamed into place: it is never half-written, a
     link planted at ``build/CARD.md`` is replaced, and the file it points to is never written.
@@ -301,11 +308,18 @@ def sync_card(
 
     card = project.root / "CARD.md"
     target = build_root / "CARD.md"
+    filled = None
     if card.is_file():
-        filled = fill_project_card(
-            project, cache=state_dir(project.root) / "card.json", package_files=package_files
-        )
-        data = (filled or "").encode("utf-8")
+        try:
+            filled = fill_project_card(
+                project, cache=state_dir(project.root) / "card.json", package_files=package_files
+            )
+        except ConfigError as exc:
+            if warn is None:
+                raise
+            warn(f"{exc}; build/CARD.md is not written (`kernel-builder upload` refuses the card until it fills)")
+    if filled is not None:
+        data = filled.encode("utf-8")
         try:
             if target.is_symlink() or not target.is_file() or target.read_bytes() != data:
                 build_root.mkdir(parents=True, exist_ok=True)
