@@ -47,12 +47,19 @@ def test_an_unknown_capability_is_a_warning_and_left_out(
 def test_a_list_with_nothing_known_is_an_error(diagnose: Diagnose) -> None:
     """Left empty, the list would mean the default capabilities, which the author did not ask for."""
     lines = diagnose(_caps("9.9", "11.8")).splitlines()
-    assert [line.split(": ")[1] for line in lines if not line.startswith("  ")] == ["warning", "warning", "error"]
+    assert [line.split(": ")[1] for line in lines if not line.startswith("  ")] == [
+        "warning",
+        "warning",
+        "error",
+    ]
     assert lines[-2] == (
         "kernel/build.toml:15: error: no CUDA capability in [kernel.gelu] `cuda-capabilities` is a real GPU target "
         "(the warnings above say which were left out)"
     )
-    assert lines[-1] == "  hint: list at least one known capability, or remove `cuda-capabilities` to build for the defaults"
+    assert (
+        lines[-1]
+        == "  hint: list at least one known capability, or remove `cuda-capabilities` to build for the defaults"
+    )
 
 
 @pytest.mark.parametrize(
@@ -79,7 +86,10 @@ def test_unknown_capabilities(diagnose: Diagnose, value: str, why: str, hint: st
 def test_each_unknown_entry_of_a_multi_line_list_has_its_own_line(diagnose: Diagnose) -> None:
     text = K + 'cuda-capabilities = [\n  "8.0",\n  "9.9",\n  "12.0",\n  "12.5",\n]\n'
     lines = [line for line in diagnose(text).splitlines() if ": warning: " in line]
-    assert [line.split(": warning: ")[0] for line in lines] == ["kernel/build.toml:17", "kernel/build.toml:19"]
+    assert [line.split(": warning: ")[0] for line in lines] == [
+        "kernel/build.toml:17",
+        "kernel/build.toml:19",
+    ]
     assert "`9.9`" in lines[0] and "`12.5`" in lines[1]
 
 

@@ -70,7 +70,9 @@ def _update_under(tomlkit_dir: Path, kernel: Path) -> tuple[str, str]:
         "print(tomlkit.__version__); sys.exit(code)"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tomlkit_dir), str(Path(__file__).parents[1])])}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip().splitlines()[-1], (kernel / "build.toml").read_text()
 

@@ -191,7 +191,9 @@ def test_build_warns_about_a_card_it_cannot_fill_and_drops_the_stale_copy(kernel
     warnings: list[str] = []
     sync_card(load_project(kernel).project, kernel / "build", warn=warnings.append)
     assert len(warnings) == 1
-    assert warnings[0].startswith(f"{kernel / 'CARD.md'}: cannot fill the card template: it uses what a card may not")
+    assert warnings[0].startswith(
+        f"{kernel / 'CARD.md'}: cannot fill the card template: it uses what a card may not"
+    )
     assert "upload` refuses the card" in warnings[0]
     assert not (kernel / "build" / "CARD.md").exists()  # never a card of an older template
     with pytest.raises(ConfigError, match=r"CARD.md: cannot fill the card template"):

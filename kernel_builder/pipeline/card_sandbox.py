@@ -62,7 +62,11 @@ def _render(template: str, context: dict[str, Any]) -> str:
     # Hugging Face's builder renders cards with minijinja's defaults plus trim_blocks: an undefined name prints
     # nothing and iterates as empty (Jinja's default Undefined does the same), one trailing newline is dropped.
     environment = ImmutableSandboxedEnvironment(
-        undefined=_card_undefined(), trim_blocks=True, keep_trailing_newline=False, autoescape=False, finalize=_display
+        undefined=_card_undefined(),
+        trim_blocks=True,
+        keep_trailing_newline=False,
+        autoescape=False,
+        finalize=_display,
     )
     parsed = environment.parse(template)
     if "repo_id" not in context and "repo_id" in meta.find_undeclared_variables(parsed):

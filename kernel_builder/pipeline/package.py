@@ -317,7 +317,9 @@ def sync_card(
         except ConfigError as exc:
             if warn is None:
                 raise
-            warn(f"{exc}; build/CARD.md is not written (`kernel-builder upload` refuses the card until it fills)")
+            warn(
+                f"{exc}; build/CARD.md is not written (`kernel-builder upload` refuses the card until it fills)"
+            )
     if filled is not None:
         data = filled.encode("utf-8")
         try:
