@@ -24,6 +24,7 @@ TESTED_ELSEWHERE = {
     "pipeline.generate.ops": "the generation stage's tests: test_pipeline_generate.py",
     "pipeline.options": "which options are inputs: test_pipeline_record.py; each option through test_pipeline_plan_candidates.py",
     "pipeline.generate.cmake": "the generation stage's tests: test_pipeline_generate.py",
+    "pipeline.plan.components": "values only: the planner's tests and test_pipeline_plan_shared_sources.py",
     "pipeline.plan.github_matrix": "the `matrix` command's GitHub output: test_docs_ci.py",
     "pipeline.plan.sources": "the unique id and packaging tests: test_pipeline_plan_unique_id.py, test_pipeline_package.py",
     # common

@@ -22,7 +22,7 @@ from kernel_builder.pipeline.generate.cmake import (
     SECTION_TARGET_PREFIX,
     component_target,
 )
-from kernel_builder.pipeline.plan.planner import Component
+from kernel_builder.pipeline.plan.components import Component
 
 #: Upstream kernels' section names starting with `_`, then names that are (or were) our generated targets'
 #: and CMake's own.

@@ -32,7 +32,8 @@ from kernel_builder.pipeline.generate.namespace import (
 from kernel_builder.pipeline.generate.ops import aot_ops_py
 from kernel_builder.pipeline.generate.precompiled import Precompiled, choose_precompiled
 from kernel_builder.pipeline.generate.registration import registration_header
-from kernel_builder.pipeline.plan.planner import Component, VariantPlan
+from kernel_builder.pipeline.plan.components import Component
+from kernel_builder.pipeline.plan.planner import VariantPlan
 from kernel_builder.pipeline.state import LOAD_EXTENSION_TARGET
 
 _NO_HALF = {
@@ -50,14 +51,22 @@ RELATIVE_ROOT = "../../.."
 #: (``all``, ``install``, ...) start with neither. So a section may have any name its syntax allows (``_fused``,
 #: ``kb_x``, ``all``) and still name no other target.
 SECTION_TARGET_PREFIX = "kb_kernel_"
+SHARED_TARGET_PREFIX = "kb_shared_"
 BINDING_TARGET = "kb_binding"
 MANYLINUX_TARGET = "kb_manylinux"
 NAMESPACE_TARGET = "kb_namespace"
 
 
 def component_target(component: Component) -> str:
-    """The CMake target (an object library, whose objects go to ``CMakeFiles/<target>.dir``) of a component."""
-    return BINDING_TARGET if component.binding else SECTION_TARGET_PREFIX + component.name
+    """The CMake target (an object library, whose objects go to ``CMakeFiles/<target>.dir``) of a component:
+    ``kb_kernel_<section>``, the binding's, or ``kb_shared_<digest of its sections>`` for the files several
+    sections share (:mod:`kernel_builder.pipeline.plan.shared_sources`)."""
+    if component.binding:
+        return BINDING_TARGET
+    if component.shared_by:
+        digest = hashlib.sha256("\0".join(component.shared_by).encode()).hexdigest()[:12]
+        return f"{SHARED_TARGET_PREFIX}{digest}"
+    return SECTION_TARGET_PREFIX + component.name
 
 
 @dataclass(frozen=True)

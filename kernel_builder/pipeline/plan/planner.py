@@ -27,7 +27,9 @@ from kernel_builder.formats.variants import (
     variant_for_entry,
 )
 from kernel_builder.pipeline.environment.interpreter import BuildInterpreter
+from kernel_builder.pipeline.plan.components import Component
 from kernel_builder.pipeline.plan.scan import SourceScan
+from kernel_builder.pipeline.plan.shared_sources import share_sources
 from kernel_builder.pipeline.plan.unique_id import ops_name
 
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx")
@@ -36,20 +38,6 @@ BUILDABLE_HOSTS = ("x86_64-linux", "aarch64-linux")
 #: The systems a host compiles for besides its own (``docs/cross.md``): aarch64-linux from x86_64-linux, with
 #: Debian's cross compiler and the target's Torch unpacked into a target environment.
 CROSS_TARGETS: dict[str, tuple[str, ...]] = {"x86_64-linux": ("aarch64-linux",)}
-
-
-@dataclass(frozen=True)
-class Component:
-    """One object library of the extension: a kernel section, or the binding sources of ``[torch] src``."""
-
-    name: str
-    sources: tuple[str, ...]  # compiled files, relative to the kernel root
-    include: tuple[str, ...] = ()
-    cxx_flags: tuple[str, ...] = ()
-    cuda_flags: tuple[str, ...] = ()
-    archs: tuple[str, ...] = ()  # effective CUDA capabilities (cuda variants)
-    depends: tuple[str, ...] = ()
-    binding: bool = False  # the ``[torch] src`` component (a section may be named like it: this tells)
 
 
 @dataclass(frozen=True)
@@ -419,7 +407,8 @@ class _Sections:
 
 def _kernel_sections(ctx: _AotContext) -> _Sections:
     """One component per kernel section of the backend, compiled for the capabilities :func:`_section_archs`
-    chooses; a CUDA section whose ``cuda-minver`` this CUDA version does not meet is left out."""
+    chooses; a CUDA section whose ``cuda-minver`` this CUDA version does not meet is left out. A source that
+    several of these sections list is compiled once, in a component of its own (:func:`share_sources`)."""
     components: list[Component] = []
     kernel_dirs: list[str] = []
     any_inside = False
@@ -448,7 +437,7 @@ def _kernel_sections(ctx: _AotContext) -> _Sections:
                 kernel.depends,
             )
         )
-    return _Sections(tuple(components), tuple(kernel_dirs), any_inside, tuple(outside))
+    return _Sections(share_sources(components), tuple(kernel_dirs), any_inside, tuple(outside))
 
 
 @dataclass(frozen=True)
