@@ -15,8 +15,9 @@ from typing import Any
 
 
 def key_index(container: Any, key: str) -> int:
-    """The position of ``key`` in ``container``'s body (a table's or the document's), or -1."""
-    for i, (k, _) in enumerate(container.body):
+    """The position of ``key`` in ``container``'s body (a table's or the document's), or -1 (also where
+    ``container`` keeps no body: the table of dotted keys, ``general.name = ...``)."""
+    for i, (k, _) in enumerate(getattr(container, "body", ())):
         if k is not None and k.key == key:
             return i
     return -1

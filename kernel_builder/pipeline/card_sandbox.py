@@ -20,7 +20,7 @@ RENDER_MEMORY = 1 << 30
 CARD_ERROR = 3
 
 
-class MissingRepoId(Exception):
+class _MissingRepoId(Exception):
     """The card prints ``repo_id`` and there is none to give it (``card.py`` says where to set one)."""
 
     def __str__(self) -> str:
@@ -70,7 +70,7 @@ def _render(template: str, context: dict[str, Any]) -> str:
     )
     parsed = environment.parse(template)
     if "repo_id" not in context and "repo_id" in meta.find_undeclared_variables(parsed):
-        raise MissingRepoId()
+        raise _MissingRepoId()
     out: list[str] = []
     size = 0
     for chunk in environment.from_string(parsed).generate(**context):
@@ -119,7 +119,7 @@ def _describe(error: Exception) -> str:
         return f"it uses what a card may not ({error}); a card may only format the variables it is given"
     if isinstance(error, TemplateNotFound) or "no loader for this environment" in str(error):
         return "it includes or imports another template; a card cannot read other files"
-    if isinstance(error, MissingRepoId):
+    if isinstance(error, _MissingRepoId):
         return str(error)
     if isinstance(error, MemoryError):
         return f"it needs more than {RENDER_MEMORY >> 20} MiB"
