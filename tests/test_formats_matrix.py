@@ -33,11 +33,13 @@ def _expected_names() -> dict[str, bool]:
 
     add("211", ["cpu", "cu126", "cu128", "cu130"], LINUX, False)
     for torch, xpu in [("212", "xpu20253"), ("213", "xpu20260")]:
-        add(torch, ["cpu", "cu126", "cu130", "cu132"], LINUX, True)
-        add(torch, ["cpu", "metal"], ("aarch64-darwin",), True)
-        add(torch, ["rocm71", "rocm72", xpu], ("x86_64-linux",), True)
-    add("214", ["cpu", "cu130", "cu132"], LINUX, False)
-    add("214", ["cpu", "metal"], ("aarch64-darwin",), False)
+        add(torch, ["cpu", "cu126", "cu130", "cu132"], LINUX, False)
+        add(torch, ["cpu", "metal"], ("aarch64-darwin",), False)
+        add(torch, ["rocm71", "rocm72", xpu], ("x86_64-linux",), False)
+    add("214", ["cpu", "cu126", "cu130", "cu132"], LINUX, True)
+    add("214", ["cpu", "metal"], ("aarch64-darwin",), True)
+    add("215", ["cpu", "cu130", "cu132"], LINUX, True)
+    add("215", ["cpu", "metal"], ("aarch64-darwin",), True)
     return expected
 
 
@@ -95,8 +97,8 @@ def test_packaged_systems_are_grouped() -> None:
     assert len(rests) == len(set(rests))
 
 
-PINS = {(2, 11): "2.11.0", (2, 12): "2.12.0", (2, 13): "2.13.0", (2, 14): "2.14.1"}
-PYPI_DEFAULT_CUDA = {(2, 14): (13, 0)}
+PINS = {(2, 11): "2.11.0", (2, 12): "2.12.1", (2, 13): "2.13.0", (2, 14): "2.14.1", (2, 15): "2.15.0"}
+PYPI_DEFAULT_CUDA = {(2, 14): (13, 0), (2, 15): (13, 2)}
 """The CUDA flavour PyPI serves by default, for the Torch releases whose entries rely on it (no index-url)."""
 
 
