@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from packaging.version import InvalidVersion, Version
@@ -62,7 +63,20 @@ from kernel_builder.formats.variants import (
     variant_for_entry,
 )
 
-__all__ = ["Matrix", "MatrixEntry", "MatrixError", "load_matrix", "parse_matrix"]
+if TYPE_CHECKING:
+    from kernel_builder.common.diagnostics import Diagnostic
+
+__all__ = [
+    "MATRIX_DOC",
+    "STALE_HINT",
+    "Matrix",
+    "MatrixEntry",
+    "MatrixError",
+    "load_matrix",
+    "newer_than_known",
+    "parse_matrix",
+    "stale_notice",
+]
 
 MATRIX_FORMAT = 1
 _FIELDS = ("torch", "torch-pin", "backend", "version", "systems", "required", "index-url", "tvm-ffi")
@@ -142,6 +156,53 @@ class Matrix:
     def torch_versions(self) -> tuple[tuple[int, int], ...]:
         """The distinct Torch ``(major, minor)`` versions, oldest first."""
         return tuple(sorted({entry.torch for entry in self.entries}))
+
+    @property
+    def required_torch_versions(self) -> tuple[tuple[int, int], ...]:
+        """The Torch versions with a required entry (the release set), oldest first."""
+        return tuple(sorted({entry.torch for entry in self.entries if entry.required}))
+
+
+#: Where the user documentation says who updates the matrix, when, and how (named by the staleness notice).
+MATRIX_DOC = "docs/variant-matrix.md"
+STALE_HINT = (
+    f"upgrade kernel-builder (pip install --upgrade kernel-builder); its maintainers add each Torch release to "
+    f"the matrix as {MATRIX_DOC} describes"
+)
+
+
+def newer_than_known(matrix: Matrix, torch_version: str) -> str | None:
+    """The notice for an installed Torch newer than every release ``matrix`` knows, or ``None``.
+
+    Such a Torch builds its variant, but the data that decides what a release must contain (and what upload
+    checks, and what CI builds) stops before it: the author should hear that the tool, not the kernel, is
+    behind, once per command (:data:`STALE_HINT` says what to do)."""
+    try:
+        release = Version(torch_version).release
+    except InvalidVersion:
+        return None
+    if not matrix.entries:
+        return None
+    torch = (release + (0,))[:2]
+    newest = matrix.torch_versions[-1]
+    if torch <= newest:
+        return None
+    names = [f"{major}.{minor}" for major, minor in matrix.required_torch_versions]
+    required = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return (
+        f"torch {torch_version} is newer than Torch {newest[0]}.{newest[1]}, the newest release in this "
+        f"kernel-builder's variant matrix: its variants build, but are not part of the published set (the "
+        f"required Torch releases are {required or 'none'})"
+    )
+
+
+def stale_notice(torch_version: str, matrix: Matrix | None = None) -> Diagnostic | None:
+    """:func:`newer_than_known` as the warning commands print, on the matrix file, with what to do."""
+    from kernel_builder.common.diagnostics import Diagnostic, Severity
+
+    matrix = matrix or load_matrix()
+    notice = newer_than_known(matrix, torch_version)
+    return None if notice is None else Diagnostic(Severity.WARNING, notice, matrix.source, hint=STALE_HINT)
 
 
 def load_matrix(path: Path | None = None) -> Matrix:
