@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MATRIX_DOC",
+    "PACKAGED_MATRIX",
     "STALE_HINT",
     "Matrix",
     "MatrixEntry",
@@ -163,6 +164,8 @@ class Matrix:
         return tuple(sorted({entry.torch for entry in self.entries if entry.required}))
 
 
+#: The packaged data file (``kernel-builder update-matrix --write`` rewrites it in a checkout).
+PACKAGED_MATRIX = Path(__file__).with_name("build-matrix.json")
 #: Where the user documentation says who updates the matrix, when, and how (named by the staleness notice).
 MATRIX_DOC = "docs/variant-matrix.md"
 STALE_HINT = (
@@ -219,7 +222,7 @@ def load_matrix(path: Path | None = None) -> Matrix:
 def _packaged_matrix() -> Matrix:
     # The package data file beside this module (what importlib.resources finds for a package on disk), read
     # without importing importlib.resources' readers and zipfile at each start of the CLI.
-    text = Path(__file__).with_name("build-matrix.json").read_text(encoding="utf-8")
+    text = PACKAGED_MATRIX.read_text(encoding="utf-8")
     return _parse_text(text, _DEFAULT_SOURCE)
 
 

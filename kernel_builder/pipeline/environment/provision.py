@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -30,15 +29,15 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from kernel_builder.errors import BuildError
+from kernel_builder.formats.torch_wheels import cuda_required
 from kernel_builder.pipeline.environment import pip_constraints, wheel_index
 from kernel_builder.pipeline.environment.wheel_index import Listing, ListingUnsupported
 
 PIP_TIMEOUT = 20  # seconds per request, no retries: an unreachable index fails the probe at once
-_CUDA_RUNTIME = re.compile(r"^(nvidia-cuda-runtime(-cu(\d+))?|cuda-toolkit)$")
 
 
 class Unavailable(BuildError):
@@ -57,32 +56,12 @@ class TorchWheel:
     where: str  # the file's URL, for messages
 
 
-def _cuda_flavour(requirement: Requirement) -> str | None:
-    """``cu130`` for ``cuda-toolkit[...]==13.0.2`` or ``nvidia-cuda-runtime-cu12==12.6.77``, else ``None``."""
-    if not _CUDA_RUNTIME.match(requirement.name):
-        return None
-    for spec in requirement.specifier:
-        match = re.match(r"(\d+)\.(\d+)", spec.version)
-        if spec.operator in ("==", "~=", ">=") and match:
-            return f"cu{match[1]}{match[2]}"
-    return None
-
-
 def wheel_flavour(version: str, requires_dist: list[str]) -> str:
     """The compute flavour of a torch wheel: its local version tag, or the CUDA runtime it requires."""
     if "+" in version:
         return version.split("+", 1)[1]
-    for text in requires_dist:
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
-            continue
-        flavour = _cuda_flavour(requirement)
-        if flavour is not None:
-            return flavour
-    return "cpu"
+    cuda = cuda_required(requires_dist)
+    return "cpu" if cuda is None else f"cu{cuda[0]}{cuda[1]}"
 
 
 _ANSWERS: dict[tuple[object, ...], tuple[dict[str, object] | None, str]] = {}
