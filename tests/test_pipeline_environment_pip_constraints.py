@@ -13,7 +13,9 @@ from kernel_builder.pipeline.environment.wheel_index import sources_from_config
 
 def test_the_lines_that_constrain_a_package(tmp_path: Path) -> None:
     first, second = tmp_path / "machine.txt", tmp_path / "project.txt"
-    first.write_text("# These releases lie on this machine's disk.\ntorch<=2.14.1  # the cap\nTorchVision<=0.29.1\n")
+    first.write_text(
+        "# These releases lie on this machine's disk.\ntorch<=2.14.1  # the cap\nTorchVision<=0.29.1\n"
+    )
     second.write_text("not a requirement ===\nTorch!=2.13.0\n")
     sources = sources_from_config([("global", "constraint", f"{first} {second} {tmp_path / 'missing.txt'}")])
     lines = constraint_lines("torch", sources)

@@ -32,7 +32,9 @@ def register(commands: Subparsers) -> None:
         "--matrix", metavar="FILE", help="the matrix file (default: this kernel-builder's build-matrix.json)"
     )
     parser.add_argument(
-        "--pypi-json", metavar="FILE", help=f"PyPI's answer read from FILE instead of {PYPI_TORCH}/json (offline)"
+        "--pypi-json",
+        metavar="FILE",
+        help=f"PyPI's answer read from FILE instead of {PYPI_TORCH}/json (offline)",
     )
     add_common(parser)
     parser.set_defaults(handler=run)
