@@ -22,6 +22,7 @@ from kernel_builder.pipeline.environment import pip_install
 from kernel_builder.pipeline.environment.cache_lock import locked
 from kernel_builder.pipeline.environment.env_facts import cache_root
 from kernel_builder.pipeline.environment.provision import toolkit_requirements
+from kernel_builder.pipeline.environment.target_env import link_cudart
 
 __all__ = [
     "MARKER",
@@ -68,6 +69,13 @@ def python_of(env: Path) -> Path:
     return env / "bin" / "python"
 
 
+def _complete_toolkit(env: Path) -> None:
+    """What NVIDIA's PyPI toolkit packages in ``env`` lack of a toolkit root that Torch's CMake config reads:
+    the development link of the CUDA runtime (``toolchain.link_cudart``)."""
+    for lib in env.glob("lib/python*/site-packages/nvidia/cu[0-9]*/lib"):
+        link_cudart(lib)
+
+
 def env_ready(spec: EnvSpec) -> bool:
     """Whether ``spec``'s environment exists complete (its marker written last) and can be reused."""
     env = env_dir(spec)
@@ -95,6 +103,7 @@ def ensure_env(
         if marker.is_file() and not refresh and python_of(env).exists():
             recorded = json.loads(marker.read_text()).get("toolkit", [])
             if recorded == toolkit:
+                _complete_toolkit(env)  # an environment made before its toolkit was completed
                 return python_of(env)
         if env.exists():
             shutil.rmtree(env)
@@ -119,6 +128,7 @@ def ensure_env(
             if result.returncode != 0:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise BuildError(f"cannot install the CUDA toolkit from PyPI: {result.detail[-400:]}")
+            _complete_toolkit(tmp)
         # Only bin/python is used, and a venv's interpreter works after the directory is renamed.
         os.rename(tmp, env)
         marker.write_text(
