@@ -36,7 +36,10 @@ DEPENDS = (KernelDependency("org/activation", version=1),)
     ],
 )
 def test_the_features_of_a_build_and_its_minimum_loader(
-    name: str, depends: tuple[KernelDependency, ...], features: set[LoaderFeature], minver: tuple[int, int, int]
+    name: str,
+    depends: tuple[KernelDependency, ...],
+    features: set[LoaderFeature],
+    minver: tuple[int, int, int],
 ) -> None:
     variant = parse_variant(name)
     assert features_of(variant, depends) == features

@@ -218,7 +218,9 @@ def test_a_pypi_toolkit_gets_the_runtimes_development_link(
 
     monkeypatch.setattr(envs, "venv", SimpleNamespace(EnvBuilder=with_runtime))
     ensure_env(cu132, cuda_toolkit=(13, 2))
-    link = env_dir(cu132) / "lib" / "python3.11" / "site-packages" / "nvidia" / "cu13" / "lib" / "libcudart.so"
+    link = (
+        env_dir(cu132) / "lib" / "python3.11" / "site-packages" / "nvidia" / "cu13" / "lib" / "libcudart.so"
+    )
     assert link.is_symlink() and str(link.readlink()) == "libcudart.so.13"
     link.unlink()  # an environment made before: completed when reused, and nothing installed again
     ensure_env(cu132, cuda_toolkit=(13, 2))
