@@ -76,8 +76,8 @@ def _facts(
     release's own answer where the project's describes a newer release)."""
     import json
 
-    from kernel_builder.errors import BuildError, UsageError
-    from kernel_builder.formats.torch_release import ReleaseError, newest_patches, release_facts
+    from kernel_builder.errors import UsageError
+    from kernel_builder.formats.torch_release import newest_patches, release_facts
 
     if args.pypi_json:
         try:
@@ -90,10 +90,7 @@ def _facts(
     release = None
     if not args.pypi_json and minor in patches and project.get("info", {}).get("version") != patches[minor]:
         release = _fetch(f"{PYPI_TORCH}/{patches[minor]}/json")
-    try:
-        return release_facts(project, minor, release), patches
-    except ReleaseError as error:
-        raise BuildError(str(error)) from None
+    return release_facts(project, minor, release), patches
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from kernel_builder.errors import KernelBuilderError
 from kernel_builder.formats.torch_wheels import LINUX, cuda_required
 
 __all__ = [
@@ -47,8 +48,8 @@ REQUIRED_MINORS = 2
 Minor = tuple[int, int]
 
 
-class ReleaseError(ValueError):
-    """PyPI's answer lacks what a proposal needs; the message says what."""
+class ReleaseError(ValueError, KernelBuilderError):
+    """PyPI's answer lacks what a proposal needs; the message says what (exit status 1: nothing to propose)."""
 
 
 @dataclass(frozen=True)
