@@ -228,6 +228,30 @@ def test_a_pypi_toolkit_gets_the_runtimes_development_link(
     assert len(tools.pip) == 2  # torch, then the toolkit, once
 
 
+def test_a_toolkit_environment_holds_the_toolkit_alone(tools: FakeTools, _cache: Path) -> None:
+    """The host nvcc of a cross build's CUDA release: NVIDIA's packages of that release, no Torch; made once."""
+    lines: list[str] = []
+    purelib = envs.ensure_toolkit_env((13, 2), log=lines.append)
+    env = _cache / "toolkits" / f"cuda13.2-{PY}"
+    assert purelib == env / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (argv,) = tools.pip
+    assert argv[-5:] == toolkit_requirements((13, 2)) and not any(a.startswith("torch") for a in argv)
+    assert json.loads((env / MARKER).read_text()) == {"toolkit": toolkit_requirements((13, 2))}
+    assert lines == [
+        f"creating the CUDA 13.2 toolkit environment cuda13.2-{PY} (pip install {' '.join(toolkit_requirements((13, 2)))})"
+    ]
+    assert envs.ensure_toolkit_env((13, 2)) == purelib and len(tools.pip) == 1
+    tools.fail[2] = "ERROR: No matching distribution found for nvidia-cuda-nvcc==13.9.*"
+    with pytest.raises(
+        BuildError, match=r"^cannot install the CUDA toolkit from PyPI: .*nvidia-cuda-nvcc==13\.9"
+    ):
+        envs.ensure_toolkit_env((13, 9))
+    assert not (
+        _cache / "toolkits" / f"cuda13.9-{PY}"
+    ).exists()  # nothing half-made is left (the lock file stays)
+    assert not (_cache / "toolkits" / f".cuda13.9-{PY}.tmp").exists()
+
+
 def test_link_cudart_leaves_a_toolkit_that_has_it(tmp_path: Path) -> None:
     from kernel_builder.pipeline.environment.target_env import link_cudart
 

@@ -232,6 +232,12 @@ def _cuda_tree(spec: TargetSpec, cuda: str, wheels: Path, tree: Path, host_nvcc:
         else:
             (tree / "bin" / tool.name).symlink_to(tool.resolve())
     (tree / "nvvm").symlink_to((host_root / "nvvm").resolve())
+    profile = (tree / "bin" / "nvcc.profile").read_text(encoding="utf-8", errors="replace")
+    if "_TARGET_DIR_" not in profile:
+        # NVIDIA's PyPI nvcc (a toolkit of one system) reads its headers and libraries from $(TOP)/include and
+        # $(TOP)/lib, not from the target's directory as a system toolkit's profile does: point them there.
+        for part in ("include", "lib"):
+            (tree / part).symlink_to(Path("targets") / CUDA_TARGET_DIRS[spec.system] / part)
 
 
 def cuda_tree(root: Path) -> Path | None:
