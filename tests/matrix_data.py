@@ -9,10 +9,12 @@ The test environments' Torch pins are derived here too, and the Makefile install
 (``python3 tests/matrix_data.py cpu-test-pin``): this module uses the standard library only, so it runs
 before any environment exists.
 
-- the CPU test Torch (``.venv``, the interpreter running the tests): the newest Torch with a *required* cpu
-  entry for ``x86_64-linux``;
+- the CPU test Torch (``.venv``, the interpreter running the tests): :data:`CPU_TEST_TORCH`, a host fact;
 - the CUDA test Torch (``.venv-cu130``, the CUDA tests' build interpreter): the newest Torch with a cuda
-  :data:`TEST_CUDA` entry for ``x86_64-linux``.
+  :data:`TEST_CUDA` entry for ``x86_64-linux`` whose pin is within :data:`TEST_TORCH_CAP`.
+
+Both stay within what the test machines' pip installs without fetching multi-GB wheels on every run: a matrix
+bump that adds a Torch release beyond the cap changes neither.
 """
 
 from __future__ import annotations
@@ -95,14 +97,24 @@ def torch_pin(torch: Version, backend: str = "cpu", cuda: Version | None = None)
     return str(entry["torch-pin"])
 
 
-CPU_TEST_TORCH: Version = max(
-    major_minor(e["torch"]) for e in entries("cpu", system=HOST_SYSTEM) if e["required"]
-)
-"""The Torch of the tests' own interpreter (``.venv``)."""
+TEST_TORCH_CAP = "2.14.1"
+"""The newest Torch the test machines' pip installs: their pip configuration has a constraints file with
+``torch<=2.14.1`` (the releases on their disk). A host fact, like :data:`TEST_CUDA`."""
+
+CPU_TEST_TORCH: Version = (2, 13)
+"""The Torch of the tests' own interpreter (``.venv``): the newest release whose CPU-only build the test machines
+have (``torch-2.13.0+cpu`` among pip's find-links; PyPI's Linux wheels are CUDA builds and PyTorch's CPU index is
+out of their reach). A host fact; :func:`torch_pin` checks that the matrix has its cpu entry."""
+
+
+def _within_cap(pin: str) -> bool:
+    return tuple(int(part) for part in pin.split(".")) <= tuple(int(p) for p in TEST_TORCH_CAP.split("."))
+
+
 CUDA_TEST_TORCH: Version = max(
     major_minor(e["torch"])
     for e in entries("cuda", system=HOST_SYSTEM)
-    if major_minor(e["version"]) == TEST_CUDA
+    if major_minor(e["version"]) == TEST_CUDA and _within_cap(e["torch-pin"])
 )
 """The Torch of the CUDA tests' build interpreter (``.venv-cu130``)."""
 CPU_TEST_PIN = torch_pin(CPU_TEST_TORCH, "cpu")
@@ -131,7 +143,8 @@ def variant(torch: Version, cuda: Version | None = None, system: str = HOST_SYST
 
 
 CPU_VARIANT = variant(CPU_TEST_TORCH)
-"""The variant the tests' own interpreter builds: ``torch213-cxx11-cpu-x86_64-linux`` today."""
+"""The variant the tests' own interpreter builds: ``torch213-cxx11-cpu-x86_64-linux`` today (optional since
+Torch 2.15 joined the required set)."""
 CUDA_VARIANT = variant(CUDA_TEST_TORCH, TEST_CUDA)
 """The variant the CUDA test interpreter builds: ``torch214-cxx11-cu130-x86_64-linux`` today."""
 

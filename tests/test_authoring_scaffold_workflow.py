@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import matrix_data as md
 import pytest
 from test_docs_ci import lint, workflow_text
 
@@ -45,3 +46,15 @@ def test_the_init_project_matrix_has_aarch64_rows(project: Path, capsys: pytest.
     assert {e["runner"] for e in arm} == {"ubuntu-24.04-arm"}
     assert len(arm) == len([e for e in include if e["system"] == "x86_64-linux"])
     assert not [e for e in include if "darwin" in e["variant"]]
+
+
+def test_the_init_workflow_builds_the_required_torch_releases(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The workflow's jobs are ``matrix --required``: every required Torch release of the matrix data, on both
+    Linux systems, and no optional one."""
+    assert cli.main(["matrix", str(project), "--format", "github", "--required"]) == 0
+    include = json.loads(capsys.readouterr().out)["include"]
+    built = {(e["variant"].split("-")[0], e["system"]) for e in include}
+    releases = {md.tag(torch) for torch in md.REQUIRED_TORCH_VERSIONS}
+    assert built == {(tag, system) for tag in releases for system in ("x86_64-linux", "aarch64-linux")}

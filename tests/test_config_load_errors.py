@@ -804,12 +804,6 @@ depends = ["torch"]
         "  hint: fix `cuda-capabilities`, or set `cuda-minver` so older CUDA skips this kernel",
     ),
     case(
-        "E20-rocm-gfx940",
-        rocm(K) + 'rocm-archs = ["gfx940"]\n',
-        "kernel/build.toml:11: error: [kernel.gelu]: none of the requested archs (gfx940) are supported by ROCm (supported: gfx906 … gfx1201)\n"
-        "  hint: fix `rocm-archs`: list at least one supported arch, or remove it to build for all of them",
-    ),
-    case(
         "E21-dot",
         K.replace("[torch]\n", '[torch]\npyext = ["py", ".json"]\n'),
         "kernel/build.toml:9: error: invalid `pyext` entry `.json`\n  hint: write `json`, not `.json`",
@@ -1050,6 +1044,39 @@ def test_e20_in_a_required_entry_is_an_error(make_project: MakeProject, test_mat
 def test_e20_avoided_by_version_bounds(make_project: MakeProject, test_matrix: Matrix, fix: str) -> None:
     make_project(K + 'cuda-capabilities = ["12.1"]\n' + fix)
     assert render(matrix=test_matrix) == ""
+
+
+ROCM_E20 = (
+    "kernel/build.toml:11: {}: [kernel.gelu]: none of the requested archs (gfx940) are supported by ROCm "
+    "(supported: gfx906 … gfx1201){}\n"
+    "  hint: fix `rocm-archs`: list at least one supported arch, or remove it to build for all of them"
+)
+
+
+def test_e20_rocm_in_a_required_entry_is_an_error(make_project: MakeProject, tmp_path: Path) -> None:
+    make_project(rocm(K) + 'rocm-archs = ["gfx940"]\n')
+    rocm_entry = {"torch": "2.13", "backend": "rocm", "version": "7.1", "systems": ["x86_64-linux"]}
+    path = tmp_path / "rocm-matrix.json"
+    path.write_text(json.dumps({"format": 1, "entries": [{**rocm_entry, "required": True}]}))
+    assert render(matrix=load_matrix(path)) == ROCM_E20.format("error", "")
+    path.write_text(json.dumps({"format": 1, "entries": [{**rocm_entry, "required": False}]}))
+    assert render(matrix=load_matrix(path)) == ROCM_E20.format(
+        "warning", "; those optional variants are not buildable"
+    )
+
+
+def test_e20_rocm_with_the_packaged_matrix(
+    make_project: MakeProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error while the required set has ROCm variants, a warning (and exit 0) while only optional ones do."""
+    make_project(rocm(K) + 'rocm-archs = ["gfx940"]\n')
+    required = md.is_required("rocm")
+    expected = ROCM_E20.format(
+        *(("error", "") if required else ("warning", "; those optional variants are not buildable"))
+    )
+    assert render() == expected
+    assert main(["check-config", "kernel"]) == (2 if required else 0)
+    assert expected in capsys.readouterr().err
 
 
 def test_e20_real_matrix_10_0a_with_cuda_minver(make_project: MakeProject) -> None:

@@ -10,7 +10,17 @@ from typing import Any
 
 import pytest
 
-from kernel_builder.formats.matrix import Matrix, MatrixEntry, MatrixError, load_matrix, parse_matrix
+from kernel_builder.formats.matrix import (
+    MATRIX_DOC,
+    STALE_HINT,
+    Matrix,
+    MatrixEntry,
+    MatrixError,
+    load_matrix,
+    newer_than_known,
+    parse_matrix,
+    stale_notice,
+)
 from kernel_builder.formats.variants import parse_variant, variant_for_entry
 
 LINUX = ("x86_64-linux", "aarch64-linux")
@@ -33,11 +43,13 @@ def _expected_names() -> dict[str, bool]:
 
     add("211", ["cpu", "cu126", "cu128", "cu130"], LINUX, False)
     for torch, xpu in [("212", "xpu20253"), ("213", "xpu20260")]:
-        add(torch, ["cpu", "cu126", "cu130", "cu132"], LINUX, True)
-        add(torch, ["cpu", "metal"], ("aarch64-darwin",), True)
-        add(torch, ["rocm71", "rocm72", xpu], ("x86_64-linux",), True)
-    add("214", ["cpu", "cu130", "cu132"], LINUX, False)
-    add("214", ["cpu", "metal"], ("aarch64-darwin",), False)
+        add(torch, ["cpu", "cu126", "cu130", "cu132"], LINUX, False)
+        add(torch, ["cpu", "metal"], ("aarch64-darwin",), False)
+        add(torch, ["rocm71", "rocm72", xpu], ("x86_64-linux",), False)
+    add("214", ["cpu", "cu126", "cu130", "cu132"], LINUX, True)
+    add("214", ["cpu", "metal"], ("aarch64-darwin",), True)
+    add("215", ["cpu", "cu130", "cu132"], LINUX, True)
+    add("215", ["cpu", "metal"], ("aarch64-darwin",), True)
     return expected
 
 
@@ -95,8 +107,8 @@ def test_packaged_systems_are_grouped() -> None:
     assert len(rests) == len(set(rests))
 
 
-PINS = {(2, 11): "2.11.0", (2, 12): "2.12.0", (2, 13): "2.13.0", (2, 14): "2.14.1"}
-PYPI_DEFAULT_CUDA = {(2, 14): (13, 0)}
+PINS = {(2, 11): "2.11.0", (2, 12): "2.12.1", (2, 13): "2.13.0", (2, 14): "2.14.1", (2, 15): "2.15.0"}
+PYPI_DEFAULT_CUDA = {(2, 14): (13, 0), (2, 15): (13, 2)}
 """The CUDA flavour PyPI serves by default, for the Torch releases whose entries rely on it (no index-url)."""
 
 
@@ -351,3 +363,55 @@ def test_load_matrix_invalid_json(tmp_path: Path) -> None:
     assert str(error.value) == (
         f"invalid variant matrix {path}:\n  not valid JSON: Expecting value (line 2, column 14)"
     )
+
+
+# --- a Torch newer than the matrix: the notice build and list-variants give --------------------------------
+
+
+def test_newer_than_known_names_the_newest_release_and_the_required_ones() -> None:
+    matrix = parse_matrix(
+        {
+            "format": 1,
+            "entries": [
+                {
+                    "torch": "2.12",
+                    "torch-pin": "2.12.1",
+                    "backend": "cpu",
+                    "systems": ["x86_64-linux"],
+                    "required": False,
+                },
+                {
+                    "torch": "2.13",
+                    "torch-pin": "2.13.0",
+                    "backend": "cpu",
+                    "systems": ["x86_64-linux"],
+                    "required": True,
+                },
+                {
+                    "torch": "2.14",
+                    "torch-pin": "2.14.1",
+                    "backend": "cpu",
+                    "systems": ["x86_64-linux"],
+                    "required": True,
+                },
+            ],
+        }  # fmt: skip
+    )
+    assert newer_than_known(matrix, "2.15.0+cpu") == (
+        "torch 2.15.0+cpu is newer than Torch 2.14, the newest release in this kernel-builder's variant matrix: "
+        "its variants build, but are not part of the published set (the required Torch releases are 2.13 and 2.14)"
+    )
+    assert newer_than_known(matrix, "3.0.0") is not None
+    assert newer_than_known(matrix, "2.15.0.dev20260901") is not None  # a nightly of the next release too
+    for known in ("2.14.7", "2.14.1+cu130", "2.12.0", "1.13.1", "not a version"):
+        assert newer_than_known(matrix, known) is None, known
+    assert newer_than_known(Matrix(entries=()), "2.99.0") is None
+
+
+def test_stale_notice_is_a_warning_on_the_matrix_file_with_the_way_out() -> None:
+    newest = load_matrix().torch_versions[-1]
+    notice = stale_notice(f"{newest[0]}.{newest[1] + 1}.0")
+    assert notice is not None
+    assert (notice.path, notice.severity.value) == ("kernel_builder/formats/build-matrix.json", "warning")
+    assert notice.hint == STALE_HINT and MATRIX_DOC in STALE_HINT
+    assert stale_notice(f"{newest[0]}.{newest[1]}.0") is None

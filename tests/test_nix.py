@@ -358,7 +358,9 @@ def test_another_torch_leaves_an_empty_bundle_and_no_checks() -> None:
                  n = builtins.length (builtins.attrNames out.packages.x86_64-linux); }""",
         path=str(REPO / "examples" / "relu"),
     )
-    assert out == {"bundle": [], "checks": {}, "n": 17}
+    # Every x86_64-linux cpu and cuda variant of relu in the matrix, then `bundle` and `default`.
+    variants = len(md.entries("cpu", system=md.HOST_SYSTEM)) + len(md.entries("cuda", system=md.HOST_SYSTEM))
+    assert out == {"bundle": [], "checks": {}, "n": variants + 2}
 
 
 def test_a_python_per_torch_version_widens_the_bundle() -> None:

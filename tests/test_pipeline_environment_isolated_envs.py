@@ -197,6 +197,71 @@ def test_an_existing_environment_is_reused(tools: FakeTools) -> None:
     assert lines == []
 
 
+def test_a_pypi_toolkit_gets_the_runtimes_development_link(
+    tools: FakeTools, monkeypatch: pytest.MonkeyPatch, _cache: Path
+) -> None:
+    """NVIDIA's runtime wheel ships ``libcudart.so.13`` alone; Torch's CMake config looks for ``libcudart.so``:
+    the environment is completed with the link when it is made, and when an older one is reused."""
+    cu132 = EnvSpec("2.15.0", "cu132", None)
+    made = tools.env_builder
+
+    def with_runtime(**kwargs: Any) -> SimpleNamespace:
+        builder = made(**kwargs)
+
+        def create(path: str | Path) -> None:
+            builder.create(path)
+            lib = Path(path) / "lib" / "python3.11" / "site-packages" / "nvidia" / "cu13" / "lib"
+            lib.mkdir(parents=True)
+            (lib / "libcudart.so.13").write_bytes(b"\x7fELF")  # what the torch wheel's dependencies bring
+
+        return SimpleNamespace(create=create)
+
+    monkeypatch.setattr(envs, "venv", SimpleNamespace(EnvBuilder=with_runtime))
+    ensure_env(cu132, cuda_toolkit=(13, 2))
+    link = (
+        env_dir(cu132) / "lib" / "python3.11" / "site-packages" / "nvidia" / "cu13" / "lib" / "libcudart.so"
+    )
+    assert link.is_symlink() and str(link.readlink()) == "libcudart.so.13"
+    link.unlink()  # an environment made before: completed when reused, and nothing installed again
+    ensure_env(cu132, cuda_toolkit=(13, 2))
+    assert link.is_symlink() and link.resolve() == link.with_name("libcudart.so.13")
+    assert len(tools.pip) == 2  # torch, then the toolkit, once
+
+
+def test_a_toolkit_environment_holds_the_toolkit_alone(tools: FakeTools, _cache: Path) -> None:
+    """The host nvcc of a cross build's CUDA release: NVIDIA's packages of that release, no Torch; made once."""
+    lines: list[str] = []
+    purelib = envs.ensure_toolkit_env((13, 2), log=lines.append)
+    env = _cache / "toolkits" / f"cuda13.2-{PY}"
+    assert purelib == env / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (argv,) = tools.pip
+    assert argv[-5:] == toolkit_requirements((13, 2)) and not any(a.startswith("torch") for a in argv)
+    assert json.loads((env / MARKER).read_text()) == {"toolkit": toolkit_requirements((13, 2))}
+    assert lines == [
+        f"creating the CUDA 13.2 toolkit environment cuda13.2-{PY} (pip install {' '.join(toolkit_requirements((13, 2)))})"
+    ]
+    assert envs.ensure_toolkit_env((13, 2)) == purelib and len(tools.pip) == 1
+    tools.fail[2] = "ERROR: No matching distribution found for nvidia-cuda-nvcc==13.9.*"
+    with pytest.raises(
+        BuildError, match=r"^cannot install the CUDA toolkit from PyPI: .*nvidia-cuda-nvcc==13\.9"
+    ):
+        envs.ensure_toolkit_env((13, 9))
+    assert not (
+        _cache / "toolkits" / f"cuda13.9-{PY}"
+    ).exists()  # nothing half-made is left (the lock file stays)
+    assert not (_cache / "toolkits" / f".cuda13.9-{PY}.tmp").exists()
+
+
+def test_link_cudart_leaves_a_toolkit_that_has_it(tmp_path: Path) -> None:
+    from kernel_builder.pipeline.environment.target_env import link_cudart
+
+    (tmp_path / "libcudart.so.13").write_bytes(b"")
+    (tmp_path / "libcudart.so").write_bytes(b"a system toolkit's own")
+    link_cudart(tmp_path)
+    assert not (tmp_path / "libcudart.so").is_symlink()
+    link_cudart(tmp_path / "missing")  # no runtime at all: nothing to link, no error
+
+
 def test_refresh_recreates_it(tools: FakeTools, _cache: Path) -> None:
     ensure_env(CPU)
     stale = env_dir(CPU) / "stale-file"

@@ -144,6 +144,61 @@ def test_an_index_without_byte_ranges_is_left_to_pip(tmp_path: Path, monkeypatch
     assert index.count("/simple/torch/") >= 2  # its own listing, then pip's
 
 
+# --- pip's own cap: the reason is the constraints file, whatever the index has --------------------------------
+
+
+def capped(monkeypatch: pytest.MonkeyPatch, directory: Path, text: str) -> Path:
+    """A constraints file with ``text``, named by ``PIP_CONSTRAINT`` (as ``pip config list`` shows it)."""
+    caps = directory / "constraints.txt"
+    caps.write_text(text)
+    monkeypatch.setenv("PIP_CONSTRAINT", str(caps))
+    resolve_torch.cache_clear()
+    wheel_index.clear_listings()
+    return caps
+
+
+def test_a_capped_pin_gives_the_cap_as_its_reason(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caps = capped(monkeypatch, tmp_path, "# the releases on this disk\ntorch<=2.12.9\n")
+    reason = (
+        f"pip's configuration caps torch<=2.12.9 (line 2 of the constraints file {caps}, named by PIP_CONSTRAINT in "
+        "`pip config list`); to lift the cap for one command, run it with PIP_CONSTRAINT=/dev/null"
+    )
+    for compute in ("cpu", "cu130"):  # both builds are there: only the cap keeps them out
+        with pytest.raises(provision.Capped) as caught:
+            resolve_torch("2.13.0", compute, None)
+        assert str(caught.value) == f"torch 2.13.0 for {compute} cannot be installed here: {reason}"
+    # A flavour that is nowhere: what pip finds and where it looked come first, the cap after them.
+    with pytest.raises(Unavailable) as missing:
+        resolve_torch("2.13.0", "cu126", None)
+    assert not isinstance(missing.value, provision.Capped)
+    assert str(missing.value) == (
+        "torch 2.13.0 for cu126 cannot be installed here: pip finds only 2.13.0+cpu (cpu build), 2.13.0 (cu130 "
+        f"build) (tried the configured indexes (PyPI)); besides, {reason}"
+    )
+    # PIP_CONSTRAINT=/dev/null lifts it for one command.
+    monkeypatch.setenv("PIP_CONSTRAINT", "/dev/null")
+    resolve_torch.cache_clear()
+    assert resolve_torch("2.13.0", "cu130", None).flavour == "cu130"
+
+
+def test_list_variants_and_build_give_the_cap(
+    wheels: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The availability check that ``list-variants`` and ``build --variant`` share gives it for a variant of the
+    tests' own Torch, which would otherwise be served here."""
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
+    caps = capped(monkeypatch, tmp_path, f"torch<{md.CPU_TEST_PIN}\n")
+    candidates = [c for c in all_candidates(load_project(RELU).project) if c.name == md.CPU_VARIANT]
+    (checked,) = with_availability(candidates)  # nothing served: the environment would be made with pip
+    assert str(checked.reason) == (
+        f"torch {md.CPU_TEST_PIN} for cpu cannot be installed here: pip's configuration caps "
+        f"torch<{md.CPU_TEST_PIN} (line 1 of the constraints file {caps}, named by PIP_CONSTRAINT in `pip config "
+        "list`); to lift the cap for one command, run it with PIP_CONSTRAINT=/dev/null"
+    )
+
+
 def test_cuda_12_compilers_are_not_on_pypi() -> None:
     with pytest.raises(Unavailable) as caught:
         toolkit_requirements((12, 6))

@@ -103,3 +103,65 @@ def test_a_wheel_pip_cannot_find_fails_with_pips_error(wheels: Path) -> None:
         ensure_target(TargetSpec("2.99.0", "cpu", "aarch64-linux"))
     assert str(info.value).startswith("cannot fetch torch 2.99.0 for manylinux_2_28_aarch64: ERROR: ")
     assert not target_env.target_dir(TargetSpec("2.99.0", "cpu", "aarch64-linux")).exists()
+
+
+# --- a cuda variant's CUDA tree: the host's nvcc, the target's files -----------------------------------------
+
+PYPI_PROFILE = 'TOP = $(_HERE_)/..\nINCLUDES += "-I$(TOP)/include" $(_SPACE_)\nLIBRARIES =+ "-L$(TOP)/lib"\n'
+SYSTEM_PROFILE = (
+    'TOP = $(_HERE_)/..\nINCLUDES += "-I$(TOP)/$(_TARGET_DIR_)/include" $(_SPACE_)\n'
+    'LIBRARIES =+ "-L$(TOP)/$(_TARGET_DIR_)/lib$(_TARGET_SIZE_)"\n'
+)
+
+
+def nvidia_wheel(links: Path, name: str, files: dict[str, str]) -> None:
+    """A stand-in aarch64 wheel of NVIDIA's CUDA 13.0 ``name``, with ``files`` under ``nvidia/cu13/``."""
+    dist = name.replace("-", "_")
+    with zipfile.ZipFile(links / f"{dist}-13.0.96-py3-none-manylinux_2_28_aarch64.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(f"nvidia/cu13/{path}", text)
+        archive.writestr(
+            f"{dist}-13.0.96.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 13.0.96\n"
+        )
+        archive.writestr(
+            f"{dist}-13.0.96.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: py3-none-manylinux_2_28_aarch64\n",
+        )
+        archive.writestr(f"{dist}-13.0.96.dist-info/RECORD", "")
+
+
+@pytest.mark.slow  # two pip downloads
+@pytest.mark.parametrize(
+    ("profile", "linked"), [(PYPI_PROFILE, True), (SYSTEM_PROFILE, False)], ids=["pypi-nvcc", "system-nvcc"]
+)
+def test_the_cuda_tree_serves_either_kind_of_host_nvcc(
+    wheels: Path, tmp_path: Path, profile: str, linked: bool
+) -> None:
+    """A system toolkit's nvcc reads the target's files from ``targets/<dir>``; NVIDIA's PyPI nvcc (a cross build
+    of a CUDA release the system lacks) from ``include`` and ``lib``: the tree points those at the target's."""
+    nvidia_wheel(wheels, "nvidia-cuda-runtime", {"include/cuda_runtime.h": "", "lib/libcudart.so.13": ""})
+    nvidia_wheel(wheels, "nvidia-cuda-crt", {"include/crt/host_config.h": ""})
+    nvidia_wheel(wheels, "nvidia-cuda-cccl", {"include/cccl/cuda/std/version": ""})
+    host = tmp_path / "host-toolkit"
+    (host / "bin").mkdir(parents=True)
+    (host / "nvvm" / "bin").mkdir(parents=True)
+    (host / "include").mkdir()
+    (host / "include" / "fatbinary_section.h").write_text("// host\n")
+    (host / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    (host / "bin" / "nvcc.profile").write_text(profile)
+    (host / "bin" / "ptxas").write_text("#!/bin/sh\n")
+    root = ensure_target(TargetSpec("2.13.0", "cu130", "aarch64-linux"), host_nvcc=host / "bin" / "nvcc")
+    tree = target_env.cuda_tree(root)
+    assert tree is not None
+    target = tree / "targets" / "sbsa-linux"
+    assert (target / "include" / "cuda_runtime.h").is_file() and (
+        target / "include" / "fatbinary_section.h"
+    ).is_file()
+    assert (target / "lib" / "libcudart.so").resolve() == target / "lib" / "libcudart.so.13"
+    assert (tree / "bin" / "ptxas").resolve() == host / "bin" / "ptxas"
+    if linked:
+        assert (tree / "include").resolve() == target / "include" and (
+            tree / "lib"
+        ).resolve() == target / "lib"
+    else:
+        assert not (tree / "include").exists() and not (tree / "lib").exists()

@@ -57,7 +57,10 @@ def test_pip_settings_in_pips_order() -> None:
         find_links=("/tmp/w1", "/tmp/w2"),
         constraints=("/etc/c.txt",),
         cert=None,
+        constraint_setting="global.constraint",
     )
+    with_env = sources_from_config([*items, (":env:", "constraint", "/dev/null")])
+    assert (with_env.constraints, with_env.constraint_setting) == (("/dev/null",), "PIP_CONSTRAINT")
     assert sources_from_config([]).indexes == (PYPI,)
     assert sources_from_config([(":env:", "no-index", "1"), (":env:", "find-links", "/w")]).indexes == ()
 

@@ -12,9 +12,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import matrix_data as md
 import pytest
 from build_runs import cuda_python, run_cli
-from matrix_data import CPU_VARIANT
 
 from kernel_builder.formats.matrix import load_matrix
 
@@ -30,6 +30,13 @@ def _init(tmp_path: Path, name: str, backends: str) -> Path:
     root = tmp_path / name
     run_cli(["init", root, "--name", name, "--org", "my-org", "--backends", backends]).check()
     return root
+
+
+def _suggested_cpu() -> str:
+    """The CPU variant the hint names: a required one, of the CUDA interpreter's Torch where that is required."""
+    own = md.CUDA_TEST_TORCH
+    torch = own if md.is_required("cpu", torch=own, system=md.HOST_SYSTEM) else md.NEWEST_REQUIRED_TORCH
+    return md.variant(torch)
 
 
 def _cpu_install() -> str:
@@ -53,11 +60,11 @@ def test_cpu_project_under_a_cuda_torch_fails_with_the_fix(tmp_path: Path) -> No
     assert run.returncode == 1, run.output
     assert "skipped cpu: no cpu variant is built: the build interpreter's torch is a cuda build" in run.stdout
     assert "error: no variant was built\n  cpu: the build interpreter's torch is a cuda build" in run.stderr
-    assert f"`kernel-builder build --variant {CPU_VARIANT}`" in run.stderr
+    assert f"`kernel-builder build --variant {_suggested_cpu()}`" in run.stderr
     assert "`kernel-builder build --python PATH` with an interpreter whose torch is a cpu build" in run.stderr
     data = json.loads(report.read_text(encoding="utf-8"))
     assert data["failed"] is True and data["nothing_built"].startswith("no variant was built")
-    assert not (root / "build" / CPU_VARIANT).exists()
+    assert not (root / "build" / _suggested_cpu()).exists()
 
 
 def test_cuda_maxver_12_under_cuda_13_fails_with_a_cuda_12_variant(tmp_path: Path) -> None:
@@ -79,9 +86,9 @@ def test_cuda_maxver_12_under_cuda_13_fails_with_a_cuda_12_variant(tmp_path: Pat
     assert (
         "error: no variant was built\n  cuda: CUDA 13.0 is outside [general.cuda] minver/maxver" in run.stderr
     )
-    # The variant suggested is one the bounds allow: a CUDA 12 build of the newest required torch.
-    newest = max(e.torch for e in load_matrix().entries if e.required)
-    assert f"--variant torch{newest[0]}{newest[1]}-cxx11-cu126-x86_64-linux`" in run.stderr
+    # The variant suggested is one the bounds allow: a CUDA 12 build of the newest required torch that has one.
+    newest = max(t for t in md.REQUIRED_TORCH_VERSIONS if md.is_required("cuda", torch=t, cuda=(12, 6)))
+    assert f"--variant {md.variant(newest, (12, 6))}`" in run.stderr
     assert "done in" in run.stdout  # the table is still printed, before the error
 
 
@@ -132,7 +139,7 @@ def test_test_under_a_cuda_torch_names_the_fix(tmp_path: Path) -> None:
         "To test a cpu variant: `kernel-builder test --python PATH` with an interpreter whose torch is a cpu build "
         f"(a virtual environment where you ran `{_cpu_install()}`)"
     ) in run.stderr
-    assert f"`kernel-builder build --variant {CPU_VARIANT}`" in run.stderr
+    assert f"`kernel-builder build --variant {_suggested_cpu()}`" in run.stderr
 
 
 def _metal_project(tmp_path: Path) -> Path:

@@ -21,8 +21,9 @@ from kernel_builder.pipeline.plan.planner import (
     _SectionArchs,
 )
 
-#: A Torch no matrix entry has: the variant builds, with the "not in the variant matrix" warning.
-CU130_299 = fake_interpreter("2.99.0+cu130", cuda="13.0")
+#: A Torch no matrix entry has (older than its oldest): the variant builds, with the "not in the variant matrix"
+#: warning. (A Torch newer than the whole matrix gets the builder's notice instead: test_pipeline_builder_stale_matrix.py.)
+CU130_210 = fake_interpreter("2.10.0+cu130", cuda="13.0")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def test_diagnostics_come_in_the_order_of_the_steps(project: KernelProject) -> N
     keeps decides between a note and an error), so they follow the last section's warning even though reading
     order (``sorted()``) puts the note before it."""
     diags = DiagnosticList(project.display_path)
-    plan = _aot_plan(project, CU130_299, "cuda", "0123456789", None, load_matrix(), diags, ("9.0a", "10.1"))
+    plan = _aot_plan(project, CU130_210, "cuda", "0123456789", None, load_matrix(), diags, ("9.0a", "10.1"))
     assert isinstance(plan, VariantPlan)
     line = {k.name: k.line for k in project.config.kernels}
     order = [(d.severity, d.line, d.message.split(":")[0]) for d in diags.items]

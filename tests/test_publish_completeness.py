@@ -1,7 +1,7 @@
 """``upload`` never publishes a silently incomplete release, and ``upload --dry-run`` rehearses one offline.
 
-The project is the tutorial's CPU kernel (``init --backends cpu``); its build/ holds the one variant a machine
-builds. The required set comes from the variant matrix, as ``matrix --required`` gives it: the upload is
+The project is the tutorial's CPU kernel (``init --backends cpu``); its build/ holds one required variant, as a
+machine builds it. The required set comes from the variant matrix, as ``matrix --required`` gives it: the upload is
 refused, naming each missing variant and the runner and command that build it, then accepted with
 ``--allow-incomplete``, and the card on the Hub lists the missing ones. Everything goes through the real
 ``huggingface_hub`` client to the Hub double."""
@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 from hub_server import HubServer
-from matrix_data import CPU_VARIANT
+from matrix_data import NEWEST_REQUIRED_TORCH, variant
 from publish_fixtures import committed_content, run_cli, write_kernel, writes
 
 from kernel_builder import cli
 from kernel_builder.pipeline.plan.runners import NO_RUNNER, RUNNERS
 
 REPO = "my-org/my-relu"
+BUILT = variant(NEWEST_REQUIRED_TORCH)
+"""The one variant build/ holds: a required CPU variant, as a machine with the newest required Torch builds."""
 
 
 def _required(project: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, str]]:
@@ -35,7 +37,7 @@ def _required(project: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[st
 def project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     root = tmp_path / "my-relu"
     assert cli.main(["init", str(root), "--name", "my-relu", "--org", "my-org", "--backends", "cpu"]) == 0
-    write_kernel(root, {CPU_VARIANT: {"name": "my-relu"}})
+    write_kernel(root, {BUILT: {"name": "my-relu"}})
     return root
 
 
@@ -43,7 +45,7 @@ def test_an_incomplete_release_is_refused_then_allowed_and_the_card_lists_what_i
     hub: HubServer, project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hub.add_organization("my-org")
-    jobs = [job for job in _required(project, capsys) if job["variant"] != CPU_VARIANT]
+    jobs = [job for job in _required(project, capsys) if job["variant"] != BUILT]
     assert {job["runner"] for job in jobs} == {RUNNERS["x86_64-linux"].label, RUNNERS["aarch64-linux"].label}
 
     refused = run_cli(capsys, "upload", str(project))
@@ -70,9 +72,9 @@ def test_an_incomplete_release_is_refused_then_allowed_and_the_card_lists_what_i
     section = card.split("## Missing variants", 1)[1]
     for job in jobs:
         assert f"- `{job['variant']}`" in section
-    assert CPU_VARIANT not in section
+    assert BUILT not in section
     assert "-aarch64-darwin`: " + NO_RUNNER["darwin"] in section
-    assert f"build/{CPU_VARIANT}/metadata.json" in hub.files(REPO, "v1")
+    assert f"build/{BUILT}/metadata.json" in hub.files(REPO, "v1")
 
 
 def test_variants_already_on_the_branch_count(
@@ -124,7 +126,7 @@ def test_dry_run_rehearses_offline(
     assert lines[0] == "dry run: nothing was changed"
     assert lines[1].startswith(f"upload to kernel repo {REPO}, branch v1 (")
     assert why in run.out
-    assert f"  add    build/{CPU_VARIANT}/metadata.json (" in run.out and "to v1" in run.out
+    assert f"  add    build/{BUILT}/metadata.json (" in run.out and "to v1" in run.out
     assert "  add    README.md (" in run.out and "to main" in run.out
     assert (
         "checks:\n  1 variant(s): names, metadata.json, package and digest checked\n  check-abi: no findings"
@@ -134,7 +136,7 @@ def test_dry_run_rehearses_offline(
         f"  required variants: 1 of {len(jobs) + 2} present (variants already on the Hub branch are not known"
         in run.out
     )
-    for job in (j for j in jobs if j["variant"] != CPU_VARIANT):
+    for job in (j for j in jobs if j["variant"] != BUILT):
         assert f"    {job['variant']}: `{job['command']}` (CI runner {job['runner']})" in run.out
     assert "error: refusing to upload an incomplete release" in run.err
 

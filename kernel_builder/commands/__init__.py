@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "info": "describe a Hub kernel: its variants, which one loads here and why not the others",
     "versions": "list a Hub kernel's version branches (v<N>) and their commits",
     "verify-signature": "verify a Hub kernel's Sigstore signature and its files against the signed digest",
+    "update-matrix": "maintainers: add a Torch release to the variant matrix, from PyPI's metadata",
 }
 
 

@@ -26,6 +26,13 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("kernel-builder list-variants --no-probe --json", "quickly, without asking pip's indexes"),
     ),
     "matrix": (("kernel-builder matrix --format github --required", "the required variants, for CI"),),
+    "update-matrix": (
+        ("kernel-builder update-matrix 2.16", "propose the entries of Torch 2.16 from PyPI, write nothing"),
+        (
+            "kernel-builder update-matrix 2.16 --cuda 13.0,13.2 --write",
+            "write them, naming its CUDA flavours",
+        ),
+    ),
     "fill-card": (
         ("kernel-builder fill-card examples/relu", "print the card with its template variables filled in"),
         (

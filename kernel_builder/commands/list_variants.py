@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         candidates = [c for c in candidates if c.system == host_system()]
     if not args.no_probe:
         log(f"probed {len(candidates)} candidates in {time.monotonic() - start:.1f} s")
+        warn_if_matrix_stale()
     if args.json:
         import json
 
@@ -63,6 +64,23 @@ def run(args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size().columns if is_terminal(sys.stdout) else None
         print(variants_table(candidates, width=width))
     return 0
+
+
+def warn_if_matrix_stale() -> None:
+    """Say once when this environment's Torch is newer than every release the variant matrix knows: its rows
+    are missing from the table because the tool's data, not the kernel, is behind."""
+    from kernel_builder.commands._shared import print_diagnostics
+    from kernel_builder.errors import BuildError
+    from kernel_builder.formats.matrix import stale_notice
+    from kernel_builder.pipeline.environment.interpreter import quick_probe
+
+    try:
+        torch_version = quick_probe().torch_version
+    except BuildError:  # no torch here: nothing is newer
+        return
+    notice = stale_notice(torch_version)
+    if notice is not None:
+        print_diagnostics([notice])
 
 
 #: The narrowest the reason column gets when wrapped; a narrower terminal wraps the reasons past its edge.

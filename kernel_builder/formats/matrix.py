@@ -3,19 +3,39 @@
 The data lives in one file, ``kernel_builder/formats/build-matrix.json``, which the Nix flake reads too; nothing else
 may hard-code it. This module loads and validates it into frozen dataclasses.
 
-Choices behind the shipped data (JSON has no comments, so they are recorded here):
+Choices behind the shipped data (JSON has no comments, so they are recorded here, with where each fact comes
+from; docs/variant-matrix.md says who changes the data, when, and with which command):
 
-- ``torch-pin`` is the ``.0`` release of its minor unless a later patch release is the wheel the team's
-  machines have. Every cpu and cuda entry has one; metal, rocm and xpu entries are not built with pip yet and
-  have none.
-- ``index-url``: CPU entries use ``https://download.pytorch.org/whl/cpu``. PyPI publishes one CUDA flavour per
-  Torch release, and which one it is has changed between releases, so the matrix is conservative: a CUDA
-  entry names PyTorch's index of its flavour (``…/whl/cu<NNN>``) even when PyPI may also serve that flavour.
-  This is harmless: the index is passed to pip as an *extra* index, and a local version such as
-  ``<pin>+cu130`` satisfies ``torch==<pin>`` and is preferred over PyPI's untagged wheel, so the flavour
-  installed is always the one named. A CUDA entry without ``index-url`` is one whose flavour is known to be
-  PyPI's default for that Torch release.
+- ``required``: the two newest Torch minors, every flavour of each (upstream's rule: its required list follows
+  PyTorch's releases and names the two newest). The minors before them stay, optional, so that builds for
+  them can still be made and checked.
+- ``torch-pin``: the newest release of its minor on PyPI (its JSON API, ``https://pypi.org/pypi/torch/json``:
+  2.12.1 is newer than 2.12.0). Every cpu and cuda entry has one; metal, rocm and xpu entries are not built
+  with pip and have none.
+- ``index-url``: CPU entries use ``https://download.pytorch.org/whl/cpu`` (PyPI's Linux wheels are CUDA
+  builds). PyPI publishes one CUDA flavour per Torch release; a CUDA entry without ``index-url`` is that one
+  (from 2.14 on); every other names PyTorch's index of its flavour (``…/whl/cu<NNN>``), as the entries before
+  2.14 do even for PyPI's flavour. Naming it is harmless: the index is passed to pip as an *extra* index, and
+  a local version such as ``<pin>+cu130`` satisfies ``torch==<pin>`` and is preferred over PyPI's untagged
+  wheel, so the flavour installed is always the one named.
 - Entries whose fields are all equal share one ``systems`` list.
+
+Per release (PyPI facts are read from its JSON API, as ``kernel-builder update-matrix`` reads them):
+
+- 2.11: cu126, cu128 and cu130 from PyTorch's indexes; optional since 2.13 was required.
+- 2.12, 2.13: cu126, cu130 and cu132; ROCm 7.1 and 7.2; XPU 2025.3 (2.12) and 2026.0 (2.13); metal on
+  aarch64-darwin. Required until 2.15: upstream's required list (docs/source/builder/build-variants.md of
+  huggingface/kernels) named exactly these.
+- 2.14: PyPI's wheels are CUDA 13.0 builds (2.14.1 requires ``cuda-toolkit==13.0.3``), so cu130 has no index.
+  cu126 and cu132 come from PyTorch's indexes: RFC pytorch/pytorch#190355 lists 12.6, 13.0 and 13.2 for
+  2.14, and PyTorch's notice "CUDA 12.6 wheels will no longer be published from PyTorch 2.15"
+  (dev-discuss.pytorch.org, 2026-09-04) names 2.14 as the last release with CUDA 12 wheels.
+- 2.15: PyPI's wheels are CUDA 13.2 builds (2.15.0 requires ``cuda-toolkit==13.2.2`` and Python >= 3.11),
+  for x86_64 and aarch64 Linux, and macOS arm64 wheels (cpu and metal on aarch64-darwin). cu130 comes from
+  PyTorch's index and there is no cu126: RFC pytorch/pytorch#190385 (13.2 stable and on PyPI, 13.0 stable
+  on download.pytorch.org, 12.6 removed) and the notice above.
+- 2.14 and 2.15 have no rocm or xpu entries: no source read for this data names their ROCm or XPU versions
+  (upstream's data stops at 2.13). They are added once one does.
 """
 
 from __future__ import annotations
@@ -26,6 +46,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from packaging.version import InvalidVersion, Version
@@ -42,7 +63,21 @@ from kernel_builder.formats.variants import (
     variant_for_entry,
 )
 
-__all__ = ["Matrix", "MatrixEntry", "MatrixError", "load_matrix", "parse_matrix"]
+if TYPE_CHECKING:
+    from kernel_builder.common.diagnostics import Diagnostic
+
+__all__ = [
+    "MATRIX_DOC",
+    "PACKAGED_MATRIX",
+    "STALE_HINT",
+    "Matrix",
+    "MatrixEntry",
+    "MatrixError",
+    "load_matrix",
+    "newer_than_known",
+    "parse_matrix",
+    "stale_notice",
+]
 
 MATRIX_FORMAT = 1
 _FIELDS = ("torch", "torch-pin", "backend", "version", "systems", "required", "index-url", "tvm-ffi")
@@ -123,6 +158,55 @@ class Matrix:
         """The distinct Torch ``(major, minor)`` versions, oldest first."""
         return tuple(sorted({entry.torch for entry in self.entries}))
 
+    @property
+    def required_torch_versions(self) -> tuple[tuple[int, int], ...]:
+        """The Torch versions with a required entry (the release set), oldest first."""
+        return tuple(sorted({entry.torch for entry in self.entries if entry.required}))
+
+
+#: The packaged data file (``kernel-builder update-matrix --write`` rewrites it in a checkout).
+PACKAGED_MATRIX = Path(__file__).with_name("build-matrix.json")
+#: Where the user documentation says who updates the matrix, when, and how (named by the staleness notice).
+MATRIX_DOC = "docs/variant-matrix.md"
+STALE_HINT = (
+    f"upgrade kernel-builder (pip install --upgrade kernel-builder); its maintainers add each Torch release to "
+    f"the matrix as {MATRIX_DOC} describes"
+)
+
+
+def newer_than_known(matrix: Matrix, torch_version: str) -> str | None:
+    """The notice for an installed Torch newer than every release ``matrix`` knows, or ``None``.
+
+    Such a Torch builds its variant, but the data that decides what a release must contain (and what upload
+    checks, and what CI builds) stops before it: the author should hear that the tool, not the kernel, is
+    behind, once per command (:data:`STALE_HINT` says what to do)."""
+    try:
+        release = Version(torch_version).release
+    except InvalidVersion:
+        return None
+    if not matrix.entries:
+        return None
+    torch = (release + (0,))[:2]
+    newest = matrix.torch_versions[-1]
+    if torch <= newest:
+        return None
+    names = [f"{major}.{minor}" for major, minor in matrix.required_torch_versions]
+    required = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return (
+        f"torch {torch_version} is newer than Torch {newest[0]}.{newest[1]}, the newest release in this "
+        f"kernel-builder's variant matrix: its variants build, but are not part of the published set (the "
+        f"required Torch releases are {required or 'none'})"
+    )
+
+
+def stale_notice(torch_version: str, matrix: Matrix | None = None) -> Diagnostic | None:
+    """:func:`newer_than_known` as the warning commands print, on the matrix file, with what to do."""
+    from kernel_builder.common.diagnostics import Diagnostic, Severity
+
+    matrix = matrix or load_matrix()
+    notice = newer_than_known(matrix, torch_version)
+    return None if notice is None else Diagnostic(Severity.WARNING, notice, matrix.source, hint=STALE_HINT)
+
 
 def load_matrix(path: Path | None = None) -> Matrix:
     """Load and validate the matrix: the packaged ``build-matrix.json``, or the file at ``path`` (tests).
@@ -138,7 +222,7 @@ def load_matrix(path: Path | None = None) -> Matrix:
 def _packaged_matrix() -> Matrix:
     # The package data file beside this module (what importlib.resources finds for a package on disk), read
     # without importing importlib.resources' readers and zipfile at each start of the CLI.
-    text = Path(__file__).with_name("build-matrix.json").read_text(encoding="utf-8")
+    text = PACKAGED_MATRIX.read_text(encoding="utf-8")
     return _parse_text(text, _DEFAULT_SOURCE)
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kernel_builder.backends as backends
 from kernel_builder.common.safe_fs import TreeScan, UnsafeFileError, read_bounded
@@ -31,6 +31,10 @@ from kernel_builder.formats.identifiers import (
     repo_id_problem,
     revision_problem,
 )
+from kernel_builder.formats.loader_features import LoaderFeature, features_of, kernels_minver
+
+if TYPE_CHECKING:
+    from kernel_builder.formats.variants import Variant
 
 __all__ = [
     "DIGEST_ALGORITHMS",
@@ -535,16 +539,16 @@ def verify_digest(variant_dir: str | os.PathLike[str], metadata: Metadata) -> li
 
 
 #: The oldest ``kernels`` release that loads the current build layout (what upstream's builder writes for every
-#: build), and the first that resolves ``kernel-depends``. A stable-ABI variant needs no more: a loader that does
-#: not know its ``torch-stable-abi…`` name never selects it.
-KERNELS_VERSION_BASELINE = (0, 14, 0)
-KERNELS_VERSION_KERNEL_DEPENDS = (0, 17, 0)
+#: build), and the first that resolves ``kernel-depends``; every feature's release is in ``loader_features``.
+KERNELS_VERSION_BASELINE = LoaderFeature.LAYOUT.first_release
+KERNELS_VERSION_KERNEL_DEPENDS = LoaderFeature.KERNEL_DEPENDS.first_release
 
 
-def required_kernels_version(kernel_depends: tuple[KernelDependency, ...]) -> tuple[int, int, int]:
-    """``kernels-minver`` for a build: the oldest ``kernels`` loader that has every feature the build relies on,
-    so an older one refuses it with a clear message rather than failing inside the kernel's import."""
-    required = KERNELS_VERSION_BASELINE
-    if kernel_depends:
-        required = max(required, KERNELS_VERSION_KERNEL_DEPENDS)
-    return required
+def required_kernels_version(
+    kernel_depends: tuple[KernelDependency, ...], variant: Variant | None = None
+) -> tuple[int, int, int]:
+    """``kernels-minver`` for a build: the oldest ``kernels`` loader that has every feature the build relies on
+    (``variant``'s name format, its kernel dependencies: :func:`~kernel_builder.formats.loader_features.
+    features_of`), so an older one refuses it with a clear message rather than failing inside the kernel's
+    import."""
+    return kernels_minver(features_of(variant, kernel_depends))

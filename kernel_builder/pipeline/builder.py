@@ -249,6 +249,8 @@ class Builder:
             jobs.extend(_Job(v.name, functools.partial(_planned, v, interpreter)) for v in plan.variants)
         self._warned = set(report.diagnostics)
         self.warnings = report.diagnostics
+        if interpreter is not None:
+            self._warn_if_matrix_stale(interpreter)
         build = report.plan
         for rel in sources.hidden:
             self.warn(f"{sources.package}/{rel}: hidden, not shipped")
@@ -325,8 +327,18 @@ class Builder:
             self.warn(diagnostic.message)
         return plan, interpreter
 
+    def _warn_if_matrix_stale(self, interpreter: BuildInterpreter) -> None:
+        """Once per build: the build interpreter's Torch is newer than every release the variant matrix knows."""
+        from kernel_builder.formats.matrix import stale_notice
+
+        notice = stale_notice(interpreter.torch_version)
+        if notice is not None:
+            self._keep_warning(notice)
+
     def warn(self, message: str) -> None:
-        diagnostic = Diagnostic(Severity.WARNING, message, self.project.display_path)
+        self._keep_warning(Diagnostic(Severity.WARNING, message, self.project.display_path))
+
+    def _keep_warning(self, diagnostic: Diagnostic) -> None:
         with self._lock:
             if diagnostic not in self._warned:
                 self._warned.add(diagnostic)

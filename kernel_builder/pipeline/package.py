@@ -124,7 +124,7 @@ def variant_metadata(
             kernel_builder=ProvenanceEntry(version=__version__),
             torch=ProvenanceEntry(version=torch) if torch is not None else None,
         ),
-        kernels_minver=required_kernels_version(general.kernel_depends_for(plan.backend)),
+        kernels_minver=required_kernels_version(general.kernel_depends_for(plan.backend), plan.variant),
     )
 
 

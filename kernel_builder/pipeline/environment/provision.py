@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -30,19 +29,23 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from kernel_builder.errors import BuildError
-from kernel_builder.pipeline.environment import wheel_index
+from kernel_builder.formats.torch_wheels import cuda_required
+from kernel_builder.pipeline.environment import pip_constraints, wheel_index
 from kernel_builder.pipeline.environment.wheel_index import Listing, ListingUnsupported
 
 PIP_TIMEOUT = 20  # seconds per request, no retries: an unreachable index fails the probe at once
-_CUDA_RUNTIME = re.compile(r"^(nvidia-cuda-runtime(-cu(\d+))?|cuda-toolkit)$")
 
 
 class Unavailable(BuildError):
     """What a variant needs cannot be obtained on this host; the message says what and why."""
+
+
+class Capped(Unavailable):
+    """What a variant needs is there, but pip's own configuration (a constraint file) refuses it."""
 
 
 @dataclass(frozen=True)
@@ -53,32 +56,12 @@ class TorchWheel:
     where: str  # the file's URL, for messages
 
 
-def _cuda_flavour(requirement: Requirement) -> str | None:
-    """``cu130`` for ``cuda-toolkit[...]==13.0.2`` or ``nvidia-cuda-runtime-cu12==12.6.77``, else ``None``."""
-    if not _CUDA_RUNTIME.match(requirement.name):
-        return None
-    for spec in requirement.specifier:
-        match = re.match(r"(\d+)\.(\d+)", spec.version)
-        if spec.operator in ("==", "~=", ">=") and match:
-            return f"cu{match[1]}{match[2]}"
-    return None
-
-
 def wheel_flavour(version: str, requires_dist: list[str]) -> str:
     """The compute flavour of a torch wheel: its local version tag, or the CUDA runtime it requires."""
     if "+" in version:
         return version.split("+", 1)[1]
-    for text in requires_dist:
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
-            continue
-        flavour = _cuda_flavour(requirement)
-        if flavour is not None:
-            return flavour
-    return "cpu"
+    cuda = cuda_required(requires_dist)
+    return "cpu" if cuda is None else f"cu{cuda[0]}{cuda[1]}"
 
 
 _ANSWERS: dict[tuple[object, ...], tuple[dict[str, object] | None, str]] = {}
@@ -189,15 +172,28 @@ def resolve_torch(pin: str, compute: str, index_url: str | None, system: str | N
 def _unavailable(
     pin: str, compute: str, index_url: str | None, found: list[str], error: str, problem: str | None
 ) -> Unavailable:
-    """The one message for a torch build that cannot be had: what pip finds, where it looked, and why the
-    entry's own index gave nothing (``problem``)."""
+    """The one message for a torch build that cannot be had: what pip finds, where it looked, why the entry's
+    own index gave nothing (``problem``), and pip's cap on the pin where its configuration has one (lifting it
+    alone would not do: what pip finds is listed without it)."""
     where = f"{index_url} and the configured indexes" if index_url else "the configured indexes (PyPI)"
     message = f"torch {pin} for {compute} cannot be installed here: pip finds "
     message += f"only {', '.join(found)}" if found else f"none ({error})" if error else "none"
     message += f" (tried {where})"
     if index_url:
         message += f"; the {compute} index {index_url}: {problem}" if problem else ""
+    capped = pip_constraints.cap_reason("torch", pin, wheel_index.pip_sources())
+    if capped is not None:
+        message += f"; besides, {capped}"
     return Unavailable(message)
+
+
+def _capped(pin: str, compute: str, chosen: TorchWheel) -> TorchWheel:
+    """``chosen``, unless pip's constraint files refuse it: then the reason is that cap, and only that (the
+    wheel is there; pip's own configuration keeps it out)."""
+    capped = pip_constraints.cap_reason("torch", chosen.version, wheel_index.pip_sources())
+    if capped is not None:
+        raise Capped(f"torch {pin} for {compute} cannot be installed here: {capped}")
+    return chosen
 
 
 def _resolve_from_listings(
@@ -207,20 +203,20 @@ def _resolve_from_listings(
     local version such as ``2.13.0+cpu`` sorts above ``2.13.0``), the best-tagged file of each."""
     sources = wheel_index.pip_sources()
     listings = torch_listings((index_url,) if index_url else ())
-    allowed = SpecifierSet(f"=={pin}") & wheel_index.constraint("torch", sources)
     found: list[str] = []
     other: TorchWheel | None = None  # the first build of another flavour: what a CPU variant falls back to
     tags = wheel_index.target_tags(system) if system is not None else None
-    for wheel in wheel_index.installable("torch", allowed, listings, tags=tags):
+    # Every build of the pin, pip's constraints aside: where they refuse the one chosen, that is the reason.
+    for wheel in wheel_index.installable("torch", SpecifierSet(f"=={pin}"), listings, tags=tags):
         version = str(wheel.version)
         requires = [] if "+" in version else wheel_index.requires_dist(wheel, sources.cert)
         flavour = wheel_flavour(version, requires)
         if flavour == compute:
-            return TorchWheel(wheel.url, version, flavour, wheel.url)
+            return _capped(pin, compute, TorchWheel(wheel.url, version, flavour, wheel.url))
         other = other or TorchWheel(wheel.url, version, flavour, wheel.url)
         found.append(f"{version} ({flavour} build)")
     if compute == "cpu" and other is not None:
-        return other
+        return _capped(pin, compute, other)
     own = wheel_index.listing(index_url.rstrip("/"), "torch", cert=sources.cert) if index_url else None
     error = _nothing_found(f"torch=={pin}", listings)
     raise _unavailable(pin, compute, index_url, found, error, own.problem if own is not None else None)
@@ -237,7 +233,11 @@ def _nothing_found(requirement: str, listings: list[Listing]) -> str:
 
 def _resolve_with_pip(pin: str, compute: str, index_url: str | None) -> TorchWheel:
     """The same answer from ``pip install --dry-run``, one question at a time (excluding each wrong-flavour
-    local version and asking again): for sources whose wheels cannot be read through their listing."""
+    local version and asking again): for sources whose wheels cannot be read through their listing. pip applies
+    its constraint files itself, so a pin they refuse is refused with their reason before pip is asked."""
+    capped = pip_constraints.cap_reason("torch", pin, wheel_index.pip_sources())
+    if capped is not None:
+        raise Capped(f"torch {pin} for {compute} cannot be installed here: {capped}")
     excluded: list[str] = []
     found: list[str] = []
     error = ""
@@ -304,11 +304,15 @@ def toolkit_problem(cuda: tuple[int, int]) -> str | None:
     sources = wheel_index.pip_sources()
     requirement = Requirement(package)
     listings = wheel_index.listings(requirement.name, sources)
-    allowed = requirement.specifier & wheel_index.constraint(requirement.name, sources)
-    if not wheel_index.installable(requirement.name, allowed, listings):
+    found = wheel_index.installable(requirement.name, requirement.specifier, listings)
+    if not found:
         error = _nothing_found(package, listings)
         return (
             f"the CUDA {cuda[0]}.{cuda[1]} toolkit cannot be installed here: pip finds no {package} (tried the "
             f"configured indexes (PyPI): {error})"
         )
+    allowed = pip_constraints.allowed(requirement.name, sources)
+    if not any(allowed.contains(wheel.version, prereleases=True) for wheel in found):
+        capped = pip_constraints.cap_reason(requirement.name, str(found[0].version), sources)
+        return f"the CUDA {cuda[0]}.{cuda[1]} toolkit cannot be installed here: {package}: {capped}"
     return None

@@ -61,6 +61,19 @@ CUDA_TARGET_WHEELS = ("nvidia-cuda-runtime", "nvidia-cuda-crt", "nvidia-cuda-ccc
 _KEPT = ("torch/include/", "torch/share/", "torch/lib/", "torch/version.py", "torch/utils/cpp_extension.py")
 
 
+def link_cudart(lib: Path) -> None:
+    """Give a CUDA toolkit's ``lib`` the ``libcudart.so`` link a system toolkit has, where it has only the
+    versioned library: NVIDIA's runtime wheels ship ``libcudart.so.13`` alone, and the CMake modules Torch's
+    config uses (FindCUDA, its FindCUDAToolkit) look for ``libcudart.so`` and stop without it ("Your installed
+    Caffe2 version uses CUDA but I cannot find the CUDA libraries")."""
+    link = lib / "libcudart.so"
+    if link.exists() or link.is_symlink():
+        return
+    for library in sorted(lib.glob("libcudart.so.[0-9]*")):
+        link.symlink_to(library.name)
+        return
+
+
 @dataclass(frozen=True)
 class TargetSpec:
     torch_pin: str
@@ -206,10 +219,7 @@ def _cuda_tree(spec: TargetSpec, cuda: str, wheels: Path, tree: Path, host_nvcc:
                     out.parent.mkdir(parents=True, exist_ok=True)
                     with archive.open(member) as source, out.open("wb") as sink:
                         shutil.copyfileobj(source, sink)
-    lib = target / "lib"
-    for library in lib.glob("libcudart.so.*"):
-        (lib / "libcudart.so").symlink_to(library.name)
-        break
+    link_cudart(target / "lib")
     section = host_root / "targets" / "x86_64-linux" / "include" / "fatbinary_section.h"
     if not section.is_file():
         section = host_root / "include" / "fatbinary_section.h"
@@ -222,6 +232,12 @@ def _cuda_tree(spec: TargetSpec, cuda: str, wheels: Path, tree: Path, host_nvcc:
         else:
             (tree / "bin" / tool.name).symlink_to(tool.resolve())
     (tree / "nvvm").symlink_to((host_root / "nvvm").resolve())
+    profile = (tree / "bin" / "nvcc.profile").read_text(encoding="utf-8", errors="replace")
+    if "_TARGET_DIR_" not in profile:
+        # NVIDIA's PyPI nvcc (a toolkit of one system) reads its headers and libraries from $(TOP)/include and
+        # $(TOP)/lib, not from the target's directory as a system toolkit's profile does: point them there.
+        for part in ("include", "lib"):
+            (tree / part).symlink_to(Path("targets") / CUDA_TARGET_DIRS[spec.system] / part)
 
 
 def cuda_tree(root: Path) -> Path | None:

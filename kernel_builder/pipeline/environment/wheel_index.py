@@ -35,7 +35,6 @@ from email.parser import HeaderParser
 from html.parser import HTMLParser
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag, sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -60,6 +59,9 @@ class PipSources:
     find_links: tuple[str, ...]
     constraints: tuple[str, ...]  # constraint files
     cert: str | None
+    #: The setting that names the constraint files, for messages: ``global.constraint`` (a configuration file's
+    #: ``[global]`` section) or ``PIP_CONSTRAINT``; ``None`` without constraint files.
+    constraint_setting: str | None = None
 
 
 def _pip_config_items() -> list[tuple[str, str, str]]:
@@ -83,10 +85,14 @@ def sources_from_config(items: list[tuple[str, str, str]]) -> PipSources:
     """pip's effective install options from its configuration items: ``[global]``, then ``[install]``, then
     the environment; a later setting of one key replaces an earlier one (pip's own order)."""
     settings: dict[str, str] = {}
+    origins: dict[str, str] = {}
     for section in ("global", "install", ":env:"):
         for item_section, key, value in items:
             if item_section == section and value:
                 settings[key] = value
+                origins[key] = (
+                    f"PIP_{key.upper().replace('-', '_')}" if section == ":env:" else f"{section}.{key}"
+                )
     no_index = settings.get("no-index", "").lower() in ("1", "true", "yes", "on")
     indexes = (
         () if no_index else (settings.get("index-url", PYPI), *settings.get("extra-index-url", "").split())
@@ -96,6 +102,7 @@ def sources_from_config(items: list[tuple[str, str, str]]) -> PipSources:
         find_links=tuple(settings.get("find-links", "").split()),
         constraints=tuple(settings.get("constraint", "").split()),
         cert=settings.get("cert"),
+        constraint_setting=origins.get("constraint") if settings.get("constraint", "").split() else None,
     )
 
 
@@ -110,25 +117,6 @@ def pip_sources() -> PipSources:
         if key not in _SOURCES:
             _SOURCES[key] = sources_from_config(_pip_config_items())
         return _SOURCES[key]
-
-
-def constraint(project: str, sources: PipSources) -> SpecifierSet:
-    """What pip's constraint files allow of ``project`` (unreadable lines are pip's business, not ours)."""
-    allowed = SpecifierSet()
-    name = canonicalize_name(project)
-    for path in sources.constraints:
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            try:
-                requirement = Requirement(line.split("#", 1)[0].strip())
-            except (InvalidRequirement, InvalidSpecifier):
-                continue
-            if canonicalize_name(requirement.name) == name:
-                allowed &= requirement.specifier
-    return allowed
 
 
 @dataclass(frozen=True)

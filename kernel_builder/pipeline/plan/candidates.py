@@ -140,7 +140,12 @@ def with_availability(
     from concurrent.futures import ThreadPoolExecutor
 
     from kernel_builder.pipeline.environment.isolated_envs import EnvSpec, env_ready
-    from kernel_builder.pipeline.environment.provision import Unavailable, resolve_torch, toolkit_problem
+    from kernel_builder.pipeline.environment.provision import (
+        Capped,
+        Unavailable,
+        resolve_torch,
+        toolkit_problem,
+    )
     from kernel_builder.pipeline.environment.target_env import TargetSpec, target_ready
 
     def report(name: str, stage: str) -> None:
@@ -181,7 +186,8 @@ def with_availability(
                 entry.torch_pin, entry.compute, entry.index_url, candidate.system if candidate.cross else None
             )
         except Unavailable as error:
-            report(candidate.name, "not buildable here (no such torch)")
+            why = "pip's configuration caps torch" if isinstance(error, Capped) else "no such torch"
+            report(candidate.name, f"not buildable here ({why})")
             return str(error)
         report(candidate.name, "buildable here (cross)" if candidate.cross else "buildable here")
         return None

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 from kernel_builder import backends
 from kernel_builder.common.diagnostics import Diagnostic
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
-from kernel_builder.pipeline.environment import toolchain
+from kernel_builder.pipeline.environment import provision, toolchain
 from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.pipeline.environment.isolated_envs import EnvSpec, ensure_env, env_ready
 from kernel_builder.pipeline.environment.provision import resolve_torch
@@ -91,6 +92,25 @@ def _as_cpu(candidate: Candidate, interpreter: BuildInterpreter) -> BuildInterpr
     return dataclasses.replace(interpreter, cpu_view=True)
 
 
+def _host_nvcc(cuda: tuple[int, int], options: BuildOptions, *, log: Callable[[str], None]) -> Path:
+    """This host's nvcc of CUDA ``cuda`` for a cross build: the system's where it is that release, else (CUDA 13
+    on) NVIDIA's PyPI toolkit of it, in an environment of its own (``isolated_envs.ensure_toolkit_env``), as a
+    native build of that release gets it in its build environment."""
+    from kernel_builder.pipeline.environment.isolated_envs import ensure_toolkit_env
+
+    try:
+        toolkit = toolchain.cuda_toolkit(None, cuda)
+    except BuildError:
+        toolkit = None
+    if (toolkit is None or toolkit.version != cuda) and cuda[0] >= 13:
+        purelib = ensure_toolkit_env(cuda, refresh=options.refresh_envs, log=log)
+        toolkit = toolchain.cuda_toolkit(purelib, cuda)
+    if toolkit is None:
+        raise BuildError(provision.no_cuda_12_message(cuda))
+    toolchain.check_cuda_match(toolkit, f"{cuda[0]}.{cuda[1]}")
+    return toolkit.nvcc
+
+
 def _target_interpreter(
     candidate: Candidate, options: BuildOptions, *, log: Callable[[str], None], preparing: Callable[[], None]
 ) -> BuildInterpreter:
@@ -115,9 +135,9 @@ def _target_interpreter(
     host_nvcc = None
     version = candidate.entry.version
     if backends.get(candidate.backend).needs_nvcc and version is not None:
-        toolkit = toolchain.cuda_toolkit(None, (version[0], version[1]))
-        toolchain.check_cuda_match(toolkit, f"{version[0]}.{version[1]}")
-        host_nvcc = toolkit.nvcc
+        host_nvcc = _host_nvcc(
+            (version[0], version[1]), options, log=lambda line: log(f"{candidate.name}: {line}")
+        )
     root = ensure_target(
         spec,
         refresh=options.refresh_envs,
