@@ -316,8 +316,12 @@ class Builder:
         """Plan a selected candidate in an interpreter whose torch gives exactly that variant."""
         from kernel_builder.pipeline.plan import selected as selected_plans
 
+        options = self.options
+        policy = selected_plans.EnvironmentPolicy(
+            options.offline, options.refresh_envs, options.arch == "native", options.explicit_archs
+        )
         plan, interpreter, diagnostics = selected_plans.plan_selected(
-            self.project, candidate, unique_id, default, self.options, log=self.log,
+            self.project, candidate, unique_id, default, policy, log=self.log,
             preparing=lambda: self.progress.stage(candidate.name, "preparing build environment"),
             status=lambda text: self.progress.stage(candidate.name, text),
         )  # fmt: skip
