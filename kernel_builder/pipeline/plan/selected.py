@@ -103,7 +103,11 @@ def _as_cpu(candidate: Candidate, interpreter: BuildInterpreter) -> BuildInterpr
 
 
 def _target_interpreter(
-    candidate: Candidate, policy: EnvironmentPolicy, *, log: Callable[[str], None], preparing: Callable[[], None]
+    candidate: Candidate,
+    policy: EnvironmentPolicy,
+    *,
+    log: Callable[[str], None],
+    preparing: Callable[[], None],
 ) -> BuildInterpreter:
     """The target environment of a cross-built candidate (created or reused), seen as a build interpreter."""
     from kernel_builder.pipeline.environment.target_env import (
