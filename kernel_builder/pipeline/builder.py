@@ -500,12 +500,6 @@ class Builder:
 
         return ImportCheckWorker(interpreter)
 
-    def generate(self, force: bool = False) -> Path:
-        """``kernel-builder generate`` (:func:`kernel_builder.pipeline.generate.pyproject.generate`)."""
-        from kernel_builder.pipeline.generate.pyproject import generate
-
-        return generate(self.project, self.options, self.log, self.warn, force=force)
-
     def _configure_and_compile(
         self,
         variant: VariantPlan,
