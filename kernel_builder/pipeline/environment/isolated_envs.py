@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.common.file_lock import exclusive
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import MatrixEntry
 from kernel_builder.pipeline.environment import pip_install
-from kernel_builder.pipeline.environment.cache_lock import locked
 from kernel_builder.pipeline.environment.env_facts import cache_root
 from kernel_builder.pipeline.environment.provision import toolkit_requirements
 
@@ -90,7 +90,7 @@ def ensure_env(
     much of it has arrived); without it, ``log`` does."""
     toolkit = toolkit_requirements(cuda_toolkit) if cuda_toolkit is not None else []
     env = env_dir(spec)
-    with locked(env.parent / f".{spec.key}.lock"):
+    with exclusive(env.parent / f".{spec.key}.lock"):
         marker = env / MARKER
         if marker.is_file() and not refresh and python_of(env).exists():
             recorded = json.loads(marker.read_text()).get("toolkit", [])

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.common.file_lock import exclusive
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import MatrixEntry
-from kernel_builder.pipeline.environment.cache_lock import locked
 from kernel_builder.pipeline.environment.env_facts import cache_root
 from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, read_version_py
 
@@ -122,7 +122,7 @@ def ensure_target(
     to fetch (``provision.resolve_torch``'s choice for the target), else ``torch==<pin>``. ``host_nvcc``: this
     host's nvcc of the variant's CUDA version, for a cuda variant's CUDA tree (:func:`_cuda_tree`)."""
     root = target_dir(spec)
-    with locked(root.parent / f".{spec.key}.lock"):
+    with exclusive(root.parent / f".{spec.key}.lock"):
         if target_ready(spec) and not refresh:
             return root
         tmp = root.with_name(f".{spec.key}.{os.getpid()}.tmp")
