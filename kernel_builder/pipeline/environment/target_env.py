@@ -25,7 +25,7 @@ from kernel_builder.common.file_lock import exclusive
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import MatrixEntry
 from kernel_builder.pipeline.environment.env_facts import cache_root
-from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, read_version_py
+from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, read_version_py, torch_builds
 
 MARKER = "kernel-builder-target.json"
 #: The wheel platform tag of each system a target environment can be made for (the manylinux policy too).
@@ -248,9 +248,7 @@ def target_interpreter(root: Path, system: str) -> BuildInterpreter:
         python=Path(sys.executable),
         torch_dir=torch_dir,
         torch_version=values.get("__version__") or "0.0",
-        cuda=values.get("cuda"),
-        hip=values.get("hip"),
-        xpu=values.get("xpu"),
+        torch_builds=torch_builds(values),
         python_version=(sys.version_info[0], sys.version_info[1]),
         python_include=Path(paths["include"]),
         purelib=root,
