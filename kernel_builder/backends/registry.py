@@ -106,7 +106,8 @@ class Backend:
     general_table: frozenset[str] | None = None
     """The keys of its ``[general.<name>]`` table, ``None`` when it has none."""
     source_suffixes: tuple[str, ...] = ()
-    """Source suffixes that only this backend (and others listing them) compiles (``.cu``, ``.metal``, …)."""
+    """Source suffixes that only this backend (and others listing them) compiles (``.cu``, ``.metal``, …); the
+    first is its usual one, suggested for a kernel section without ``src``."""
 
     # --- the variant matrix (kernel_builder/formats/build-matrix.json) ----------------------------------------
     in_matrix: bool = False

@@ -1,8 +1,10 @@
 """The CMake project of one AOT variant (docs/layout.md).
 
 The generated CMakeLists.txt states what to build — components, sources, flags, architectures — as calls
-into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how.
-Everything the project depends on is written into it, so its files alone decide whether to reconfigure.
+into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how, and
+the variant's backend's CMake fragment (its ``cmake_fragment``: ``cmake/cuda.cmake``), which holds what only that
+backend's builds do. Everything the project depends on is written into it, so its files alone decide whether
+to reconfigure.
 """
 
 from __future__ import annotations
@@ -209,6 +211,7 @@ def write_project(
     (project_dir / "include" / "registration.h").write_text(registration_header(), encoding="utf-8")
     module = (files("kernel_builder") / "cmake" / "KernelBuilder.cmake").read_text(encoding="utf-8")
     (project_dir / "cmake" / "KernelBuilder.cmake").write_text(module, encoding="utf-8")
+    _write_backend_fragment(project_dir / "cmake", backends.get(plan.backend))
     late_includes: list[Path] = []
     compat = None
     if options.manylinux_compiler is not None:
@@ -232,6 +235,24 @@ def write_project(
     (project_dir / "_ops.py").write_text(aot_ops_py(plan.ops_name), encoding="utf-8")
     _restore_unchanged_stamps(project_dir, previous)
     return project_fingerprint(project_dir)
+
+
+def _fragment_name(spec: backends.Backend) -> str:
+    """The backend's fragment inside the project's ``cmake/`` folder (beside ``KernelBuilder.cmake``)."""
+    return f"{spec.name}.cmake"
+
+
+def _write_backend_fragment(cmake_dir: Path, spec: backends.Backend) -> None:
+    """Copy the backend's CMake fragment into the project, so that the project holds all it is made of."""
+    if spec.cmake_fragment is None:
+        return
+    try:
+        text = spec.cmake_fragment.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BuildError(
+            f"cannot read the CMake fragment of backend {spec.name}, {spec.cmake_fragment}: {error.strerror}"
+        ) from None
+    (cmake_dir / _fragment_name(spec)).write_text(text, encoding="utf-8")
 
 
 def _file_stamps(directory: Path) -> dict[Path, tuple[bytes, int]]:
@@ -526,9 +547,15 @@ def _toolchain(inputs: _Inputs) -> list[str]:
 
 
 def _common(inputs: _Inputs, project_dir: Path, late_includes: list[Path], flags: _Flags) -> list[str]:
-    """KernelBuilder.cmake, Torch, and the settings every compile shares."""
+    """KernelBuilder.cmake and the backend's fragment, Torch, and the settings every compile shares."""
+    fragment = inputs.spec.cmake_fragment is not None
     return [
         'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")',
+        *(
+            [f'include("${{CMAKE_CURRENT_LIST_DIR}}/cmake/{_fragment_name(inputs.spec)}")']
+            if fragment
+            else []
+        ),
         "kb_find_torch()",
         "kb_common("
         + _args("DEFINITIONS", flags.definitions)

@@ -134,9 +134,15 @@ def how_to_build(
 
 def cannot_build_message(backend: str) -> str:
     return (
-        f"backend '{backend}' cannot be built on this host ({host_system()}): this kernel-builder compiles cpu and "
-        f"cuda variants on x86_64-linux and aarch64-linux only. The [kernel.*] sections for {backend} were validated but not built."
+        f"backend '{backend}' cannot be built on this host ({host_system()}): this kernel-builder compiles "
+        f"{word_list(backends.names(where='buildable'))} variants on {word_list(BUILDABLE_HOSTS)} only. The "
+        f"[kernel.*] sections for {backend} were validated but not built."
     )
+
+
+def word_list(words: tuple[str, ...]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(filter(None, (", ".join(words[:-1]), words[-1]))) if words else "no"
 
 
 def noarch_plans(project: KernelProject, unique_id: str) -> list[VariantPlan]:
@@ -428,7 +434,9 @@ def _kernel_sections(ctx: _AotContext) -> _Sections:
             any_inside = any_inside or chosen.inside
             if chosen.outside_note is not None:
                 outside.append((kernel, chosen.outside_note))
-        compiled = tuple(s for s in kernel.src if PurePosixPath(s).suffix in (*CPP_SUFFIXES, ".cu"))
+        compiled = tuple(
+            s for s in kernel.src if PurePosixPath(s).suffix in (*CPP_SUFFIXES, *ctx.spec.source_suffixes)
+        )
         kernel_dirs += [*kernel.include, *header_dirs(kernel.src)]
         components.append(
             Component(
