@@ -496,3 +496,39 @@ def test_the_registry_reads_a_torch_build_as_the_loader_detects_it(values: dict[
     ``_ops.py`` cannot ask the registry) reads the running Torch: for the built-in backends they agree."""
     torch = SimpleNamespace(version=SimpleNamespace(**{"cuda": None, "hip": None, "xpu": None, **values}))
     assert backends.torch_build_of(values) == detect_backend(torch)
+
+
+# --- docs/backends.md ----------------------------------------------------------------------------------------
+
+BACKENDS_MD = Path(__file__).resolve().parent.parent / "docs" / "backends.md"
+
+
+def _table_rows(text: str, heading: str) -> list[list[str]]:
+    """The cells of the table under ``heading`` (header and rule left out)."""
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def test_the_docs_describe_every_field_and_list_every_builtin_backend() -> None:
+    import dataclasses
+
+    text = BACKENDS_MD.read_text(encoding="utf-8")
+    described = {
+        name.strip("` ")
+        for row in _table_rows(text, "What a backend describes")
+        for name in row[0].split(",")
+    }
+    assert {f.name for f in dataclasses.fields(backends.Backend)} - described == set()
+    listed = {
+        name.strip("` ") for row in _table_rows(text, "The built-in backends") for name in row[0].split(",")
+    }
+    assert listed == set(backends.names())
+    fragments = {row[0].strip("`"): row[4] for row in _table_rows(text, "The built-in backends")}
+    for backend in backends.all_backends():
+        fragment = backend.cmake_fragment
+        if fragment is None:
+            assert fragments.get(backend.name, "none") == "none"
+        else:  # shipped with the package's CMake files (`kernel_builder/cmake/*.cmake`)
+            assert fragment.is_file() and fragment.parent.name == "cmake" and fragment.suffix == ".cmake"
+            assert fragments[backend.name] == f"`cmake/{fragment.name}`"
