@@ -335,30 +335,10 @@ function(kb_backend_extension name)
   message(STATUS "toyaccel: extension ${name}")
 endfunction()
 """
-COMPILED_TOY_TOML = """\
-[general]
-name = "relu"
-version = 1
-edition = 5
-license = "Apache-2.0"
-backends = ["cpu", "toyaccel"]
-
-[general.toyaccel]
-minver = "1.0"
-
-[torch]
-src = ["torch-ext/torch_binding.cpp"]
-
-[kernel.relu_cpu]
-backend = "cpu"
-depends = ["torch"]
-src = ["relu_cpu/relu.cpp"]
-
-[kernel.relu_toy]
-backend = "toyaccel"
-depends = ["torch"]
-src = ["relu_toy/relu.cpp", "relu_toy/relu.h"]
-"""
+#: TOY_TOML with the toy's own kernel section, and a [general.toyaccel] table that bounds its compute version.
+COMPILED_TOY_TOML = TOY_TOML.replace("[torch]\n", '[general.toyaccel]\nminver = "1.0"\n\n[torch]\n') + (
+    '\n[kernel.relu_toy]\nbackend = "toyaccel"\ndepends = ["torch"]\nsrc = ["relu_toy/relu.cpp", "relu_toy/relu.h"]\n'
+)
 TOY_VARIANT = "torch213-cxx11-toy12-x86_64-linux"
 
 
