@@ -1,19 +1,18 @@
 # CMake functions used by the projects that kernel-builder generates (one per AOT variant).
 #
 # The generated CMakeLists.txt only states *what* to build (components, their sources, flags and
-# architectures); the *how* lives here, so it can be read, reviewed and changed in one place.
+# architectures); the *how* lives here, so it can be read, reviewed and changed in one place. What only one
+# backend's builds do is in that backend's fragment (cuda.cmake, ...), which the generated project includes
+# after this file: it redefines the hooks below.
 
 include_guard(GLOBAL)
 
-# Remove every architecture flag from a flag string: Torch's CMake config injects -gencode/-arch flags
-# (including archs that newer nvcc rejects); architectures must come only from kernel-builder's selection.
-function(kb_strip_arch_flags var)
-  set(flags " ${${var}} ")
-  string(REGEX REPLACE " (-gencode|--generate-code)[= ][^ ]+" " " flags "${flags}")
-  string(REGEX REPLACE " (-arch|--gpu-architecture|-code|--gpu-code)[= ][^ ]+" " " flags "${flags}")
-  string(REGEX REPLACE "  +" " " flags "${flags}")
-  string(STRIP "${flags}" flags)
-  set(${var} "${flags}" PARENT_SCOPE)
+# Hooks a backend's fragment redefines; without one, they do nothing.
+#   kb_backend_torch(): once Torch is found (kb_find_torch), in the project's scope.
+#   kb_backend_extension(NAME): once the extension target NAME is made, before its properties are set.
+macro(kb_backend_torch)
+endmacro()
+function(kb_backend_extension name)
 endfunction()
 
 # Find Python (for the limited-API headers) and Torch, then take the architectures out of Torch's CUDA flags.
@@ -50,18 +49,10 @@ macro(kb_find_torch)
   else()
     find_package(Torch REQUIRED)
   endif()
-  # Torch's config appends the nvcc flags it gives every extension to the global CUDA flags (extended lambdas,
-  # relaxed constexpr, its diagnostic suppressions, ...) together with a -gencode list for TORCH_CUDA_ARCH_LIST.
-  # Kernels rely on the former; the architectures come only from kernel-builder's selection.
-  kb_strip_arch_flags(CMAKE_CUDA_FLAGS)
   # Optional CUDA libraries a bare toolkit lacks (nvrtc, ...) show up as NOTFOUND; Torch loads its own.
   set(KB_TORCH_LIBRARIES ${TORCH_LIBRARIES})
   list(FILTER KB_TORCH_LIBRARIES EXCLUDE REGEX "-NOTFOUND$")
-  foreach(kb_var IN ITEMS CUDA_NVCC_FLAGS TORCH_NVCC_FLAGS)
-    if(DEFINED ${kb_var})
-      kb_strip_arch_flags(${kb_var})
-    endif()
-  endforeach()
+  kb_backend_torch()
 endmacro()
 
 # Settings shared by every compiled file: definitions, standard, PIC, include order.
@@ -134,9 +125,7 @@ function(kb_extension name)
   endforeach()
   add_library(${name} MODULE ${objects})
   target_link_libraries(${name} PRIVATE ${KB_TORCH_LIBRARIES})
-  if(TARGET CUDA::cudart)
-    target_link_libraries(${name} PRIVATE CUDA::cudart)
-  endif()
+  kb_backend_extension(${name})
   set_target_properties(${name} PROPERTIES
     PREFIX ""
     SUFFIX ".abi3.so"

@@ -6,22 +6,25 @@ validation, variant names, the matrix, metadata, the loader's selection, ``list-
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import Diagnose, MakeProject
+from stage_fixtures import fake_host
 
 import kernel_builder.backends as backends
 from kernel_builder.backends import noarch
 from kernel_builder.cli import main
-from kernel_builder.config import schema
+from kernel_builder.config import load_project, schema
 from kernel_builder.formats.matrix import parse_matrix
 from kernel_builder.formats.metadata import read_metadata
-from kernel_builder.formats.runtime import Environment
+from kernel_builder.formats.runtime import Environment, detect_backend
 from kernel_builder.formats.variants import Variant, compute_name, noarch_variant, parse_variant
 from kernel_builder.loader.resolve import (
     VariantAccepted,
@@ -30,6 +33,10 @@ from kernel_builder.loader.resolve import (
     resolve_variants,
     select_backend,
 )
+from kernel_builder.pipeline.environment.interpreter import TorchDetails, quick_probe
+from kernel_builder.pipeline.generate.cmake import ProjectOptions, write_project
+from kernel_builder.pipeline.plan.candidates import aot_candidates
+from kernel_builder.pipeline.plan.planner import plan_build
 
 TOY = backends.Backend(name="toyaccel", compute_prefix="toy", aliases=("toy-npu",), in_matrix=True)
 
@@ -294,3 +301,214 @@ def test_loader_minor_compatibility_is_a_backend_fact() -> None:
         )
     finally:
         backends.unregister(toy.name)
+
+
+# --- a compiled backend, added by its module and its CMake fragment alone --------------------------------------
+
+#: The whole of the toy compiled backend: this module, and the CMake fragment beside it. Nothing else of the tool
+#: is changed or patched for it: every stage that plans, names or generates its variant asks the registry.
+COMPILED_TOY_MODULE = '''\
+"""toyaccel: an accelerator programmed in C++, whose Torch builds say so in ``torch.version.toy``."""
+
+from pathlib import Path
+
+from kernel_builder.backends.registry import Backend, TorchBuild
+
+BACKEND = Backend(
+    name="toyaccel",
+    compute_prefix="toy",
+    kernel_sections=True,
+    general_table=frozenset({"minver", "maxver"}),
+    in_matrix=True,
+    buildable=True,
+    cmake_define="TOY_KERNEL",
+    use_define="USE_TOY=1",
+    torch_build=TorchBuild("toy"),
+    cmake_fragment=Path(__file__).with_name("toyaccel.cmake"),
+)
+'''
+COMPILED_TOY_FRAGMENT = """\
+macro(kb_backend_torch)
+  message(STATUS "toyaccel: after Torch")
+endmacro()
+function(kb_backend_extension name)
+  message(STATUS "toyaccel: extension ${name}")
+endfunction()
+"""
+#: TOY_TOML with the toy's own kernel section, and a [general.toyaccel] table that bounds its compute version.
+COMPILED_TOY_TOML = TOY_TOML.replace("[torch]\n", '[general.toyaccel]\nminver = "1.0"\n\n[torch]\n') + (
+    '\n[kernel.relu_toy]\nbackend = "toyaccel"\ndepends = ["torch"]\nsrc = ["relu_toy/relu.cpp", "relu_toy/relu.h"]\n'
+)
+TOY_VARIANT = "torch213-cxx11-toy12-x86_64-linux"
+
+
+@pytest.fixture
+def compiled_toy(tmp_path: Path) -> Iterator[backends.Backend]:
+    """The toy compiled backend's module and fragment, written into the test's directory, imported and
+    registered as a built-in one is (``kernel_builder/backends/__init__.py``)."""
+    folder = tmp_path / "toy_backend"
+    folder.mkdir()
+    (folder / "toyaccel.py").write_text(COMPILED_TOY_MODULE, encoding="utf-8")
+    (folder / "toyaccel.cmake").write_text(COMPILED_TOY_FRAGMENT, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("toyaccel_backend", folder / "toyaccel.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    backend: backends.Backend = backends.register(module.BACKEND)
+    try:
+        yield backend
+    finally:
+        backends.unregister(backend.name)
+
+
+def _toy_torch(site: Path) -> None:
+    """A Torch as the build reads it without importing it: a package with the version file a toy build has."""
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("", encoding="utf-8")
+    (site / "torch" / "version.py").write_text(
+        "__version__ = '2.13.0+toy12'\ncuda: Optional[str] = None\ntoy = '1.2'\n", encoding="utf-8"
+    )
+
+
+def test_a_compiled_backend_added_by_its_module_plans_and_generates_a_variant(
+    compiled_toy: backends.Backend,
+    make_project: MakeProject,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_host(monkeypatch)  # an x86_64 Linux host, which builds
+    monkeypatch.setenv("KERNEL_BUILDER_CACHE", str(tmp_path / "cache"))
+    _toy_torch(tmp_path / "site")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    # The build interpreter's Torch is a toyaccel build of compute version 1.2, read from its version.py.
+    interpreter = quick_probe(sys.executable)
+    assert interpreter.torch_builds == (("toy", "1.2"),)
+    assert interpreter.backend() == ("toyaccel", (1, 2))
+    assert interpreter.torch_build == "toy12"
+    assert interpreter.variant().name == TOY_VARIANT
+
+    project = load_project(make_project(COMPILED_TOY_TOML)).project
+    entry = {"torch": "2.13", "backend": "toyaccel", "version": "1.2", "systems": ["x86_64-linux"]}
+    matrix = parse_matrix({"format": 1, "entries": [{**entry, "required": True}]})
+    # The matrix candidate is buildable here (the host builds it natively; no cross build).
+    candidates = [c for c in aot_candidates(project, matrix) if c.backend == "toyaccel"]
+    assert [(c.name, c.buildable, c.required, c.cross) for c in candidates] == [
+        (TOY_VARIANT, True, True, False)
+    ]
+
+    plan = plan_build(project, interpreter, "0123456789", matrix=matrix)
+    assert [v.name for v in plan.variants] == [TOY_VARIANT]
+    assert plan.diagnostics == ()  # in the matrix, within [general.toyaccel]'s bounds
+    assert plan.skipped == (
+        (
+            "cpu",
+            "no cpu variant is built: the build interpreter's torch is a toyaccel build (torch 2.13.0+toy12)",
+        ),
+    )
+    (variant,) = plan.variants
+    assert (variant.backend, variant.ops_name) == ("toyaccel", "_relu_toyaccel_0123456789")
+    assert [(c.name, c.sources) for c in variant.components] == [
+        ("_torch_binding", ("torch-ext/torch_binding.cpp",)),
+        ("relu_toy", ("relu_toy/relu.cpp",)),
+    ]
+    # Bounds of its own [general.toyaccel] table exclude it like any backend's.
+    bounded = COMPILED_TOY_TOML.replace('minver = "1.0"', 'minver = "1.3"')
+    skipped = plan_build(load_project(make_project(bounded)).project, interpreter, "0", matrix=matrix)
+    assert skipped.variants == ()
+    assert (
+        "toyaccel",
+        "no toyaccel variant is built: toyaccel 1.2 is outside [general.toyaccel] minver/maxver",
+    ) in (skipped.skipped)
+
+    # Its CMake project: its definitions, its languages, and its fragment, copied in and included.
+    project_dir = tmp_path / "generated"
+    details = TorchDetails(str(tmp_path / "site" / "torch" / "share" / "cmake"), True, (), "2.13.0+toy12")
+    write_project(project_dir, project.root, variant, interpreter, details, None, ProjectOptions())
+    text = (project_dir / "CMakeLists.txt").read_text(encoding="utf-8")
+    fragment = project_dir / "cmake" / "toyaccel.cmake"
+    assert fragment.read_text(encoding="utf-8") == COMPILED_TOY_FRAGMENT
+    lines = text.splitlines()
+    at = lines.index('include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")')
+    assert lines[at + 1 : at + 3] == [
+        'include("${CMAKE_CURRENT_LIST_DIR}/cmake/toyaccel.cmake")',
+        "kb_find_torch()",
+    ]
+    assert "project(_relu_toyaccel_0123456789 LANGUAGES CXX)" in lines
+    assert '"TOY_KERNEL" "USE_TOY=1" "Py_LIMITED_API=0x03090000"' in text
+    assert "CUDA" not in text.replace("CUDA_OPTIONS", "")
+    # The fragment's hooks replace KernelBuilder.cmake's empty ones (CMake's script mode runs them).
+    assert _run_hooks(project_dir / "cmake", "toyaccel.cmake") == [
+        "-- toyaccel: after Torch",
+        "-- toyaccel: extension _relu_toyaccel",
+    ]
+    assert _run_hooks(project_dir / "cmake", None) == []
+
+
+def _run_hooks(cmake_dir: Path, fragment: str | None) -> list[str]:
+    """What KernelBuilder.cmake's backend hooks print, with ``fragment`` included after it (or none)."""
+    from kernel_builder.pipeline.environment.toolchain import cmake
+
+    script = cmake_dir / "hooks.cmake"
+    script.write_text(
+        f'include("{cmake_dir}/KernelBuilder.cmake")\n'
+        + (f'include("{cmake_dir}/{fragment}")\n' if fragment else "")
+        + "kb_backend_torch()\nkb_backend_extension(_relu_toyaccel)\n",
+        encoding="utf-8",
+    )
+    run = subprocess.run([cmake().path, "-P", script], capture_output=True, text=True, check=True)
+    return (run.stdout + run.stderr).splitlines()
+
+
+TORCH_BUILD_VALUES = {
+    "cuda": ["13.0", "12.6", " 12.8 ", "13.0.1", "13", "13.0a", "x.y", "", "١٣.٠"],
+    "hip": ["7.1.25424-4179531dcd", "6.4", "6.4-xyz", "6.4.1", "6.4abc-1", "6", "", "-6.4"],
+    "xpu": ["20250300", "2025.3", "20250300.1", "202503.x", "20253", "20250300abc", "2025.x", "abc", ""],
+}
+
+
+@pytest.mark.parametrize(
+    "values",
+    [{attribute: value} for attribute, values in TORCH_BUILD_VALUES.items() for value in values]
+    + [{"cuda": "13.0", "hip": "7.1"}, {"hip": "7.1", "xpu": "2025.3"}, {"cuda": "", "hip": "6.4"}, {}],
+)
+def test_the_registry_reads_a_torch_build_as_the_loader_detects_it(values: dict[str, str]) -> None:
+    """The build reads ``version.py`` through the registry; the loader's ``detect_backend`` (whose copy in
+    ``_ops.py`` cannot ask the registry) reads the running Torch: for the built-in backends they agree."""
+    torch = SimpleNamespace(version=SimpleNamespace(**{"cuda": None, "hip": None, "xpu": None, **values}))
+    assert backends.torch_build_of(values) == detect_backend(torch)
+
+
+# --- docs/backends.md ----------------------------------------------------------------------------------------
+
+BACKENDS_MD = Path(__file__).resolve().parent.parent / "docs" / "backends.md"
+
+
+def _table_rows(text: str, heading: str) -> list[list[str]]:
+    """The cells of the table under ``heading`` (header and rule left out)."""
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def test_the_docs_describe_every_field_and_list_every_builtin_backend() -> None:
+    import dataclasses
+
+    text = BACKENDS_MD.read_text(encoding="utf-8")
+    described = {
+        name.strip("` ")
+        for row in _table_rows(text, "What a backend describes")
+        for name in row[0].split(",")
+    }
+    assert {f.name for f in dataclasses.fields(backends.Backend)} - described == set()
+    listed = {
+        name.strip("` ") for row in _table_rows(text, "The built-in backends") for name in row[0].split(",")
+    }
+    assert listed == set(backends.names())
+    fragments = {row[0].strip("`"): row[4] for row in _table_rows(text, "The built-in backends")}
+    for backend in backends.all_backends():
+        fragment = backend.cmake_fragment
+        if fragment is None:
+            assert fragments.get(backend.name, "none") == "none"
+        else:  # shipped with the package's CMake files (`kernel_builder/cmake/*.cmake`)
+            assert fragment.is_file() and fragment.parent.name == "cmake" and fragment.suffix == ".cmake"
+            assert fragments[backend.name] == f"`cmake/{fragment.name}`"

@@ -108,4 +108,6 @@ def test_list_variants(name: str) -> None:
     assert code == 0, err
     rows = json.loads(out)
     assert rows, "no candidate variant"
-    assert all(row["buildable"] or row["reason"] for row in rows), "a variant not buildable here without a reason"
+    assert all(row["buildable"] or row["reason"] for row in rows), (
+        "a variant not buildable here without a reason"
+    )

@@ -113,17 +113,24 @@ def test_lock_and_download_name_the_missing_file_as_configuration_errors(
     assert err.startswith("error: ") and "kernels.lock" in err and "Traceback" not in err
 
 
-def test_generate_writes_the_wheel_project(tmp_path: Path) -> None:
-    from kernel_builder.pipeline.builder import Builder, BuildOptions
-
+def test_generate_writes_the_wheel_project(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = quick_project(tmp_path / "k")
-    builder = Builder(load_project(root).project, BuildOptions(), log=print)
-    target = builder.generate()
-    assert target == root / "pyproject.toml"
+    target = root / "pyproject.toml"
+    assert main(["generate", str(root)]) == 0
+    assert f"wrote {target}" in capsys.readouterr().out
     assert "scikit-build-core" in target.read_text(encoding="utf-8")
-    with pytest.raises(UsageError, match="pass --force"):
-        builder.generate()
-    assert builder.generate(force=True) == target
+    assert main(["generate", str(root)]) == 2
+    assert "pass --force" in capsys.readouterr().err
+    # The project's own registration.h shadows the generated one: said as `build` says it.
+    own = root / "torch-ext" / "registration.h"
+    own.write_text("// the project's own\n", encoding="utf-8")
+    assert main(["generate", str(root), "--force"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "warning: torch-ext/registration.h is the project's own: it shadows the generated registration.h"
+        in err
+    )
+    assert own.read_text(encoding="utf-8") == "// the project's own\n"
 
 
 @pytest.mark.slow

@@ -5,7 +5,8 @@ inside functions and under ``if TYPE_CHECKING:``, since a lazy import is still a
 name`` is an edge to ``pkg`` and, where ``name`` is a submodule, to ``pkg.name`` too. The layering follows the
 package layout in the README: the shared formats depend on neither the builder nor the loader (nor the
 publishing, authoring or command layers), the loader does not depend on the builder, and no build stage
-reaches back into another (:data:`FORBIDDEN` lists each rule, with why).
+reaches back into another (:data:`FORBIDDEN` lists each rule, with why). The pipeline's parts (its sub-packages
+and modules, each taken whole) import each other in no loop either.
 
 Cycles are the strongly connected components of the graph, so a cycle through three or more modules is found
 as surely as two modules importing each other. The package's own ``__init__`` is the lazy public facade
@@ -237,6 +238,24 @@ def import_cycles(graph: dict[str, set[str]], facades: frozenset[str] = frozense
     return sorted(cycles)
 
 
+def collapsed(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The graph of ``package``'s direct sub-packages and modules: each module below ``package`` stands for the
+    one of them it is in (``pipeline.plan.selected`` → ``pipeline.plan``), edges inside one of them dropped."""
+    prefix = package + "."
+
+    def part(module: str) -> str | None:
+        return prefix + module[len(prefix) :].split(".")[0] if module.startswith(prefix) else None
+
+    parts: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        source = part(module)
+        if source is None:
+            continue
+        edges = parts.setdefault(source, set())
+        edges.update(t for t in map(part, targets) if t is not None and t != source)
+    return parts
+
+
 def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
@@ -272,6 +291,12 @@ def test_no_two_modules_import_each_other() -> None:
 
 def test_no_import_cycle_of_any_length() -> None:
     assert import_cycles(import_graph(PACKAGE_DIR), FACADES) == []
+
+
+def test_no_loop_between_the_pipelines_parts() -> None:
+    """The build stages and the modules beside them (``plan/``, ``options.py``, ``generate/``, ...) taken whole:
+    a loop between two of them would make them one stage in two places, even where no two modules loop."""
+    assert import_cycles(collapsed(import_graph(PACKAGE_DIR), "kernel_builder.pipeline")) == []
 
 
 def test_every_layer_keeps_to_its_place() -> None:
@@ -367,6 +392,33 @@ def test_a_planted_layering_violation_is_found(tmp_path: Path) -> None:
     assert layering_violations(graph, {"toy.build": ("toy.loader",)}) == []
     known = frozenset({("toy.formats.names", "toy.build.plan")})
     assert layering_violations(graph, {"toy.formats": ("toy.build",)}, known) == []
+
+
+def test_a_loop_between_two_sub_packages_is_found_where_no_modules_loop(tmp_path: Path) -> None:
+    """``stage.options`` imports ``stage.plan.select`` and ``stage.plan.run`` imports ``stage.options``: no module
+    cycle, but the sub-package ``plan`` and the module ``options`` import each other."""
+    package = _package(
+        tmp_path,
+        {
+            "toy/__init__.py": "",
+            "toy/stage/__init__.py": "",
+            "toy/stage/options.py": "from toy.stage.plan.select import Selection\n",
+            "toy/stage/plan/__init__.py": "",
+            "toy/stage/plan/select.py": "",
+            "toy/stage/plan/run.py": "from toy.stage import options\n",
+            "toy/stage/state.py": "import toy.stage.options\n",
+            "toy/other.py": "from toy.stage import state\n",
+        },
+    )
+    graph = import_graph(package)
+    assert import_cycles(graph) == []
+    parts = collapsed(graph, "toy.stage")
+    assert parts == {
+        "toy.stage.options": {"toy.stage.plan"},
+        "toy.stage.plan": {"toy.stage.options"},
+        "toy.stage.state": {"toy.stage.options"},
+    }
+    assert import_cycles(parts) == [["toy.stage.options", "toy.stage.plan"]]
 
 
 @pytest.mark.parametrize("text", ["from . import b\n", "from .b import g\n", "import toy.b\n"])

@@ -20,7 +20,6 @@ TESTED_ELSEWHERE = {
     # authoring
     "authoring.pytest_plugin": "the pytest plugin of `kernel-builder test`: test_authoring_devtest.py runs it",
     # build stages
-    "pipeline.environment.cache_lock": "environments created once under parallel builds: test_pipeline_environment_isolated_envs.py",
     "pipeline.generate.ops": "the generation stage's tests: test_pipeline_generate.py",
     "pipeline.options": "which options are inputs: test_pipeline_record.py; each option through test_pipeline_plan_candidates.py",
     "pipeline.generate.cmake": "the generation stage's tests: test_pipeline_generate.py",

@@ -86,7 +86,7 @@ def test_its_interpreter_is_the_targets_and_its_facts_come_from_files(wheels: Pa
     root = ensure_target(TargetSpec("2.13.0", "cpu", "aarch64-linux"))
     interpreter = target_interpreter(root, "aarch64-linux")
     assert interpreter.target == "aarch64-linux" and interpreter.system == "aarch64-linux"
-    assert interpreter.torch_version == "2.13.0+cu130" and interpreter.cuda == "13.0"
+    assert interpreter.torch_version == "2.13.0+cu130" and interpreter.torch_builds == (("cuda", "13.0"),)
     assert interpreter.python == Path(sys.executable)
     details = torch_details(interpreter)  # nothing imported: an import of this stand-in would fail
     assert details == details_from_files(root / "torch")

@@ -459,6 +459,38 @@ def test_project_files(tmp_path: Path) -> None:
     assert 'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")' in gen.text
 
 
+def test_a_cuda_project_includes_the_cuda_fragment_and_a_cpu_one_none(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    _, gen = generate(tmp_path, root, CU130_213, toolkit=toolkit_for(tmp_path, (13, 0)))
+    module = Path(inspect.getfile(kernel_builder)).parent / "cmake" / "cuda.cmake"
+    assert (gen.dir / "cmake" / "cuda.cmake").read_bytes() == module.read_bytes()
+    lines = gen.text.splitlines()
+    at = lines.index('include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")')
+    assert lines[at + 1] == 'include("${CMAKE_CURRENT_LIST_DIR}/cmake/cuda.cmake")'
+    _, cpu = generate(tmp_path / "cpu", make_root(tmp_path / "cpu"), fake_interpreter("2.13.0+cpu"))
+    assert sorted(p.name for p in (cpu.dir / "cmake").iterdir()) == ["KernelBuilder.cmake"]
+    assert "cuda.cmake" not in cpu.text
+
+
+def test_the_cuda_fragment_takes_the_architectures_out_of_torchs_flags(tmp_path: Path) -> None:
+    """Torch's CMake config adds a -gencode list to the global CUDA flags; the cuda fragment's hook, run once
+    Torch is found, removes every architecture flag and keeps the others (CMake's script mode runs it)."""
+    cmake_dir = Path(inspect.getfile(kernel_builder)).parent / "cmake"
+    script = tmp_path / "strip.cmake"
+    script.write_text(
+        f'include("{cmake_dir}/KernelBuilder.cmake")\ninclude("{cmake_dir}/cuda.cmake")\n'
+        'set(CMAKE_CUDA_FLAGS "-O2 -gencode arch=compute_90,code=sm_90 --expt-relaxed-constexpr -arch=sm_80")\n'
+        'set(TORCH_NVCC_FLAGS "--generate-code=arch=compute_80,code=sm_80 -Xfatbin -compress-all")\n'
+        "kb_backend_torch()\n"
+        'message(STATUS "[${CMAKE_CUDA_FLAGS}] [${TORCH_NVCC_FLAGS}] [${CUDA_NVCC_FLAGS}]")\n',
+        encoding="utf-8",
+    )
+    run = subprocess.run([toolchain.cmake().path, "-P", script], capture_output=True, text=True, check=True)
+    assert (
+        run.stdout + run.stderr
+    ).strip() == "-- [-O2 --expt-relaxed-constexpr] [-Xfatbin -compress-all] []"
+
+
 def test_project_is_rewritten_and_fingerprinted(tmp_path: Path) -> None:
     root = make_root(tmp_path)
     interpreter = fake_interpreter("2.13.0+cpu")

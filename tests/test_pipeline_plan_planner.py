@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import matrix_data as md
@@ -11,7 +12,13 @@ from stage_fixtures import CPU_213, CU130_213, fake_host, fake_interpreter, load
 from kernel_builder.common.diagnostics import Severity
 from kernel_builder.errors import BuildError, ConfigError
 from kernel_builder.pipeline.environment.interpreter import BuildInterpreter
-from kernel_builder.pipeline.plan.planner import BuildPlan, host_system, plan_build
+from kernel_builder.pipeline.plan.planner import (
+    OFF_MATRIX,
+    BuildPlan,
+    host_system,
+    plan_build,
+    plan_candidate,
+)
 
 UID = "0123456789"
 
@@ -519,6 +526,27 @@ def test_not_in_matrix_is_fine_for_development(
     assert names(build) == [name]
     warning = f"{name} is not in the variant matrix: fine for development, but not part of the published set"
     assert messages(build, Severity.WARNING) == ([warning] if warned else [])
+
+
+def test_a_selected_variant_leaves_out_the_off_matrix_warning_by_its_kind(tmp_path: Path) -> None:
+    """The default plan warns that the running variant is off the matrix, with the warning's kind; planning the
+    same variant as a selected candidate leaves out that kind, whatever its words, and keeps the others."""
+    interpreter = fake_interpreter("2.13.0+cu131", cuda="13.1")
+    name = "torch213-cxx11-cu131-x86_64-linux"
+    # A capability CUDA 13.1 cannot build: a warning of another kind, which both plans keep.
+    text = GENERAL.format(backends='["cuda"]') + TORCH + CUDA_KERNEL + 'cuda-capabilities = ["7.0", "9.0"]\n'
+    build = plan(tmp_path, text, interpreter)
+    off_matrix = [d for d in build.diagnostics if d.kind == OFF_MATRIX]
+    assert [d.message for d in off_matrix] == [
+        f"{name} is not in the variant matrix: fine for development, but not part of the published set"
+    ]
+    others = [d for d in build.diagnostics if d.kind != OFF_MATRIX]
+    assert others and all(d.kind is None for d in others)
+    selected, diagnostics = plan_candidate(load(Path("kernel")), name, "cuda", interpreter, UID)
+    assert selected.name == name
+    assert list(diagnostics) == others
+    # The kind is not part of a diagnostic's identity: the same words at the same place are one problem.
+    assert replace(off_matrix[0], kind=None) == off_matrix[0]
 
 
 def test_torch_bounds_exclude_the_running_variant(tmp_path: Path) -> None:

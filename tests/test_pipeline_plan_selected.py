@@ -14,7 +14,6 @@ from stage_fixtures import CPU_213, CU130_213, load
 from kernel_builder.errors import BuildError
 from kernel_builder.pipeline.environment import isolated_envs, toolchain
 from kernel_builder.pipeline.environment.toolchain import CudaToolkit
-from kernel_builder.pipeline.options import BuildOptions
 from kernel_builder.pipeline.plan import selected
 from kernel_builder.pipeline.plan.selected import served, variant_name
 
@@ -58,12 +57,12 @@ def asked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[object]:
 
 
 def test_the_systems_nvcc_when_it_is_the_release(asked: list[object]) -> None:
-    assert selected._host_nvcc((13, 0), BuildOptions(), log=print) == SYSTEM.nvcc
+    assert selected._host_nvcc((13, 0), selected.EnvironmentPolicy(), log=print) == SYSTEM.nvcc
     assert [c[0] for c in asked if isinstance(c, tuple)] == ["cuda_toolkit"]
 
 
 def test_nvidias_pypi_toolkit_for_another_cuda_13_release(asked: list[object], tmp_path: Path) -> None:
-    nvcc = selected._host_nvcc((13, 2), BuildOptions(), log=print)
+    nvcc = selected._host_nvcc((13, 2), selected.EnvironmentPolicy(), log=print)
     assert nvcc == tmp_path / "toolkit-env" / "site-packages" / "nvidia" / "cu13" / "bin" / "nvcc"
     assert asked[1:] == [
         ("ensure_toolkit_env", (13, 2)),
@@ -76,5 +75,5 @@ def test_no_pypi_compiler_for_cuda_12(asked: list[object]) -> None:
         BuildError,
         match=r"nvcc /usr/local/cuda-13\.0/bin/nvcc is CUDA 13\.0, but torch was built with CUDA 12\.6",
     ):
-        selected._host_nvcc((12, 6), BuildOptions(), log=print)
+        selected._host_nvcc((12, 6), selected.EnvironmentPolicy(), log=print)
     assert not [c for c in asked if isinstance(c, tuple) and c[0] == "ensure_toolkit_env"]

@@ -10,4 +10,5 @@ BACKEND = Backend(
     buildable=True,
     cmake_define="CPU_KERNEL",
     loads_everywhere=True,
+    cross_builds=True,
 )

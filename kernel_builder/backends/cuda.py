@@ -8,8 +8,9 @@ variant's ``backend.archs``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
-from kernel_builder.backends.registry import Backend, GpuArchs
+from kernel_builder.backends.registry import Backend, GpuArchs, TorchBuild
 
 # The capability rules (``gpu_archs``) are imported when first used: a warm ``get_kernel`` on a machine without a
 # GPU, or a no-op build, never asks them (docs/performance.md).
@@ -55,6 +56,9 @@ BACKEND = Backend(
     ),
     needs_nvcc=True,
     ships_triton=True,
+    torch_build=TorchBuild("cuda"),
+    cmake_fragment=Path(__file__).parent.parent / "cmake" / "cuda.cmake",
+    cross_builds=True,
     gpu=GPU,
     arch_key="cuda-capabilities",
     title="CUDA",

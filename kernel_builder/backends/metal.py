@@ -8,7 +8,7 @@ from kernel_builder.backends.registry import Backend
 BACKEND = Backend(
     name="metal",
     kernel_sections=True,
-    source_suffixes=(".metal", ".m", ".mm"),
+    source_suffixes=(".mm", ".metal", ".m"),
     in_matrix=True,
     cmake_define="METAL_KERNEL",
     min_macos=(26, 0),

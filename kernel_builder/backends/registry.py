@@ -13,8 +13,10 @@ imports nothing of theirs and nothing heavy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from kernel_builder.errors import KernelBuilderError
@@ -24,6 +26,7 @@ __all__ = [
     "BackendExistsError",
     "GpuArchKind",
     "GpuArchs",
+    "TorchBuild",
     "UnknownBackendError",
     "all_backends",
     "by_alias",
@@ -31,6 +34,8 @@ __all__ = [
     "get",
     "names",
     "register",
+    "torch_build_attributes",
+    "torch_build_of",
     "unregister",
 ]
 
@@ -49,6 +54,29 @@ class GpuArchs:
     """``device_runs(device)(entry)``: whether a visible device runs code built for ``entry``."""
     describe_device: Callable[[Any], str]
     """How messages name a device: ``compute capability 9.0``, ``architecture gfx942``."""
+
+
+#: ``major.minor`` at the start of a version, whole numbers both (``13.0``, ``13.0.1``; not ``13.0a``).
+MAJOR_MINOR = r"([0-9]+)\.([0-9]+)(?:\.|$)"
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """How a Torch built for a backend says so in ``torch/version.py``, which the build reads without importing
+    Torch: the attribute that is set (``torch.version.cuda``) and how its value spells the backend's version."""
+
+    attribute: str
+    """The ``torch.version`` attribute: ``cuda``, ``hip``, ``xpu``."""
+    patterns: tuple[str, ...] = (MAJOR_MINOR,)
+    """Regular expressions tried in turn at the start of the value, the first match giving ``(major, minor)`` from
+    its two groups (xpu's ``20250300`` is 2025.3); none matching: the version cannot be read (``None``)."""
+
+    def version(self, value: str) -> tuple[int, int] | None:
+        for pattern in self.patterns:
+            match = re.match(pattern, value.strip(), re.ASCII)
+            if match is not None:
+                return int(match[1]), int(match[2])
+        return None
 
 
 @dataclass(frozen=True)
@@ -78,7 +106,8 @@ class Backend:
     general_table: frozenset[str] | None = None
     """The keys of its ``[general.<name>]`` table, ``None`` when it has none."""
     source_suffixes: tuple[str, ...] = ()
-    """Source suffixes that only this backend (and others listing them) compiles (``.cu``, ``.metal``, …)."""
+    """Source suffixes that only this backend (and others listing them) compiles (``.cu``, ``.metal``, …); the
+    first is its usual one, suggested for a kernel section without ``src``."""
 
     # --- the variant matrix (kernel_builder/formats/build-matrix.json) ----------------------------------------
     in_matrix: bool = False
@@ -102,6 +131,14 @@ class Backend:
     """Whether the build needs a CUDA toolkit (nvcc), matched to the Torch's CUDA version."""
     ships_triton: bool = False
     """Whether Torch's Linux builds for this backend install Triton (a kernel may import it unconditionally)."""
+    torch_build: TorchBuild | None = None
+    """How a build interpreter's Torch is recognised as built for it, and its compute version read (``None``: no
+    Torch names it in ``version.py``; a Torch that names no backend is a CPU build)."""
+    cmake_fragment: Path | None = None
+    """A CMake file its generated projects include after ``KernelBuilder.cmake``: what only this backend's builds
+    do, in the hooks that file calls (``kb_backend_torch``, ``kb_backend_extension``); ``None``: nothing more."""
+    cross_builds: bool = False
+    """Whether a host also compiles its variants for another system, from that system's Torch (docs/cross.md)."""
 
     # --- architectures and loading (docs/loading.md) ----------------------------------------------------------
     gpu: GpuArchs | None = None
@@ -219,6 +256,24 @@ def names(*, where: str | None = None) -> tuple[str, ...]:
     """Registered backend names in registration order; ``where`` keeps those whose attribute of that name is
     true (``names(where="kernel_sections")``)."""
     return tuple(b.name for b in _iter(where))
+
+
+def torch_build_attributes() -> tuple[str, ...]:
+    """The ``torch.version`` attributes a registered backend's Torch builds set (what ``version.py`` is read for)."""
+    return tuple(b.torch_build.attribute for b in _REGISTRY.values() if b.torch_build is not None)
+
+
+def torch_build_of(values: Mapping[str, str | None]) -> tuple[str, tuple[int, int] | None]:
+    """The backend a Torch was built for and its version, from its ``torch.version`` attributes: the first
+    registered backend whose attribute is set, else ``cpu``. The same answer as the loader's
+    ``kernel_builder.formats.runtime.detect_backend`` for the running Torch, whose ``_ops.py`` copy cannot ask the
+    registry (``tests/test_backends.py`` holds them to it)."""
+    for backend in _REGISTRY.values():
+        value = values.get(backend.torch_build.attribute) if backend.torch_build is not None else None
+        if value:
+            assert backend.torch_build is not None
+            return backend.name, backend.torch_build.version(value)
+    return "cpu", None
 
 
 def _iter(where: str | None) -> Iterator[Backend]:

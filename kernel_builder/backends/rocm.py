@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kernel_builder.backends.registry import Backend, GpuArchs
+from kernel_builder.backends.registry import Backend, GpuArchs, TorchBuild
 
 
 def _runs(device: str) -> Callable[[str], bool]:
@@ -34,6 +34,8 @@ BACKEND = Backend(
     cmake_define="ROCM_KERNEL",
     use_define="USE_ROCM=1",
     ships_triton=True,
+    # torch.version.hip: `7.1.25424-4179531dcd`, the build after a dash.
+    torch_build=TorchBuild("hip", (r"([0-9]+)\.([0-9]+)(?:[.-]|$)",)),
     gpu=GPU,
     arch_key="rocm-archs",
 )

@@ -1,4 +1,4 @@
-"""``kernel-builder generate``: write pyproject.toml for a wheel build (``Builder.generate``)."""
+"""``kernel-builder generate``: write pyproject.toml for a wheel build (:mod:`kernel_builder.pipeline.generate.pyproject`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common, add_path, load, log
+from kernel_builder.commands._shared import add_common, add_path, load, log, print_diagnostics
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -22,9 +22,15 @@ def register(commands: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernel_builder.pipeline.builder import Builder, BuildOptions
+    from kernel_builder.common.diagnostics import Diagnostic, Severity
+    from kernel_builder.pipeline.generate.pyproject import generate
+    from kernel_builder.pipeline.options import BuildOptions
 
-    builder = Builder(load(args.path), BuildOptions(python=args.python), log=log)
-    target = builder.generate(force=args.force)
+    project = load(args.path)
+
+    def warn(message: str) -> None:  # as `build` shows its warnings: about the project's build.toml
+        print_diagnostics([Diagnostic(Severity.WARNING, message, project.display_path)])
+
+    target = generate(project, BuildOptions(python=args.python), log, warn, force=args.force)
     print(f"wrote {target}; build a wheel with: pip wheel --no-build-isolation {target.parent}")
     return 0

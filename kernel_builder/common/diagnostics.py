@@ -1,7 +1,9 @@
 """Diagnostics: one problem with its place in a file, rendered the way compilers do.
 
 ``<path>:<line>: error: <what>`` followed by ``  hint: <what to do>``. They are collected in one pass so a
-user sees every problem at once, ordered by line.
+user sees every problem at once, ordered by line. A diagnostic may carry a ``kind``: a stable name of what it
+reports, so that code which passes on some of its own findings and not others picks them by kind, never by
+their wording (which is for people, and changes).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ class Diagnostic:
     line: int | None = None
     col: int | None = None
     hint: str | None = None
+    #: What it reports, for code that filters diagnostics (``"off-matrix"``); not part of its identity: the same
+    #: problem at the same place is one diagnostic.
+    kind: str | None = field(default=None, compare=False)
 
     def render(self) -> str:
         where = self.path
@@ -52,8 +57,9 @@ class DiagnosticList:
         line: int | None = None,
         hint: str | None = None,
         col: int | None = None,
+        kind: str | None = None,
     ) -> None:
-        diagnostic = Diagnostic(severity, message, self.path, line, col, hint)
+        diagnostic = Diagnostic(severity, message, self.path, line, col, hint, kind)
         if diagnostic not in self._seen:  # a set: thousands of problems must not cost quadratic time
             self._seen.add(diagnostic)
             self.items.append(diagnostic)
@@ -61,8 +67,10 @@ class DiagnosticList:
     def error(self, message: str, line: int | None = None, hint: str | None = None) -> None:
         self.add(Severity.ERROR, message, line, hint)
 
-    def warning(self, message: str, line: int | None = None, hint: str | None = None) -> None:
-        self.add(Severity.WARNING, message, line, hint)
+    def warning(
+        self, message: str, line: int | None = None, hint: str | None = None, *, kind: str | None = None
+    ) -> None:
+        self.add(Severity.WARNING, message, line, hint, kind=kind)
 
     def note(self, message: str, line: int | None = None, hint: str | None = None) -> None:
         self.add(Severity.NOTE, message, line, hint)

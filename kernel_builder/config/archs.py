@@ -71,13 +71,13 @@ def arch_problems(config: BuildConfig, matrix: Matrix) -> list[ArchProblem]:
             problems.extend(_cuda_problems(config, matrix, kernel))
         elif gpu_arch == "gfx":
             archs = gpu_archs.select_rocm_archs(kernel.rocm_archs)
-            entries = list(applicable_entries(config, matrix, "rocm"))
+            entries = list(applicable_entries(config, matrix, kernel.backend))
             if not archs and entries:
                 requested = ", ".join(kernel.rocm_archs or ())
                 problems.append(
                     ArchProblem(
                         kernel,
-                        "rocm",
+                        kernel.backend,
                         None,
                         any(e.required for e in entries),
                         f"[kernel.{kernel.name}]: none of the requested archs ({requested}) are supported by ROCm "
@@ -89,7 +89,7 @@ def arch_problems(config: BuildConfig, matrix: Matrix) -> list[ArchProblem]:
 
 def _cuda_problems(config: BuildConfig, matrix: Matrix, kernel: Kernel) -> list[ArchProblem]:
     required_by_version: dict[tuple[int, int], bool] = {}
-    for entry in applicable_entries(config, matrix, "cuda"):
+    for entry in applicable_entries(config, matrix, kernel.backend):
         if entry.version is None or not kernel_applies(kernel, entry.version):
             continue
         version = (entry.version + (0, 0))[:2]
@@ -105,7 +105,7 @@ def _cuda_problems(config: BuildConfig, matrix: Matrix, kernel: Kernel) -> list[
         problems.append(
             ArchProblem(
                 kernel,
-                "cuda",
+                kernel.backend,
                 version,
                 required,
                 f"[kernel.{kernel.name}]: none of the requested capabilities ({requested}) can be built with "

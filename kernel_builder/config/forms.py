@@ -86,7 +86,28 @@ def _first_trait(doc: dict[str, Any], traits: tuple[tuple[str, str | None, str],
 
 
 def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
-    """The form of ``doc``, or None after reporting why it cannot be read."""
+    """The form of ``doc``, or None after reporting why it cannot be read.
+
+    An `edition` decides at once; without one, the traits decide, newest form first: pre-release traits are
+    refused, edition-5 features need the `edition`, `backends` makes v3 or v4 (and v3 traits need it), and the
+    kernel sections tell v2 from v1."""
+    general = _readable_general(doc, ctx)
+    if general is None:
+        return None
+    torch: dict[str, Any] = doc["torch"] if isinstance(doc.get("torch"), dict) else {}
+    if "edition" in general:
+        return _edition_form(general["edition"], ctx)
+    if _pre_release(general, torch, ctx) or _v5_without_edition(doc, general, torch, ctx):
+        return None
+    if "backends" in general:
+        return _v3_or_v4(doc, general)
+    if _v3_without_backends(doc, ctx):
+        return None
+    return _v1_or_v2(_kernels(doc), general, torch, ctx)
+
+
+def _readable_general(doc: dict[str, Any], ctx: Context) -> dict[str, Any] | None:
+    """The `[general]` table, or None after reporting a pre-release `[extension]` or a missing or odd `general`."""
     general = doc.get("general")
     if "extension" in doc:
         ctx.error(PRE_RELEASE, ("extension",), "rename `[extension]` to `[torch]` and add `[general] name`")
@@ -97,78 +118,93 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
         else:
             ctx.error("`general` must be a table", ("general",), "write it as a `[general]` table")
         return None
+    return general
 
-    torch: dict[str, Any] = doc["torch"] if isinstance(doc.get("torch"), dict) else {}
-    if "edition" not in general:
-        for key in ("name", "pysrc", "pyroot"):
-            if key in torch:
-                ctx.error(
-                    PRE_RELEASE,
-                    ("torch", key),
-                    f"`[torch] {key}` is a pre-release trait: move the name to `[general] name`, list Python "
-                    "files in `torch-ext/<name>/`, and write the file in the current form",
-                )
-                return None
-        if isinstance(general.get("version"), str):
+
+def _edition_form(edition: object, ctx: Context) -> Form | None:
+    """Edition 5, or None after reporting an edition that is not an integer, newer, or one that never was."""
+    if isinstance(edition, bool) or not isinstance(edition, int):
+        ctx.error(
+            f"`edition` must be an integer, not {type_name(edition)}",
+            ("general", "edition"),
+            "write `edition = 5`",
+        )
+        return None
+    if edition == CURRENT_EDITION:
+        return Form(5, "edition = 5")
+    if edition > CURRENT_EDITION:
+        ctx.error(
+            f"edition {edition} is newer than this kernel-builder supports ({CURRENT_EDITION})",
+            ("general", "edition"),
+            "upgrade kernel-builder",
+        )
+    else:
+        ctx.error(
+            f"there is no edition {edition}",
+            ("general", "edition"),
+            "files before edition 5 have no `edition` key: remove it to read the file as v4, or set "
+            "`edition = 5`",
+        )
+    return None
+
+
+def _pre_release(general: dict[str, Any], torch: dict[str, Any], ctx: Context) -> bool:
+    """Whether a file without `edition` has a pre-release trait (reported): the name or Python files in
+    `[torch]`, or a string version."""
+    for key in ("name", "pysrc", "pyroot"):
+        if key in torch:
             ctx.error(
                 PRE_RELEASE,
-                ("general", "version"),
-                f'`version = "{general["version"]}"` is a pre-release trait: the version is now an integer '
-                "major version (`version = 1`)",
+                ("torch", key),
+                f"`[torch] {key}` is a pre-release trait: move the name to `[general] name`, list Python "
+                "files in `torch-ext/<name>/`, and write the file in the current form",
             )
-            return None
+            return True
+    if isinstance(general.get("version"), str):
+        ctx.error(
+            PRE_RELEASE,
+            ("general", "version"),
+            f'`version = "{general["version"]}"` is a pre-release trait: the version is now an integer '
+            "major version (`version = 1`)",
+        )
+        return True
+    return False
 
-    if "edition" in general:
-        edition = general["edition"]
-        if isinstance(edition, bool) or not isinstance(edition, int):
-            ctx.error(
-                f"`edition` must be an integer, not {type_name(edition)}",
-                ("general", "edition"),
-                "write `edition = 5`",
-            )
-            return None
-        if edition == CURRENT_EDITION:
-            return Form(5, "edition = 5")
-        if edition > CURRENT_EDITION:
-            ctx.error(
-                f"edition {edition} is newer than this kernel-builder supports ({CURRENT_EDITION})",
-                ("general", "edition"),
-                "upgrade kernel-builder",
-            )
-        else:
-            ctx.error(
-                f"there is no edition {edition}",
-                ("general", "edition"),
-                "files before edition 5 have no `edition` key: remove it to read the file as v4, or set "
-                "`edition = 5`",
-            )
-        return None
 
-    kernels = _kernels(doc)
-    v5_features = []
+def _v5_without_edition(
+    doc: dict[str, Any], general: dict[str, Any], torch: dict[str, Any], ctx: Context
+) -> bool:
+    """Whether a file without `edition` uses edition-5 features (reported, naming the first)."""
+    features = []
     if "kernel-depends" in general or any(
         isinstance(general.get(b), dict) and "kernel-depends" in general[b] for b in _KERNEL_DEPENDS_TABLES
     ):
-        v5_features.append("`kernel-depends`")
+        features.append("`kernel-depends`")
     if "tpu" in general:
-        v5_features.append("`[general.tpu]`")
+        features.append("`[general.tpu]`")
     if isinstance(torch.get("stable-abi"), dict):
-        v5_features.append("a table-valued `stable-abi`")
-    if v5_features:
+        features.append("a table-valued `stable-abi`")
+    if features:
         ctx.error(
-            f"uses edition-5 features ({', '.join(v5_features)}) but lacks `edition = 5`",
-            _feature_path(doc, v5_features[0]),
+            f"uses edition-5 features ({', '.join(features)}) but lacks `edition = 5`",
+            _feature_path(doc, features[0]),
             "add `edition = 5` to [general]",
         )
-        return None
-    v4_trait = _first_trait(doc, _V4_TRAITS)
-    if "backends" in general:
-        if v4_trait is not None:
-            return Form(4, f"{v4_trait} without 'edition'")
-        if "version" in general and "license" in general and "torch" in doc:
-            return Form(4, "'backends', 'version', 'license' and [torch] without 'edition'")
-        return Form(3, "[general] has 'backends' but no 'edition'")
+    return bool(features)
 
+
+def _v3_or_v4(doc: dict[str, Any], general: dict[str, Any]) -> Form:
+    """A file with `backends` and no `edition`: v4 where it has a v4 trait or all of v4's required keys."""
+    v4_trait = _first_trait(doc, _V4_TRAITS)
+    if v4_trait is not None:
+        return Form(4, f"{v4_trait} without 'edition'")
+    if "version" in general and "license" in general and "torch" in doc:
+        return Form(4, "'backends', 'version', 'license' and [torch] without 'edition'")
+    return Form(3, "[general] has 'backends' but no 'edition'")
+
+
+def _v3_without_backends(doc: dict[str, Any], ctx: Context) -> bool:
+    """Whether a file without `backends` has a trait of v3 or later, which requires it (reported)."""
     v3_trait = _first_trait(doc, _V3_TRAITS)
     if v3_trait is not None:
         ctx.error(
@@ -176,8 +212,14 @@ def detect_form(doc: dict[str, Any], ctx: Context) -> Form | None:
             ("general",),
             backends_hint(doc),
         )
-        return None
+    return v3_trait is not None
 
+
+def _v1_or_v2(
+    kernels: dict[str, Any], general: dict[str, Any], torch: dict[str, Any], ctx: Context
+) -> Form | None:
+    """v2 (kernel sections with `backend`, or v2's `[general]` keys) or v1 (`language`, `torch.universal`);
+    None after reporting a file that mixes the two."""
     v2_traits: list[tuple[str, KeyPath]] = [
         (f"[kernel.{n}] has `backend`", ("kernel", n, "backend"))
         for n, k in kernels.items()

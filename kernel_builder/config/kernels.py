@@ -206,8 +206,6 @@ def _read_depends(ctx: Context, reader: Reader, backend: str | None, edition5: b
     return tuple(out)
 
 
-#: The usual source suffix of each backend, for the example in the hint of a missing `src`.
-_SOURCE_SUFFIX = {"cuda": ".cu", "rocm": ".cu", "metal": ".mm"}
 _SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".h", ".hpp", ".mm", ".metal")
 
 
@@ -219,9 +217,9 @@ def _src_example(root: Path, name: str, backend: str | None) -> str:
         found = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix in _SOURCE_SUFFIXES)
     except OSError:  # no such directory, or one that cannot be read
         found = []
-    files = [f"{name}/{f}" for f in found[:6]] or [
-        f"{name}/{name}{_SOURCE_SUFFIX.get(backend or '', '.cpp')}"
-    ]
+    spec = backends.find(backend or "")
+    usual = spec.source_suffixes[0] if spec is not None and spec.source_suffixes else ".cpp"
+    files = [f"{name}/{f}" for f in found[:6]] or [f"{name}/{name}{usual}"]
     return "[" + ", ".join(f'"{f}"' for f in files) + "]"
 
 

@@ -4,11 +4,13 @@ The loader judges variant directories against an :class:`Environment` record, an
 running environment's variant from one (``kernel_builder.formats.variants.variant_for_environment``). Detection is kept
 apart from its uses so that tests can hand in records of machines they do not run on.
 
-:func:`detect_backend` is the only backend-detection order in the project (docs/loading.md). The generator of
-the noarch ``_ops.py`` embeds its source verbatim, and that file cannot import ``kernel_builder``; the function
-therefore uses nothing but its argument and builtins, keeps its annotations as strings (never evaluated, so
-valid on Python 3.9; this module has no ``from __future__ import annotations`` for that reason), and sticks to
-Python 3.9 syntax.
+:func:`detect_backend` is the only detection order of the running Torch's backend (docs/loading.md); the
+build, which reads a Torch's ``version.py`` without importing it, asks the backend registry
+(``kernel_builder.backends.torch_build_of``), which ``tests/test_backends.py`` holds to the same answers. The
+generator of the noarch ``_ops.py`` embeds its source verbatim, and that file cannot import ``kernel_builder``;
+the function therefore uses nothing but its argument and builtins, keeps its annotations as strings (never
+evaluated, so valid on Python 3.9; this module has no ``from __future__ import annotations`` for that reason),
+and sticks to Python 3.9 syntax.
 
 Torch is optional: nothing here imports it at module import time, so the CLI starts without it.
 """

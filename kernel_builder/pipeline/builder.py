@@ -318,8 +318,12 @@ class Builder:
         """Plan a selected candidate in an interpreter whose torch gives exactly that variant."""
         from kernel_builder.pipeline.plan import selected as selected_plans
 
+        options = self.options
+        policy = selected_plans.EnvironmentPolicy(
+            options.offline, options.refresh_envs, options.arch == "native", options.explicit_archs
+        )
         plan, interpreter, diagnostics = selected_plans.plan_selected(
-            self.project, candidate, unique_id, default, self.options, log=self.log,
+            self.project, candidate, unique_id, default, policy, log=self.log,
             preparing=lambda: self.progress.stage(candidate.name, "preparing build environment"),
             status=lambda text: self.progress.stage(candidate.name, text),
         )  # fmt: skip
@@ -507,12 +511,6 @@ class Builder:
         from kernel_builder.pipeline.check.import_check import ImportCheckWorker
 
         return ImportCheckWorker(interpreter)
-
-    def generate(self, force: bool = False) -> Path:
-        """``kernel-builder generate`` (:func:`kernel_builder.pipeline.generate.pyproject.generate`)."""
-        from kernel_builder.pipeline.generate.pyproject import generate
-
-        return generate(self.project, self.options, self.log, self.warn, force=force)
 
     def _configure_and_compile(
         self,

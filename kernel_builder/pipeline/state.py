@@ -94,28 +94,21 @@ def staging_dir(root: Path) -> Path:
 
 @contextmanager
 def project_lock(root: Path, log: Callable[[str], None]) -> Iterator[None]:
-    """Hold ``.kernel-builder/build.lock`` (released by the OS if this process dies); say so when waiting.
-
-    An advisory ``flock`` on the file (its own open file, so threads of one process exclude each other too)."""
-    import fcntl
+    """Hold ``.kernel-builder/build.lock`` (released by the OS if this process dies); say so when waiting."""
+    from kernel_builder.common.file_lock import exclusive
 
     path = state_dir(root) / LOCK_FILE
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise BuildError(
+
+    def unusable(exc: OSError) -> BuildError:
+        return BuildError(
             f"cannot create {exc.filename or path}: {exc.strerror}; the kernel directory must be writable"
-        ) from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log(f"waiting for another kernel-builder build of {root} to finish (it holds {path})")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        )
+
+    def waiting() -> None:
+        log(f"waiting for another kernel-builder build of {root} to finish (it holds {path})")
+
+    with exclusive(path, waiting=waiting, unusable=unusable):
         yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def sweep(root: Path, build_root: Path) -> None:

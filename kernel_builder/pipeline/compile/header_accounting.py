@@ -10,12 +10,14 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from kernel_builder import backends
 from kernel_builder.config.model import KernelProject
 from kernel_builder.pipeline.compile.ninja_build import included_files
 from kernel_builder.pipeline.state import BUILD_DIR, KERNEL_TREE_COPY, STATE_DIR
 
-#: Compiled sources: they are listed in ``src`` by construction, or compiled by another component.
-SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx", ".cu", ".hip", ".mm", ".metal"})
+#: Compiled sources: they are listed in ``src`` by construction, or compiled by another component. C and C++, and
+#: each backend's own (``source_suffixes``: ``.cu``, ``.hip``, ``.mm``, ...).
+CXX_SOURCE_SUFFIXES = frozenset({".c", ".cc", ".cpp", ".cxx"})
 #: Build products that dependency records may mention (never headers).
 PRODUCT_SUFFIXES = frozenset({".o", ".obj", ".a", ".so", ".lib", ".dll", ".dylib", ".d"})
 #: Files the build writes into the kernel root itself.
@@ -33,6 +35,7 @@ def unlisted_headers(
     root = root.resolve()
     skipped = [Path(e).resolve() for e in excluded]
     known = set(listed) | GENERATED
+    sources = CXX_SOURCE_SUFFIXES.union(*(b.source_suffixes for b in backends.all_backends()))
     unlisted: dict[str, str] = {}
     seen: set[Path] = set()
     directories: dict[str, str] = {}
@@ -44,7 +47,7 @@ def unlisted_headers(
             path = _resolve(file, directories)
             if not path.is_relative_to(root) or any(path.is_relative_to(e) for e in skipped):
                 continue
-            if path.suffix in SOURCE_SUFFIXES or path.suffix in PRODUCT_SUFFIXES:
+            if path.suffix in sources or path.suffix in PRODUCT_SUFFIXES:
                 continue
             rel = path.relative_to(root).as_posix()
             if rel not in known:

@@ -25,7 +25,6 @@ that another user could have made is never used (nor one that others may write t
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -35,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.common.file_lock import exclusive
 from kernel_builder.common.safe_fs import scan_tree
 
 ENV = "KERNEL_BUILDER_SOURCE_STAGE"
@@ -154,17 +154,19 @@ class SourceStage:
         """Hold the stage's lock and bring it up to date with the checkout; yields the number of files changed.
 
         Raises :class:`StageError` when the stage cannot be used (the caller compiles in place)."""
+
+        def unusable(error: OSError) -> StageError:
+            return StageError(f"{self.path.parent}: {error.strerror or error}")
+
         try:
             _own_directory(self.path.parent, private=True)
-            descriptor = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except OSError as error:
-            raise StageError(f"{self.path.parent}: {error.strerror or error}") from None
-        try:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log(f"waiting for {self.path}: another build of this kernel and variant is using it")
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            raise unusable(error) from None
+
+        def waiting() -> None:
+            log(f"waiting for {self.path}: another build of this kernel and variant is using it")
+
+        with exclusive(self.lock_path, waiting=waiting, unusable=unusable, private=True):
             files = source_files(self.root)
             if len(files) > MAX_FILES:
                 raise StageError(
@@ -176,8 +178,6 @@ class SourceStage:
             except OSError as error:
                 raise StageError(f"{self.path}: {error.strerror or error}") from None
             yield changed
-        finally:
-            os.close(descriptor)  # releases the lock
 
 
 def for_variant(root: Path, kernel: str, variant: str) -> SourceStage:

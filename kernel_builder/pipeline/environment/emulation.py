@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.common.file_lock import exclusive
 from kernel_builder.errors import BuildError
-from kernel_builder.pipeline.environment.cache_lock import locked
 from kernel_builder.pipeline.environment.env_facts import cache_root
 from kernel_builder.pipeline.environment.target_env import PLATFORMS, platform_argv
 
@@ -100,7 +100,7 @@ def ensure_python(system: str, log: Callable[[str], None] = lambda _: None) -> P
     if architecture is None:
         raise EmulationUnavailable(f"no emulated Python for {system}")
     root = emulation_dir(system) / "python"
-    with locked(root.parent / ".python.lock"):
+    with exclusive(root.parent / ".python.lock"):
         if (root / MARKER).is_file():
             _describe_cpu(root)  # a root made before these files were written
             return root
@@ -164,7 +164,7 @@ def ensure_site(
     wanted = [*sorted(requirements), "--no-deps", *sorted(without_deps)]
     key = hashlib.sha256("\0".join(wanted).encode()).hexdigest()[:16]
     site = emulation_dir(system) / f"site-{key}"
-    with locked(site.parent / f".site-{key}.lock"):
+    with exclusive(site.parent / f".site-{key}.lock"):
         if (site / MARKER).is_file():
             return site
         tmp = site.with_name(f".site-{key}.{os.getpid()}.tmp")

@@ -11,14 +11,14 @@ import hashlib
 import json
 import os
 import sys
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernel_builder import backends
 from kernel_builder.common import processes
 from kernel_builder.errors import BuildError
-from kernel_builder.formats.runtime import Environment, detect_backend, host_cpu_os
+from kernel_builder.formats.runtime import Environment, host_cpu_os
 from kernel_builder.formats.variants import Variant, to_major_minor, variant_for_environment
 from kernel_builder.pipeline.environment.env_facts import remembered
 
@@ -65,9 +65,9 @@ class BuildInterpreter:
     python: Path
     torch_dir: Path
     torch_version: str  # e.g. "2.14.1+cu130"
-    cuda: str | None
-    hip: str | None
-    xpu: str | None
+    #: What Torch's ``version.py`` says it was built for: each registered backend's ``torch.version`` attribute
+    #: that is set, with its value (``(("cuda", "13.0"),)``); empty for a CPU build (``backends.torch_build_of``).
+    torch_builds: tuple[tuple[str, str], ...]
     python_version: tuple[int, int]
     python_include: Path
     purelib: Path
@@ -81,14 +81,20 @@ class BuildInterpreter:
     @property
     def torch_build(self) -> str:
         """The Torch build this interpreter has: ``cpu``, ``cu130``, ``rocm71``... (the variant's compute name)."""
-        fake = types.SimpleNamespace(
-            version=types.SimpleNamespace(cuda=self.cuda, hip=self.hip, xpu=self.xpu)
-        )
-        backend, version = detect_backend(fake)
+        backend, version = backends.torch_build_of(dict(self.torch_builds))
+        spec = backends.get(backend)
         return (
             backend
-            if version is None
-            else f"{'cu' if backend == 'cuda' else backend}{version[0]}{version[1]}"
+            if version is None or not spec.versioned
+            else f"{spec.compute_part_stem}{version[0]}{version[1]}"
+        )
+
+    @property
+    def backend_version_text(self) -> str | None:
+        """Its backend's version as ``version.py`` spells it (``13.0``), for messages; None for a CPU build."""
+        spec = backends.get(backends.torch_build_of(dict(self.torch_builds))[0])
+        return (
+            dict(self.torch_builds).get(spec.torch_build.attribute) if spec.torch_build is not None else None
         )
 
     @property
@@ -104,14 +110,11 @@ class BuildInterpreter:
         return to_major_minor(self.torch_version.split("+")[0])
 
     def backend(self) -> tuple[str, tuple[int, int] | None]:
-        """The compute backend of this Torch, through the one shared detection function (``cpu`` for a
-        :attr:`cpu_view`)."""
+        """The compute backend of this Torch and its version, as the backend registry reads ``version.py``
+        (``cpu`` for a :attr:`cpu_view`)."""
         if self.cpu_view:
             return "cpu", None
-        fake = types.SimpleNamespace(
-            version=types.SimpleNamespace(cuda=self.cuda, hip=self.hip, xpu=self.xpu)
-        )
-        return detect_backend(fake)
+        return backends.torch_build_of(dict(self.torch_builds))
 
     def variant(self, stable_abi: tuple[int, int] | None = None) -> Variant:
         backend, version = self.backend()
@@ -135,13 +138,19 @@ class BuildInterpreter:
 
 
 def read_version_py(torch_dir: Path) -> dict[str, str | None]:
+    """``__version__`` and every ``torch.version`` attribute a registered backend's builds set, as written."""
     values: dict[str, str | None] = {}
     for line in (torch_dir / "version.py").read_text(encoding="utf-8").splitlines():
-        for key in ("__version__", "cuda", "hip", "xpu"):
+        for key in ("__version__", *backends.torch_build_attributes()):
             if line.startswith((f"{key} =", f"{key}:")):
                 value = line.split("=", 1)[1].strip()
                 values[key] = None if value == "None" else value.strip("'\"")
     return values
+
+
+def torch_builds(values: dict[str, str | None]) -> tuple[tuple[str, str], ...]:
+    """:attr:`BuildInterpreter.torch_builds` from what :func:`read_version_py` read."""
+    return tuple((key, value) for key in backends.torch_build_attributes() if (value := values.get(key)))
 
 
 def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterpreter:
@@ -159,9 +168,7 @@ def quick_probe(python: str | os.PathLike[str] | None = None) -> BuildInterprete
         python=exe,
         torch_dir=torch_dir,
         torch_version=values.get("__version__") or "0.0",
-        cuda=values.get("cuda"),
-        hip=values.get("hip"),
-        xpu=values.get("xpu"),
+        torch_builds=torch_builds(values),
         python_version=(data["python_version"][0], data["python_version"][1]),
         python_include=Path(data["python_include"]),
         purelib=Path(data["purelib"]),

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.common.file_lock import exclusive
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import MatrixEntry
 from kernel_builder.pipeline.environment import pip_install
-from kernel_builder.pipeline.environment.cache_lock import locked
 from kernel_builder.pipeline.environment.env_facts import cache_root
 from kernel_builder.pipeline.environment.provision import toolkit_requirements
 from kernel_builder.pipeline.environment.target_env import link_cudart
@@ -114,7 +114,7 @@ def ensure_toolkit_env(
     build where the system has none (docs/cross.md). Shared and kept like the build environments."""
     toolkit = toolkit_requirements(cuda)
     env = toolkit_env_dir(cuda)
-    with locked(env.parent / f".{env.name}.lock"):
+    with exclusive(env.parent / f".{env.name}.lock"):
         marker = env / MARKER
         if marker.is_file() and not refresh and python_of(env).exists():
             return purelib_of(env)
@@ -157,7 +157,7 @@ def ensure_env(
     much of it has arrived); without it, ``log`` does."""
     toolkit = toolkit_requirements(cuda_toolkit) if cuda_toolkit is not None else []
     env = env_dir(spec)
-    with locked(env.parent / f".{spec.key}.lock"):
+    with exclusive(env.parent / f".{spec.key}.lock"):
         marker = env / MARKER
         if marker.is_file() and not refresh and python_of(env).exists():
             recorded = json.loads(marker.read_text()).get("toolkit", [])

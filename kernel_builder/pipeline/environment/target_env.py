@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_builder.common.file_lock import exclusive
 from kernel_builder.errors import BuildError
 from kernel_builder.formats.matrix import MatrixEntry
-from kernel_builder.pipeline.environment.cache_lock import locked
 from kernel_builder.pipeline.environment.env_facts import cache_root
-from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, read_version_py
+from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, read_version_py, torch_builds
 
 MARKER = "kernel-builder-target.json"
 #: The wheel platform tag of each system a target environment can be made for (the manylinux policy too).
@@ -135,7 +135,7 @@ def ensure_target(
     to fetch (``provision.resolve_torch``'s choice for the target), else ``torch==<pin>``. ``host_nvcc``: this
     host's nvcc of the variant's CUDA version, for a cuda variant's CUDA tree (:func:`_cuda_tree`)."""
     root = target_dir(spec)
-    with locked(root.parent / f".{spec.key}.lock"):
+    with exclusive(root.parent / f".{spec.key}.lock"):
         if target_ready(spec) and not refresh:
             return root
         tmp = root.with_name(f".{spec.key}.{os.getpid()}.tmp")
@@ -264,9 +264,7 @@ def target_interpreter(root: Path, system: str) -> BuildInterpreter:
         python=Path(sys.executable),
         torch_dir=torch_dir,
         torch_version=values.get("__version__") or "0.0",
-        cuda=values.get("cuda"),
-        hip=values.get("hip"),
-        xpu=values.get("xpu"),
+        torch_builds=torch_builds(values),
         python_version=(sys.version_info[0], sys.version_info[1]),
         python_include=Path(paths["include"]),
         purelib=root,

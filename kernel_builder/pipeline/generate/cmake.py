@@ -1,8 +1,10 @@
 """The CMake project of one AOT variant (docs/layout.md).
 
 The generated CMakeLists.txt states what to build — components, sources, flags, architectures — as calls
-into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how.
-Everything the project depends on is written into it, so its files alone decide whether to reconfigure.
+into ``KernelBuilder.cmake`` (the top-level ``cmake/`` folder, shipped as package data), which holds how, and
+the variant's backend's CMake fragment (its ``cmake_fragment``: ``cmake/cuda.cmake``), which holds what only that
+backend's builds do. Everything the project depends on is written into it, so its files alone decide whether
+to reconfigure.
 """
 
 from __future__ import annotations
@@ -209,6 +211,7 @@ def write_project(
     (project_dir / "include" / "registration.h").write_text(registration_header(), encoding="utf-8")
     module = (files("kernel_builder") / "cmake" / "KernelBuilder.cmake").read_text(encoding="utf-8")
     (project_dir / "cmake" / "KernelBuilder.cmake").write_text(module, encoding="utf-8")
+    _write_backend_fragment(project_dir / "cmake", backends.get(plan.backend))
     late_includes: list[Path] = []
     compat = None
     if options.manylinux_compiler is not None:
@@ -232,6 +235,24 @@ def write_project(
     (project_dir / "_ops.py").write_text(aot_ops_py(plan.ops_name), encoding="utf-8")
     _restore_unchanged_stamps(project_dir, previous)
     return project_fingerprint(project_dir)
+
+
+def _fragment_name(spec: backends.Backend) -> str:
+    """The backend's fragment inside the project's ``cmake/`` folder (beside ``KernelBuilder.cmake``)."""
+    return f"{spec.name}.cmake"
+
+
+def _write_backend_fragment(cmake_dir: Path, spec: backends.Backend) -> None:
+    """Copy the backend's CMake fragment into the project, so that the project holds all it is made of."""
+    if spec.cmake_fragment is None:
+        return
+    try:
+        text = spec.cmake_fragment.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BuildError(
+            f"cannot read the CMake fragment of backend {spec.name}, {spec.cmake_fragment}: {error.strerror}"
+        ) from None
+    (cmake_dir / _fragment_name(spec)).write_text(text, encoding="utf-8")
 
 
 def _file_stamps(directory: Path) -> dict[Path, tuple[bytes, int]]:
@@ -281,7 +302,8 @@ def _cuda_library_headers(shim: Path, interpreter: BuildInterpreter, toolkit: Cu
 
 @dataclass(frozen=True)
 class _Inputs:
-    """What :func:`write_project` was given, passed on whole to :func:`_cmakelists`."""
+    """What :func:`write_project` was given, passed on whole to the steps of :func:`_cmakelists`, with the facts
+    several steps derive from it."""
 
     root: Path
     plan: VariantPlan
@@ -290,6 +312,41 @@ class _Inputs:
     toolkit: CudaToolkit | None
     options: ProjectOptions
     namespace: NamespaceUse
+
+    @property
+    def spec(self) -> backends.Backend:
+        return backends.get(self.plan.backend)
+
+    @property
+    def cuda(self) -> bool:
+        """Whether the project compiles CUDA (its backend's CMake languages name it)."""
+        return "CUDA" in self.spec.cmake_languages
+
+    @property
+    def view(self) -> bool:
+        """Whether Torch is seen through its files rather than its CMake config: a CPU view of another build, or a
+        cross build, whose config would look for the target's whole CUDA toolkit."""
+        return self.interpreter.cpu_view or self.interpreter.target is not None
+
+    @property
+    def cross_cuda(self) -> bool:
+        return self.cuda and self.interpreter.target is not None and not self.interpreter.cpu_view
+
+    @property
+    def namespace_definition(self) -> str:
+        return f"{NAMESPACE_MACRO}={self.plan.ops_name}"
+
+    @property
+    def extension_target(self) -> str:
+        """A load build names the namespace only where a file is given it: without such a file, the project is the
+        same at every edit (the namespace is in the generated source alone)."""
+        defined = self.namespace.defined
+        return self.plan.ops_name if defined is None or defined else LOAD_EXTENSION_TARGET
+
+    @property
+    def sources(self) -> Path:
+        """Where the compilers reach the sources: the source stage, or the kernel root."""
+        return self.options.source_stage or self.root
 
 
 def _namespace_use(root: Path, plan: VariantPlan, options: ProjectOptions) -> NamespaceUse:
@@ -343,79 +400,119 @@ def _precompile_args(precompiled: Precompiled | None, sources: Path) -> str:
 def _cmakelists(
     inputs: _Inputs, project_dir: Path, late_includes: list[Path], compat: tuple[Path, Path] | None = None
 ) -> str:
-    root, plan, interpreter, details, toolkit, options, use = (
-        inputs.root,
-        inputs.plan,
-        inputs.interpreter,
-        inputs.details,
-        inputs.toolkit,
-        inputs.options,
-        inputs.namespace,
-    )
-    spec = backends.get(plan.backend)
-    cuda = "CUDA" in spec.cmake_languages
-    languages = " ".join(spec.cmake_languages)
-    standard = cxx_standard(interpreter.torch_major_minor)
-    namespace = f"{NAMESPACE_MACRO}={plan.ops_name}"
-    # A load build names the namespace only where a file is given it: without such a file, the project is the
-    # same at every edit (the namespace is in the generated source alone).
-    extension_target = plan.ops_name if use.defined is None or use.defined else LOAD_EXTENSION_TARGET
-    if spec.cmake_define is None:
-        raise BuildError(f"backend {plan.backend} has no CMake build in this kernel-builder")
-    definitions = [spec.cmake_define, "Py_LIMITED_API=0x03090000"]
-    # A cross build's Torch is the target's: its CMake config would look for the target's whole CUDA toolkit.
-    view = interpreter.cpu_view or interpreter.target is not None
-    cross_cuda = cuda and interpreter.target is not None and not interpreter.cpu_view
-    if view:
-        definitions[1:1] = torch_cpu_definitions(interpreter.torch_dir)
-    if cross_cuda:
-        definitions[1:1] = torch_cpu_definitions(interpreter.torch_dir, "torch_cuda")
-    if use.defined is None:
-        definitions.insert(0, namespace)
+    """The project's CMakeLists.txt, in its order: the toolchain and languages, the settings every compile
+    shares, one component per planned one (and the generated sources'), then the extension that links them."""
+    if inputs.spec.cmake_define is None:
+        raise BuildError(f"backend {inputs.plan.backend} has no CMake build in this kernel-builder")
+    flags = _compile_flags(inputs, project_dir, compat)
+    lines = [
+        *_toolchain(inputs),
+        *_common(inputs, project_dir, late_includes, flags),
+        *_components(inputs, project_dir, compat),
+        *_namespace_sources(inputs),
+        f"kb_extension({inputs.extension_target}{' FAST_LINK' if _development(inputs) else ''})",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class _Flags:
+    """What every compile of the project is given (``kb_common``)."""
+
+    definitions: list[str]
+    cxx_options: list[str]
+    cuda_options: list[str]
+    force_include: list[Path]
+
+
+def _compile_flags(inputs: _Inputs, project_dir: Path, compat: tuple[Path, Path] | None) -> _Flags:
+    cxx_options, cuda_options = _path_options(inputs)
+    force_include: list[Path] = []
+    if inputs.cuda:
+        cuda_options += torch_cuda_flags(inputs.details)
+    if inputs.cross_cuda:  # what Torch's CMake config would add to every nvcc compile
+        cuda_options += ["--expt-extended-lambda", "--expt-relaxed-constexpr"]
+    if compat is not None:
+        _manylinux_options(inputs, project_dir, compat, cxx_options, cuda_options, force_include)
+    if inputs.options.debug_info:
+        cxx_options.append("-g")
+        cuda_options += ["-g", "-lineinfo"]
+    return _Flags(_definitions(inputs), cxx_options, cuda_options, force_include)
+
+
+def _definitions(inputs: _Inputs) -> list[str]:
+    """The namespace (unless a load build gives it file by file), the backend's own, Torch's where its config is
+    not run, the limited API and, for a stable-ABI variant, the Torch it targets."""
+    spec, interpreter, variant = inputs.spec, inputs.interpreter, inputs.plan.variant
+    assert spec.cmake_define is not None
+    definitions = [spec.cmake_define]
+    if inputs.cross_cuda:
+        definitions += torch_cpu_definitions(interpreter.torch_dir, "torch_cuda")
+    if inputs.view:
+        definitions += torch_cpu_definitions(interpreter.torch_dir)
+    if inputs.namespace.defined is None:
+        definitions.insert(0, inputs.namespace_definition)
     if spec.use_define is not None:
-        definitions.insert(len(definitions) - 1, spec.use_define)
-    if plan.variant.kind == "torch-stable-abi" and plan.variant.framework_version is not None:
-        major, minor = plan.variant.framework_version
+        definitions.append(spec.use_define)
+    definitions.append("Py_LIMITED_API=0x03090000")
+    if variant.kind == "torch-stable-abi" and variant.framework_version is not None:
+        major, minor = variant.framework_version
         definitions.append(f"TORCH_TARGET_VERSION=0x{(major << 56) | (minor << 48):016X}")
-    # The root becomes `.` in what the compiler writes. ccache (compiler_cache) hands the compiler paths under
-    # the root relative to the build directory, .kernel-builder/<variant>/cmake-build: those map to `.` too, so
-    # objects are the same bytes with or without it.
-    root_cxx, root_cuda = _root_prefix_map(root, options.compiler_cache)
+    return definitions
+
+
+def _path_options(inputs: _Inputs) -> tuple[list[str], list[str]]:
+    """The C++ and the CUDA options that make the root ``.`` in what the compiler writes.
+
+    ccache (compiler_cache) hands the compiler paths under the root relative to the build directory,
+    .kernel-builder/<variant>/cmake-build: those map to `.` too, so objects are the same bytes with or without
+    it. Sources reached through the stage: its path, the same in every checkout, also becomes `.`."""
+    options = inputs.options
+    root_cxx, root_cuda = _root_prefix_map(inputs.root, options.compiler_cache)
     cxx_options = (["-fno-gnu-unique"] if options.gnu_unique_flag else []) + [
         f"-ffile-prefix-map={RELATIVE_ROOT}=."
     ]
-    # Sources reached through the stage: its path, the same in every checkout, also becomes `.`.
-    sources = options.source_stage or root
     if options.source_stage is not None:
         cxx_options.append(f"-ffile-prefix-map={options.source_stage}=.")
     cuda_options = [f"-Xcompiler={o}" for o in cxx_options] + [root_cuda]
     cxx_options.append(root_cxx)
-    cuda_options += torch_cuda_flags(details) if cuda else []
-    if cross_cuda:  # what Torch's CMake config would add to every nvcc compile
-        cuda_options += ["--expt-extended-lambda", "--expt-relaxed-constexpr"]
-    force_include: list[Path] = []
-    if compat is not None:  # the manylinux_2_28 compatibility header, in every C++ and CUDA compilation
-        if _development(inputs):  # first in each precompiled header, or force-included (KernelBuilder.cmake)
-            force_include.append(compat[0])
-        else:
-            cxx_options.append(f"-include{compat[0]}")
-        # Relative to the build directory (nvcc runs there): ccache rewrites g++'s -include under the root to a
-        # relative path, but not nvcc's --pre-include, and an absolute path here would tie the cache to one checkout.
-        cuda_options.append(f"--pre-include=../{compat[0].relative_to(project_dir.parent).as_posix()}")
-        # The C23 switch must precede every libc header, and nvcc's implicit cuda_runtime.h comes before its
-        # --pre-include: the host compiler's own -include comes before both (manylinux.py).
-        from kernel_builder.pipeline.generate.manylinux import C23_HEADER_NAME
+    return cxx_options, cuda_options
 
-        c23 = (compat[0].parent / C23_HEADER_NAME).relative_to(project_dir.parent).as_posix()
-        cuda_options.append(f"-Xcompiler=-include,../{c23}")
-    if options.debug_info:
-        cxx_options.append("-g")
-        cuda_options += ["-g", "-lineinfo"]
+
+def _manylinux_options(
+    inputs: _Inputs,
+    project_dir: Path,
+    compat: tuple[Path, Path],
+    cxx_options: list[str],
+    cuda_options: list[str],
+    force_include: list[Path],
+) -> None:
+    """The manylinux_2_28 compatibility header, in every C++ and CUDA compilation (added to the lists given)."""
+    if _development(inputs):  # first in each precompiled header, or force-included (KernelBuilder.cmake)
+        force_include.append(compat[0])
+    else:
+        cxx_options.append(f"-include{compat[0]}")
+    # Relative to the build directory (nvcc runs there): ccache rewrites g++'s -include under the root to a
+    # relative path, but not nvcc's --pre-include, and an absolute path here would tie the cache to one checkout.
+    cuda_options.append(f"--pre-include=../{compat[0].relative_to(project_dir.parent).as_posix()}")
+    # The C23 switch must precede every libc header, and nvcc's implicit cuda_runtime.h comes before its
+    # --pre-include: the host compiler's own -include comes before both (manylinux.py).
+    from kernel_builder.pipeline.generate.manylinux import C23_HEADER_NAME
+
+    c23 = (compat[0].parent / C23_HEADER_NAME).relative_to(project_dir.parent).as_posix()
+    cuda_options.append(f"-Xcompiler=-include,../{c23}")
+
+
+def _toolchain(inputs: _Inputs) -> list[str]:
+    """The header, the CUDA toolkit (before ``project()``, which looks for the compiler), the project and its
+    languages, their standards, and where Python and Torch are."""
+    plan, interpreter, toolkit, options = inputs.plan, inputs.interpreter, inputs.toolkit, inputs.options
+    standard = cxx_standard(interpreter.torch_major_minor)
     lines = [
         f"# Generated by kernel-builder {__version__} for variant {plan.name}. Do not edit: every build rewrites it.",
         "cmake_minimum_required(VERSION 3.26)",
     ]
-    if cuda and toolkit is not None:
+    if inputs.cuda and toolkit is not None:
         lines += [
             f"set(CMAKE_CUDA_COMPILER {cmake_quote(toolkit.nvcc)})",
             f"set(CUDAToolkit_ROOT {cmake_quote(toolkit.root)})",
@@ -425,14 +522,14 @@ def _cmakelists(
             'set(TORCH_CUDA_ARCH_LIST "9.0")',
         ]
     lines += [
-        f"project({extension_target} LANGUAGES {languages})",
+        f"project({inputs.extension_target} LANGUAGES {' '.join(inputs.spec.cmake_languages)})",
         f"set(Python_EXECUTABLE {cmake_quote(interpreter.python)})",
-        f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(details.cmake_prefix_path, list_element=True)})",
+        f"list(PREPEND CMAKE_PREFIX_PATH {cmake_quote(inputs.details.cmake_prefix_path, list_element=True)})",
         f"set(CMAKE_CXX_STANDARD {standard})",
         "set(CMAKE_CXX_STANDARD_REQUIRED ON)",
         "set(CMAKE_CXX_EXTENSIONS OFF)",
     ]
-    if cuda:
+    if inputs.cuda:
         lines += [
             f"set(CMAKE_CUDA_STANDARD {standard})",
             "set(CMAKE_CUDA_STANDARD_REQUIRED ON)",
@@ -441,50 +538,70 @@ def _cmakelists(
         ]
     if options.python_include is not None:
         lines.append(f"set(KB_PYTHON_INCLUDE_DIR {cmake_quote(options.python_include)})")
-    if view:
+    if inputs.view:
         lines.append(f"set(KB_TORCH_CPU_ROOT {cmake_quote(interpreter.torch_dir)})")
-    if cross_cuda and toolkit is not None:
+    if inputs.cross_cuda and toolkit is not None:
         libraries = ";".join(str(p) for p in _cross_cuda_libraries(interpreter, toolkit))
         lines.append(f"set(KB_TORCH_CUDA_LIBRARIES {cmake_quote(libraries)})")
-    lines += [
+    return lines
+
+
+def _common(inputs: _Inputs, project_dir: Path, late_includes: list[Path], flags: _Flags) -> list[str]:
+    """KernelBuilder.cmake and the backend's fragment, Torch, and the settings every compile shares."""
+    fragment = inputs.spec.cmake_fragment is not None
+    return [
         'include("${CMAKE_CURRENT_LIST_DIR}/cmake/KernelBuilder.cmake")',
+        *(
+            [f'include("${{CMAKE_CURRENT_LIST_DIR}}/cmake/{_fragment_name(inputs.spec)}")']
+            if fragment
+            else []
+        ),
         "kb_find_torch()",
         "kb_common("
-        + _args("DEFINITIONS", definitions)
-        + _args("INCLUDE_DIRS", [project_dir / "include", *options.dependency_includes])
+        + _args("DEFINITIONS", flags.definitions)
+        + _args("INCLUDE_DIRS", [project_dir / "include", *inputs.options.dependency_includes])
         + _args("LATE_INCLUDE_DIRS", late_includes)
-        + _args("CXX_OPTIONS", cxx_options)
-        + _args("CUDA_OPTIONS", cuda_options)
-        + _args("CXX_FORCE_INCLUDE", force_include)
+        + _args("CXX_OPTIONS", flags.cxx_options)
+        + _args("CUDA_OPTIONS", flags.cuda_options)
+        + _args("CXX_FORCE_INCLUDE", flags.force_include)
         + ")",
     ]
+
+
+def _components(inputs: _Inputs, project_dir: Path, compat: tuple[Path, Path] | None) -> list[str]:
+    """One ``kb_component`` per planned component with sources, then the generated ones: the manylinux
+    header's source and the namespace's registration source."""
+    plan, toolkit, sources, cuda = inputs.plan, inputs.toolkit, inputs.sources, inputs.cuda
     # The variant's CUDA version is torch.version.cuda, which the toolkit matches (checked before configuring).
     cuda_version = plan.variant.backend_version or (toolkit.version if toolkit is not None else (0, 0))
-    for component in plan.components:
-        if not component.sources:
-            continue
-        lines.append(
-            f"kb_component({component_target(component)}"
-            + _args("SOURCES", [sources / s for s in component.sources])
-            + _args("INCLUDE_DIRS", [sources / i for i in component.include])
-            + _args("CXX_FLAGS", component.cxx_flags)
-            + _args("GENCODE", gpu_archs.gencode_flags(component.archs) if cuda else [])
-            + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
-            + _precompile_args(_precompiled(inputs, component), sources)
-            + ")"
-        )
+    lines = [
+        f"kb_component({component_target(component)}"
+        + _args("SOURCES", [sources / s for s in component.sources])
+        + _args("INCLUDE_DIRS", [sources / i for i in component.include])
+        + _args("CXX_FLAGS", component.cxx_flags)
+        + _args("GENCODE", gpu_archs.gencode_flags(component.archs) if cuda else [])
+        + _args("CUDA_FLAGS", cuda_flags_for(component.cuda_flags, cuda_version) if cuda else [])
+        + _precompile_args(_precompiled(inputs, component), sources)
+        + ")"
+        for component in plan.components
+        if component.sources
+    ]
     if compat is not None:
         lines.append(f"kb_component({MANYLINUX_TARGET}{_args('SOURCES', [compat[1]])})")
-    if use.at_link:
+    if inputs.namespace.at_link:
         lines.append(
             f"kb_component({NAMESPACE_TARGET}{_args('SOURCES', [project_dir / REGISTRATION_SOURCE])})"
         )
-    for where, definition in ((use.defined, namespace), (use.at_link, AT_LINK_DEFINE)):
-        if where:
-            lines.append(
-                "set_source_files_properties("
-                + _args("", [sources / s for s in where]).lstrip("\n ")
-                + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
-            )
-    lines.append(f"kb_extension({extension_target}{' FAST_LINK' if _development(inputs) else ''})")
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _namespace_sources(inputs: _Inputs) -> list[str]:
+    """A load build's namespace definition, on the files that name it and on the generated registration source."""
+    use, sources = inputs.namespace, inputs.sources
+    return [
+        "set_source_files_properties("
+        + _args("", [sources / s for s in where]).lstrip("\n ")
+        + f"\n  PROPERTIES COMPILE_DEFINITIONS {cmake_quote(definition)})"
+        for where, definition in ((use.defined, inputs.namespace_definition), (use.at_link, AT_LINK_DEFINE))
+        if where
+    ]

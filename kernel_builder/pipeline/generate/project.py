@@ -44,7 +44,7 @@ def write_variant_project(
     toolkit = None
     if backends.get(variant.backend).needs_nvcc:
         toolkit = toolchain.toolkit_for(interpreter)
-        toolchain.check_cuda_match(toolkit, interpreter.cuda)
+        toolchain.check_cuda_match(toolkit, interpreter.backend_version_text)
     compiler = toolchain.compiler_for(interpreter.target).path
     if sys.platform == "linux":
         from kernel_builder.pipeline.generate.manylinux import check_compiler

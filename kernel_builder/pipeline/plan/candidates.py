@@ -22,6 +22,7 @@ from kernel_builder.pipeline.plan.planner import (
     cannot_build_message,
     cross_targets,
     host_system,
+    word_list,
 )
 
 
@@ -54,19 +55,18 @@ def _cannot_build_system(backend: str, system: str) -> str:
     hosts = " and ".join(BUILDABLE_HOSTS)
     return (
         f"variant for {system} cannot be built on this host ({host_system()}): this kernel-builder compiles "
-        f"{backend} variants on {hosts} for the same system, and cpu and cuda variants for aarch64-linux on "
-        "x86_64-linux (cross)"
+        f"{backend} variants on {hosts} for the same system, and {word_list(backends.names(where='cross_builds'))} "
+        "variants for aarch64-linux on x86_64-linux (cross)"
     )
 
 
 def _cross_problem(backend: str, system: str) -> str | None:
-    """Why this host cannot cross-compile ``backend`` for ``system``, or None (cpu and cuda, with the cross
-    compiler; a cuda variant also needs this host's nvcc of its CUDA version, checked as for native ones)."""
+    """Why this host cannot cross-compile ``backend`` for ``system``, or None (a backend that ``cross_builds``, with
+    the cross compiler; a cuda variant also needs this host's nvcc of its CUDA version, checked as for native
+    ones)."""
     from kernel_builder.pipeline.environment.target_env import cross_compiler_problem
 
-    if (
-        backend != "cpu" and backend != "cuda"
-    ):  # cuda: the CUDA version's nvcc is checked with the native ones
+    if not backends.get(backend).cross_builds:
         return _cannot_build_system(backend, system)
     return cross_compiler_problem(system)
 

@@ -38,6 +38,9 @@ BUILDABLE_HOSTS = ("x86_64-linux", "aarch64-linux")
 #: The systems a host compiles for besides its own (``docs/cross.md``): aarch64-linux from x86_64-linux, with
 #: Debian's cross compiler and the target's Torch unpacked into a target environment.
 CROSS_TARGETS: dict[str, tuple[str, ...]] = {"x86_64-linux": ("aarch64-linux",)}
+#: The kind of the warning that a variant is not in the variant matrix: a build of the running environment's
+#: variant says so; a selected variant, a matrix candidate already, leaves it out.
+OFF_MATRIX = "off-matrix"
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,15 @@ def how_to_build(
 
 def cannot_build_message(backend: str) -> str:
     return (
-        f"backend '{backend}' cannot be built on this host ({host_system()}): this kernel-builder compiles cpu and "
-        f"cuda variants on x86_64-linux and aarch64-linux only. The [kernel.*] sections for {backend} were validated but not built."
+        f"backend '{backend}' cannot be built on this host ({host_system()}): this kernel-builder compiles "
+        f"{word_list(backends.names(where='buildable'))} variants on {word_list(BUILDABLE_HOSTS)} only. The "
+        f"[kernel.*] sections for {backend} were validated but not built."
     )
+
+
+def word_list(words: tuple[str, ...]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return " and ".join(filter(None, (", ".join(words[:-1]), words[-1]))) if words else "no"
 
 
 def noarch_plans(project: KernelProject, unique_id: str) -> list[VariantPlan]:
@@ -361,7 +370,8 @@ def _warn_unless_in_matrix(ctx: _AotContext, variant: Variant, matrix: Matrix) -
         ]
     if not entries:
         ctx.diags.warning(
-            f"{variant.name} is not in the variant matrix: fine for development, but not part of the published set"
+            f"{variant.name} is not in the variant matrix: fine for development, but not part of the published set",
+            kind=OFF_MATRIX,
         )
 
 
@@ -427,7 +437,9 @@ def _kernel_sections(ctx: _AotContext) -> _Sections:
             any_inside = any_inside or chosen.inside
             if chosen.outside_note is not None:
                 outside.append((kernel, chosen.outside_note))
-        compiled = tuple(s for s in kernel.src if PurePosixPath(s).suffix in (*CPP_SUFFIXES, ".cu"))
+        compiled = tuple(
+            s for s in kernel.src if PurePosixPath(s).suffix in (*CPP_SUFFIXES, *ctx.spec.source_suffixes)
+        )
         kernel_dirs += [*kernel.include, *header_dirs(kernel.src)]
         components.append(
             Component(
@@ -634,4 +646,4 @@ def plan_candidate(
             f"the build environment {interpreter.python} (torch {interpreter.torch_version}) gives variant {found}, "
             f"not {candidate_name}"
         )
-    return plan, tuple(d for d in diags.sorted() if "not in the variant matrix" not in d.message)
+    return plan, tuple(d for d in diags.sorted() if d.kind != OFF_MATRIX)

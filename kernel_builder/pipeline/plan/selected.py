@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernel_builder import backends
@@ -17,10 +18,20 @@ from kernel_builder.pipeline.environment import provision, toolchain
 from kernel_builder.pipeline.environment.interpreter import BuildInterpreter, quick_probe
 from kernel_builder.pipeline.environment.isolated_envs import EnvSpec, ensure_env, env_ready
 from kernel_builder.pipeline.environment.provision import resolve_torch
-from kernel_builder.pipeline.options import BuildOptions
 from kernel_builder.pipeline.plan.candidates import Candidate
 from kernel_builder.pipeline.plan.native import native_targets
 from kernel_builder.pipeline.plan.planner import VariantPlan, plan_candidate
+
+
+@dataclass(frozen=True)
+class EnvironmentPolicy:
+    """What of a build's options decides where a selected variant is planned, handed over as values: the build's
+    options (``pipeline/options.py``) are the orchestrator's, above this stage."""
+
+    offline: bool = False  # never create an environment or pip-install anything
+    refresh_envs: bool = False  # re-create the environments it uses
+    native: bool = False  # --arch native: the capabilities of this machine's GPUs
+    explicit_archs: tuple[str, ...] | None = None  # --arch 8.0,9.0a
 
 
 def variant_name(interpreter: BuildInterpreter, stable_abi: tuple[int, int] | None) -> str | None:
@@ -92,7 +103,7 @@ def _as_cpu(candidate: Candidate, interpreter: BuildInterpreter) -> BuildInterpr
     return dataclasses.replace(interpreter, cpu_view=True)
 
 
-def _host_nvcc(cuda: tuple[int, int], options: BuildOptions, *, log: Callable[[str], None]) -> Path:
+def _host_nvcc(cuda: tuple[int, int], policy: EnvironmentPolicy, *, log: Callable[[str], None]) -> Path:
     """This host's nvcc of CUDA ``cuda`` for a cross build: the system's where it is that release, else (CUDA 13
     on) NVIDIA's PyPI toolkit of it, in an environment of its own (``isolated_envs.ensure_toolkit_env``), as a
     native build of that release gets it in its build environment."""
@@ -103,7 +114,7 @@ def _host_nvcc(cuda: tuple[int, int], options: BuildOptions, *, log: Callable[[s
     except BuildError:
         toolkit = None
     if (toolkit is None or toolkit.version != cuda) and cuda[0] >= 13:
-        purelib = ensure_toolkit_env(cuda, refresh=options.refresh_envs, log=log)
+        purelib = ensure_toolkit_env(cuda, refresh=policy.refresh_envs, log=log)
         toolkit = toolchain.cuda_toolkit(purelib, cuda)
     if toolkit is None:
         raise BuildError(provision.no_cuda_12_message(cuda))
@@ -112,7 +123,11 @@ def _host_nvcc(cuda: tuple[int, int], options: BuildOptions, *, log: Callable[[s
 
 
 def _target_interpreter(
-    candidate: Candidate, options: BuildOptions, *, log: Callable[[str], None], preparing: Callable[[], None]
+    candidate: Candidate,
+    policy: EnvironmentPolicy,
+    *,
+    log: Callable[[str], None],
+    preparing: Callable[[], None],
 ) -> BuildInterpreter:
     """The target environment of a cross-built candidate (created or reused), seen as a build interpreter."""
     from kernel_builder.pipeline.environment.target_env import (
@@ -122,7 +137,7 @@ def _target_interpreter(
         target_ready,
     )
 
-    if options.offline:
+    if policy.offline:
         raise BuildError(
             f"--offline: {candidate.name} is cross-compiled, from the target's torch, which --offline does not fetch"
         )
@@ -130,17 +145,17 @@ def _target_interpreter(
     preparing()
     spec = TargetSpec.for_entry(candidate.entry, candidate.system)
     wheel = None
-    if options.refresh_envs or not target_ready(spec):
+    if policy.refresh_envs or not target_ready(spec):
         wheel = resolve_torch(spec.torch_pin, spec.compute, spec.index_url, spec.system)
     host_nvcc = None
     version = candidate.entry.version
     if backends.get(candidate.backend).needs_nvcc and version is not None:
         host_nvcc = _host_nvcc(
-            (version[0], version[1]), options, log=lambda line: log(f"{candidate.name}: {line}")
+            (version[0], version[1]), policy, log=lambda line: log(f"{candidate.name}: {line}")
         )
     root = ensure_target(
         spec,
-        refresh=options.refresh_envs,
+        refresh=policy.refresh_envs,
         requirement=wheel.requirement if wheel is not None else None,
         log=lambda line: log(f"{candidate.name}: {line}"),
         host_nvcc=host_nvcc,
@@ -154,7 +169,7 @@ def plan_selected(
     candidate: Candidate,
     unique_id: str,
     default: BuildInterpreter | None,
-    options: BuildOptions,
+    policy: EnvironmentPolicy,
     *,
     log: Callable[[str], None],
     preparing: Callable[[], None],
@@ -168,20 +183,20 @@ def plan_selected(
     interpreter = default
     abi = _stable_abi(project, candidate.backend)
     if candidate.cross:
-        interpreter = _target_interpreter(candidate, options, log=log, preparing=preparing)
+        interpreter = _target_interpreter(candidate, policy, log=log, preparing=preparing)
     elif interpreter is not None and _as_cpu(candidate, interpreter) is not None:
         interpreter = _as_cpu(candidate, interpreter)
     if interpreter is None or variant_name(interpreter, abi) != candidate.name:
-        if options.offline:
+        if policy.offline:
             raise BuildError(offline_mismatch(candidate, interpreter, abi))
         preparing()
         spec = EnvSpec.for_entry(candidate.entry)
         wheel = None
-        if options.refresh_envs or not env_ready(spec):
+        if policy.refresh_envs or not env_ready(spec):
             wheel = resolve_torch(spec.torch_pin, spec.compute, spec.index_url)
         python = ensure_env(
             spec,
-            refresh=options.refresh_envs,
+            refresh=policy.refresh_envs,
             log=lambda line: log(f"{candidate.name}: {line}"),
             cuda_toolkit=wants_pypi_toolkit(candidate),
             torch_requirement=wheel.requirement if wheel is not None else None,
@@ -193,7 +208,7 @@ def plan_selected(
             )  # its first import: seconds, more on a busy machine
         interpreter = quick_probe(python)
         interpreter = _as_cpu(candidate, interpreter) or interpreter
-    targets = native_targets(interpreter) if options.arch == "native" else None
+    targets = native_targets(interpreter) if policy.native else None
     plan, diagnostics = plan_candidate(
         project,
         candidate.name,
@@ -201,6 +216,6 @@ def plan_selected(
         interpreter,
         unique_id,
         native_targets=targets,
-        explicit_archs=options.explicit_archs,
+        explicit_archs=policy.explicit_archs,
     )
     return plan, interpreter, list(diagnostics)
