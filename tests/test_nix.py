@@ -422,7 +422,6 @@ def test_flake_outputs() -> None:
             "auditwheel",
             "abi3info",
             "rich",
-            "filelock",
             "jinja2",
         )
     ]
