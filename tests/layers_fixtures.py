@@ -18,7 +18,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,10 +119,18 @@ silu_and_mul.can_torch_compile = True
 NO_LAYERS_INIT = "def identity(x):\n    return x\n"
 
 
-def write_kernel(root: Path, *, name: str = "activation", layers: bool = True, tag: str = "") -> Path:
-    """A kernel root with ``build/<variant>`` for each of :data:`VARIANTS`; returns ``root``."""
+def write_kernel(
+    root: Path,
+    *,
+    name: str = "activation",
+    layers: bool = True,
+    tag: str = "",
+    variants: Sequence[str] = VARIANTS,
+) -> Path:
+    """A kernel root with ``build/<variant>`` for each of ``variants`` (noarch variant names); returns
+    ``root``."""
     files = {"__init__.py": INIT, "layers/__init__.py": LAYERS} if layers else {"__init__.py": NO_LAYERS_INIT}
-    for variant in VARIANTS:
+    for variant in variants:
         kernel_id = f"_{name.replace('-', '_')}_{tag}{variant.replace('-', '_')}_0123456789"
         write_variant(
             root / "build" / variant, name=name, kernel_id=kernel_id, backend=variant[6:], files=files

@@ -15,13 +15,13 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING
 
-from kernel_builder.layers.errors import IncompatibleLayerError, KernelizeError
+from kernel_builder.layers.errors import IncompatibleLayerError
 from kernel_builder.layers.mode import Mode
 
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["DECLARATIONS", "check_layer_class", "check_registered_mode", "unsupported_in"]
+__all__ = ["DECLARATIONS", "check_layer_class", "unsupported_in"]
 
 #: The only class attributes a kernel layer may add to ``nn.Module``'s.
 DECLARATIONS = frozenset({"can_torch_compile", "has_backward"})
@@ -82,21 +82,6 @@ def check_layer_class(layer: object, original: type[nn.Module], *, subject: str)
             f"kinds (positional, keyword-only, *args, **kwargs), to be called as the original is"
         )
     return layer
-
-
-def check_registered_mode(layer: type[nn.Module], registered: Mode, *, subject: str) -> None:
-    """A mapping entry registered for training or ``torch.compile`` must name a kernel that supports it."""
-    if Mode.TRAINING in registered and not has_backward(layer):
-        raise KernelizeError(
-            f"{subject} is registered for {registered} but declares has_backward = False: it cannot train. "
-            f"Register it for Mode.INFERENCE instead, or map a kernel with a backward pass."
-        )
-    if Mode.TORCH_COMPILE in registered and not can_torch_compile(layer):
-        raise KernelizeError(
-            f"{subject} is registered for {registered} but does not declare can_torch_compile = True. "
-            f"Register it without Mode.TORCH_COMPILE, or declare can_torch_compile = True in the kernel "
-            f"layer once it traces under torch.compile."
-        )
 
 
 def unsupported_in(layer: type[nn.Module], mode: Mode) -> str | None:

@@ -33,6 +33,7 @@ from kernel_builder.formats.dependencies import (
     pip_install,
 )
 from kernel_builder.formats.files import skipped_directory
+from kernel_builder.formats.identifiers import Oid
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
 from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError, MissingPythonDependencyError
@@ -60,12 +61,18 @@ _PACKAGE = __name__.partition(".")[0]
 _ID_SUFFIX_RE = re.compile(r"[A-Za-z0-9_]+")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RepoInfo:
-    """The Hub repository a kernel was downloaded from (after redirects) and the 40-hex commit loaded."""
+    """The Hub repository a kernel was downloaded from (after redirects) and the commit loaded: ``revision`` is
+    an :class:`~kernel_builder.formats.identifiers.Oid` (a full git object id, and a ``str``), as in the
+    ``kernels`` loader; a plain string is converted, and anything but a full id is a ``ValueError``."""
 
     repo_id: str
-    revision: str
+    revision: Oid
+
+    def __init__(self, repo_id: str, revision: str) -> None:
+        object.__setattr__(self, "repo_id", repo_id)
+        object.__setattr__(self, "revision", revision if isinstance(revision, Oid) else Oid(revision))
 
 
 @dataclass(frozen=True)
