@@ -290,6 +290,42 @@ def test_func_repository_from_the_hub(hub: HubServer, tmp_path: Path) -> None:
             kernelize(net, mode=Mode.INFERENCE, device="cpu")
 
 
+def test_each_model_instance_has_its_own_function_modules_as_upstream(tmp_path: Path) -> None:
+    """The same scenario through ``kernels`` and through ours, each with its own marks: two instances of one
+    model, kernelized with two kernels for one marked function, then called; each instance runs its own."""
+    kernels = pytest.importorskip("kernels")
+    roots = [write_kernel(tmp_path / name, tag=f"{name}_") for name in ("first", "second")]
+    ran = {}
+    for package in (kernels, __import__("kernel_builder")):
+
+        @package.use_kernel_forward_from_hub("silu_and_mul")
+        def gate(x: torch.Tensor) -> torch.Tensor:
+            return F.silu(x[..., :4]) * x[..., 4:]
+
+        @package.use_kernelized_func(gate)
+        class Gated(nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return gate(x)
+
+        nets = [Gated(), Gated()]
+        for net, root in zip(nets, roots):
+            repository = package.LocalLayerRepository(root, layer_name="SiluAndMul")
+            with package.use_kernel_mapping({"silu_and_mul": {"cpu": repository}}, inherit_mapping=False):
+                package.kernelize(net, mode=package.Mode.INFERENCE, device="cpu")
+        counters = [
+            calls_of(package.get_kernelized_layers(net).funcs[("", "silu_and_mul")].module.forward.__func__)
+            for net in nets
+        ]
+        before = [counter["SiluAndMul"] for counter in counters]
+        x = torch.randn(2, 8)
+        nets[1](x)
+        nets[1](x)
+        nets[0](x)
+        gate(x)  # outside any model: the plain function
+        ran[package.__name__] = [counter["SiluAndMul"] - start for counter, start in zip(counters, before)]
+    assert ran == {"kernels": [1, 2], "kernel_builder": [1, 2]}
+
+
 # --- modes --------------------------------------------------------------------------------------------------
 
 
