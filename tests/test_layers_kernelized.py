@@ -35,13 +35,15 @@ class ReLU(nn.Module):
 @use_kernel_forward_from_hub("silu_and_mul")
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     d = x.shape[-1] // 2
-    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]
+    gated: torch.Tensor = torch.nn.functional.silu(x[..., :d]) * x[..., d:]
+    return gated
 
 
 @use_kernelized_func(silu_and_mul)
 class Head(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return silu_and_mul(x)
+        gated: torch.Tensor = silu_and_mul(x)
+        return gated
 
 
 class Model(nn.Module):
@@ -51,7 +53,8 @@ class Model(nn.Module):
         self.inner = nn.Sequential(ReLU(), Head())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(self.first(x))
+        out: torch.Tensor = self.inner(self.first(x))
+        return out
 
 
 def test_layers_and_functions_with_their_repositories(tmp_path: Path) -> None:

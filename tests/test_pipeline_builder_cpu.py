@@ -553,7 +553,7 @@ def test_noop_rebuild_skips_torch_check_configure_and_import_check(
 
     monkeypatch.setattr(project_stage, "torch_details", forbidden("Torch check"))
     monkeypatch.setattr(ninja_build, "configure", forbidden("configure"))
-    monkeypatch.setattr(import_check, "check_import", forbidden("import check"))
+    monkeypatch.setattr(import_check, "run_import_check", forbidden("import check"))
     monkeypatch.setattr(builder, "assemble", forbidden("assembly"))
     before = _state(mutable)
     assert cli.main(["build", str(mutable.root)]) == 0, capfd.readouterr()

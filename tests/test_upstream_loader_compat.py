@@ -218,7 +218,6 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
     publish(hub, tmp_path, ARCHY, 1, {"torch-cuda": {"archs": ["8.0"]}})
     publish(hub, tmp_path, ARCHY, 2, {"torch-cuda": {"archs": ["8.0", "9.0"]}})
     local = write_kernel(tmp_path / "local-archy", "local-archy", {"torch-cuda": {"archs": ["8.0"]}})
-    layer = {"layer_name": "Tagged"}
     cases = [
         case("arch-mismatch", "get_kernel", ARCHY, version=1),
         case("arch-unchecked", "get_kernel", ARCHY, version=1, check_arch=False),
@@ -227,8 +226,15 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
         case("has-arch-unchecked", "has_kernel", ARCHY, version=1, check_arch=False),
         case("has-arch-match", "has_kernel", ARCHY, version=2),
         # The layer repositories pass check_arch on to the load.
-        case("layer-arch-mismatch", "LayerRepository.load", ARCHY, version=1, **layer),
-        case("layer-arch-unchecked", "LayerRepository.load", ARCHY, version=1, check_arch=False, **layer),
+        case("layer-arch-mismatch", "LayerRepository.load", ARCHY, version=1, layer_name="Tagged"),
+        case(
+            "layer-arch-unchecked",
+            "LayerRepository.load",
+            ARCHY,
+            version=1,
+            check_arch=False,
+            layer_name="Tagged",
+        ),
         case("func-arch-mismatch", "FuncRepository.load", ARCHY, version=1, func_name="tagged"),
         case(
             "func-arch-unchecked",
@@ -238,8 +244,14 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
             func_name="tagged",
             check_arch=False,
         ),
-        case("local-layer-arch-mismatch", "LocalLayerRepository.load", local, **layer),
-        case("local-layer-arch-unchecked", "LocalLayerRepository.load", local, check_arch=False, **layer),
+        case("local-layer-arch-mismatch", "LocalLayerRepository.load", local, layer_name="Tagged"),
+        case(
+            "local-layer-arch-unchecked",
+            "LocalLayerRepository.load",
+            local,
+            check_arch=False,
+            layer_name="Tagged",
+        ),
     ]
     ours = compare({"gpu": [9, 0], "cases": cases}, tmp_path)
     assert ours == {
