@@ -16,6 +16,7 @@ import inspect
 from typing import TYPE_CHECKING
 
 from kernel_builder.layers.errors import IncompatibleLayerError
+from kernel_builder.layers.marks import COPY_MEMBERS
 from kernel_builder.layers.mode import Mode
 
 if TYPE_CHECKING:
@@ -23,8 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DECLARATIONS", "check_layer_class", "unsupported_in"]
 
-#: The only class attributes a kernel layer may add to ``nn.Module``'s.
+#: The only class attributes a kernel layer may add to ``nn.Module``'s (and a function's module class, which
+#: ``FuncRepository`` gives, its copy support: :data:`~kernel_builder.layers.marks.COPY_MEMBERS`).
 DECLARATIONS = frozenset({"can_torch_compile", "has_backward"})
+_ALLOWED = DECLARATIONS | COPY_MEMBERS
 
 
 def has_backward(layer: type[nn.Module]) -> bool:
@@ -60,7 +63,7 @@ def check_layer_class(layer: object, original: type[nn.Module], *, subject: str)
             f"forward runs on the existing {original.__name__} instance, so they must not define __init__; "
             f"read the state you need from the attributes that {original.__name__} instances have."
         )
-    extra = sorted({name for name, _ in inspect.getmembers(layer)} - _module_members() - DECLARATIONS)
+    extra = sorted({name for name, _ in inspect.getmembers(layer)} - _module_members() - _ALLOWED)
     if extra:
         raise IncompatibleLayerError(
             f"{subject} defines {', '.join(extra)}, which {original.__name__} instances do not have: its "

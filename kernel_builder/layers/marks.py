@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 __all__ = [
+    "COPY_MEMBERS",
     "FUNCS_ATTRIBUTE",
     "REPO_ATTRIBUTE",
     "function_layer",
@@ -200,11 +201,69 @@ def use_kernelized_func(*funcs: Any) -> Callable[[type[_T]], type[_T]]:
     return attach
 
 
+#: The copy and pickle support of function modules: the only members they add to ``nn.Module``'s besides
+#: ``forward`` and the declarations (the layer checks accept them, as upstream's do).
+COPY_MEMBERS = frozenset({"__copy__", "__deepcopy__"})
+
+
+def _copy(self: nn.Module) -> nn.Module:
+    """``copy.copy``: a new function module of the same function, its forward (if kernelized) bound to it."""
+    copied = type(self)()
+    copied.__dict__.update(self.__dict__)
+    forward = self.__dict__.get("forward")
+    if isinstance(forward, MethodType) and forward.__self__ is self:
+        copied.__dict__["forward"] = MethodType(forward.__func__, copied)
+    return copied
+
+
+def _deepcopy(self: nn.Module, memo: dict[int, Any]) -> nn.Module:
+    """``copy.deepcopy`` (of a model, say): a new function module of the same function, with a deep copy of its
+    state; a kernelized forward is rebound to the copy."""
+    import copy
+
+    copied = type(self)()
+    memo[id(self)] = copied
+    copied.__dict__.update(copy.deepcopy(self.__dict__, memo))
+    return copied
+
+
+def _rebuild(module_name: str, name: str, state: dict[str, Any], forward: Callable[..., Any] | None) -> Any:
+    """Unpickle a model's own function module: a new one of the shared function ``module_name.name``."""
+    import importlib
+
+    shared = getattr(importlib.import_module(module_name), name)
+    own = type(shared)()
+    own.__dict__.update(state)
+    if forward is not None:
+        own.forward = MethodType(forward, own)
+    return own
+
+
+def _reducer(func: Callable[..., Any]) -> Callable[[nn.Module], Any]:
+    """``__reduce__`` of ``func``'s module class: the shared module pickles as the module-level name it is bound
+    to; a model's own copy as that name plus its state (a kernelized forward by its function)."""
+    module_name, name = getattr(func, "__module__", ""), getattr(func, "__name__", "")
+
+    def reduce(self: nn.Module) -> Any:
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, name, None) is self:
+            return name
+        state = dict(self.__dict__)
+        forward = state.pop("forward", None)
+        bound = isinstance(forward, MethodType) and forward.__self__ is self
+        if forward is not None and not bound:
+            state["forward"] = forward
+        return (_rebuild, (module_name, name, state, forward.__func__ if bound else None))
+
+    return reduce
+
+
 def function_layer(func: Callable[..., Any]) -> type[nn.Module]:
     """A module class whose ``forward(self, <func's parameters>)`` calls ``func``.
 
     It carries ``func``'s ``can_torch_compile`` (default false) and ``has_backward`` (default true)
-    attributes, so a kernel *function* is judged like a kernel layer.
+    attributes, so a kernel *function* is judged like a kernel layer. Its instances copy, deep-copy and pickle
+    (a model's own copies with a kernelized forward too; pickling needs ``func`` at module level).
     """
     from torch import nn
 
@@ -242,6 +301,9 @@ def function_layer(func: Callable[..., Any]) -> type[nn.Module]:
         "has_backward": bool(getattr(func, "has_backward", True)),
         "__doc__": f"Module form of the function {name!r}.",
         "__module__": getattr(func, "__module__", __name__),
+        "__copy__": _copy,
+        "__deepcopy__": _deepcopy,
+        "__reduce__": _reducer(func),
     }
     layer: type[nn.Module] = type(name, (nn.Module,), namespace)
     return layer
