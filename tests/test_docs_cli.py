@@ -61,11 +61,10 @@ def test_every_command_has_a_section() -> None:
 
 def actions(command: str) -> list[str]:
     """The sub-commands of a command that has them (``cache ls``), else none."""
-    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
-    assert subparsers.choices is not None
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     parser = subparsers.choices[command]
     nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return sorted(nested[0].choices) if nested else []
+    return sorted(nested[0].choices or ()) if nested else []
 
 
 @pytest.mark.parametrize("command", commands())
