@@ -47,7 +47,10 @@ def publish_and_load(hub: HubServer, tmp_path: Path) -> str:
     hub.commit("org/bert", {"config.json": "{}"}, repo_type="model")
     from huggingface_hub import hf_hub_download
 
-    hf_hub_download("org/bert", "config.json", repo_type="model")
+    # The endpoint and cache explicitly: huggingface_hub read its variables when it was first imported.
+    hf_hub_download(
+        "org/bert", "config.json", repo_type="model", endpoint=hub.url, cache_dir=os.environ["KERNELS_CACHE"]
+    )
     return own
 
 
