@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from layers_fixtures import fresh_layers, write_kernel  # noqa: F401  (fixture)
+from layers_fixtures import ReLU, fresh_layers, silu_and_mul, write_kernel  # noqa: F401  (fixture)
 from torch import nn
 
 from kernel_builder.layers import (
@@ -18,25 +18,11 @@ from kernel_builder.layers import (
     Mode,
     get_kernelized_layers,
     kernelize,
-    use_kernel_forward_from_hub,
     use_kernel_mapping,
     use_kernelized_func,
 )
 
 pytestmark = pytest.mark.usefixtures("fresh_layers")
-
-
-@use_kernel_forward_from_hub("ReLU")
-class ReLU(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-
-@use_kernel_forward_from_hub("silu_and_mul")
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    d = x.shape[-1] // 2
-    gated: torch.Tensor = torch.nn.functional.silu(x[..., :d]) * x[..., d:]
-    return gated
 
 
 @use_kernelized_func(silu_and_mul)

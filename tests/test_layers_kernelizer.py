@@ -14,9 +14,14 @@ from hub_server import HubServer
 from layers_fixtures import (
     KERNEL_REPO,
     NO_LAYERS_REPO,
+    GatedHead,
+    GeluTanh,
+    ReLU,
+    SiluAndMul,
     calls_of,
     fresh_layers,  # noqa: F401  (fixture)
     publish_kernel,
+    silu_and_mul,
     write_kernel,
 )
 from torch import nn
@@ -40,9 +45,7 @@ from kernel_builder.layers import (
     kernelize_report,
     register_kernel_mapping,
     replace_kernel_forward_from_hub,
-    use_kernel_forward_from_hub,
     use_kernel_mapping,
-    use_kernelized_func,
 )
 from kernel_builder.layers import kernelizer as kernelizer_module
 from kernel_builder.loader.errors import KernelNotLockedError, UntrustedKernelError
@@ -51,41 +54,6 @@ pytestmark = pytest.mark.usefixtures("fresh_layers")
 
 
 # --- the model, marked as a modelling library marks it ------------------------------------------------------
-
-
-@use_kernel_forward_from_hub("SiluAndMul")
-class SiluAndMul(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = x.shape[-1] // 2
-        return F.silu(x[..., :d]) * x[..., d:]
-
-
-@use_kernel_forward_from_hub("GeluTanh")
-class GeluTanh(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.gelu(x, approximate="tanh")
-
-
-@use_kernel_forward_from_hub("ReLU")
-class ReLU(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-
-@use_kernel_forward_from_hub("silu_and_mul")
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    d = x.shape[-1] // 2
-    return F.silu(x[..., :d]) * x[..., d:]
-
-
-@use_kernelized_func(silu_and_mul)
-class GatedHead(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = nn.Linear(8, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return silu_and_mul(self.proj(x))
 
 
 class Model(nn.Module):

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hub_server import HubServer
-from loader_fixtures import commit_variants, reset_loader
+from loader_fixtures import commit_variants, fresh_loader  # noqa: F401  (fixture)
+from upstream_kernels import our_cli, upstream_cli
 
 from kernel_builder.cli import main
 from kernel_builder.formats.variants import variant_for_environment
@@ -22,11 +20,7 @@ from kernel_builder.loader.cache_listing import list_cache
 REPO = "org/relu"
 
 
-@pytest.fixture(autouse=True)
-def fresh_loader() -> object:
-    reset_loader()
-    yield
-    reset_loader()
+pytestmark = pytest.mark.usefixtures("fresh_loader")
 
 
 def publish_and_load(hub: HubServer, tmp_path: Path) -> str:
@@ -88,13 +82,8 @@ def test_the_same_json_as_upstream(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     publish_and_load(hub, tmp_path)
-    kernels = shutil.which("kernels", path=os.path.dirname(sys.executable))
-    if kernels is None:
-        pytest.skip("upstream's kernels CLI is not installed")
-    result = subprocess.run([kernels, "cache", "ls", "--json"], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    assert main(["cache", "ls", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == json.loads(result.stdout)
+    theirs = json.loads(upstream_cli("cache", "ls", "--json"))
+    assert json.loads(our_cli(capsys, "cache", "ls", "--json")) == theirs
 
 
 def test_a_kernel_published_as_a_model_is_listed_as_one(hub: HubServer, tmp_path: Path) -> None:

@@ -5,15 +5,12 @@ variant that loads here, resolved recursively as a load resolves them; the same 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hub_server import HubServer
-from loader_fixtures import commit_variants, reset_loader
+from loader_fixtures import commit_variants, fresh_loader  # noqa: F401  (fixture)
+from upstream_kernels import upstream_cli
 
 from kernel_builder.cli import main
 from kernel_builder.formats.variants import variant_for_environment
@@ -28,11 +25,7 @@ TREE = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fresh_loader() -> object:
-    reset_loader()
-    yield
-    reset_loader()
+pytestmark = pytest.mark.usefixtures("fresh_loader")
 
 
 def publish(hub: HubServer, tmp_path: Path) -> None:
@@ -85,23 +78,14 @@ def test_the_same_tree_as_upstream(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     publish(hub, tmp_path)
-    kernels = shutil.which("kernels", path=os.path.dirname(sys.executable))
-    if kernels is None:
-        pytest.skip("upstream's kernels CLI is not installed")
-
-    def upstream(*args: str) -> str:
-        result = subprocess.run(
-            [kernels, "info", "org/top", *args], capture_output=True, text=True, check=False
-        )
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-    theirs = json.loads(upstream("--dep-tree", "--json"))
+    theirs = json.loads(upstream_cli("info", "org/top", "--dep-tree", "--json"))
     assert main(["info", "org/top", "--dep-tree", "--json"]) == 0
     mine = json.loads(capsys.readouterr().out)
     assert mine["dependency_tree"] == theirs["dependency_tree"]
     # The drawn tree: upstream's lines up to its next field, ours up to the blank line before the variants.
-    theirs_text = upstream("--dep-tree").split("Kernel dependencies:\n", 1)[1].splitlines()
+    theirs_text = (
+        upstream_cli("info", "org/top", "--dep-tree").split("Kernel dependencies:\n", 1)[1].splitlines()
+    )
     assert main(["info", "org/top", "--dep-tree"]) == 0
     ours_text = capsys.readouterr().out.split("kernel dependencies:\n", 1)[1].splitlines()
     theirs_tree = theirs_text[: next(i for i, line in enumerate(theirs_text) if ": " in line)]

@@ -5,10 +5,6 @@ release) on the same build, local and on the Hub double, prints the same text an
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +12,8 @@ from build_runs import run_cli
 from cpu_projects import built_example, copy_example
 from hub_server import HubServer, files_from_directory
 from matrix_data import CPU_VARIANT
+from upstream_kernels import our_cli, upstream_cli
 
-from kernel_builder.cli import main
 from kernel_builder.formats.metadata import read_metadata
 from kernel_builder.loader.describe_api import describe_api, render_api
 
@@ -29,20 +25,6 @@ REPO = "kernel-builder-examples/activation"
 @pytest.fixture(scope="module")
 def activation(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built_example("activation", tmp_path_factory).root
-
-
-def upstream(*args: str) -> str:
-    kernels = shutil.which("kernels", path=os.path.dirname(sys.executable))
-    if kernels is None:
-        pytest.skip("upstream's kernels CLI is not installed")
-    result = subprocess.run([kernels, *args], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def ours(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    assert main(list(args)) == 0
-    return capsys.readouterr().out
 
 
 def test_the_build_writes_the_api_under_its_digest(activation: Path) -> None:
@@ -73,7 +55,7 @@ def test_the_same_api_as_upstream_from_a_local_build(
     activation: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for args in ([], ["--json"]):
-        assert ours(capsys, "describe-api", str(activation), *args) == upstream(
+        assert our_cli(capsys, "describe-api", str(activation), *args) == upstream_cli(
             "describe-api", str(activation), *args
         )
     text = render_api(describe_api(str(activation)))
@@ -88,7 +70,7 @@ def test_the_same_api_as_upstream_from_the_hub(
     hub.create_branch(REPO, "v1")
     hub.commit(REPO, files_from_directory(activation / "build", "build"), branch="v1")
     for args in (["--version", "1"], ["--json"], ["--revision", "v1", "--json"]):
-        assert ours(capsys, "describe-api", REPO, *args) == upstream("describe-api", REPO, *args)
+        assert our_cli(capsys, "describe-api", REPO, *args) == upstream_cli("describe-api", REPO, *args)
     # Only symbols.json of the chosen variant was downloaded (and metadata.json, to choose it): nothing imported.
     fetched = sorted(
         r.path.rsplit("/", 1)[-1] for r in hub.requests if r.method == "GET" and "/resolve/" in r.path

@@ -8,16 +8,13 @@ Both judge this machine as it is (no injected environment): a CPU build of Torch
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hub_server import HubServer
 from loader_fixtures import commit_variants
+from upstream_kernels import our_cli, upstream_cli
 
 from kernel_builder.cli import main
 from kernel_builder.formats.variants import variant_for_environment
@@ -56,20 +53,6 @@ def publish(hub: HubServer, tmp_path: Path) -> dict[str, str]:
     return names
 
 
-def upstream(*args: str) -> Any:
-    kernels = shutil.which("kernels", path=os.path.dirname(sys.executable))
-    if kernels is None:
-        pytest.skip("upstream's kernels CLI is not installed")
-    result = subprocess.run([kernels, *args], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def ours(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    assert main(list(args)) == 0
-    return capsys.readouterr().out
-
-
 def comparable(listing: dict[str, Any]) -> list[dict[str, Any]]:
     """Per revision: the compatible variants in order, the preferred one, and the rejected ones as a set (with
     a reason each; upstream words it its own way and orders equally preferred rejections by chance)."""
@@ -106,8 +89,8 @@ def test_the_same_variants_and_verdicts_as_upstream(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], selection: list[str]
 ) -> None:
     names = publish(hub, tmp_path)
-    theirs = json.loads(upstream("variants", REPO, "--json", *selection))
-    mine = json.loads(ours(capsys, "variants", REPO, "--json", *selection))
+    theirs = json.loads(upstream_cli("variants", REPO, "--json", *selection))
+    mine = json.loads(our_cli(capsys, "variants", REPO, "--json", *selection))
     assert mine["repo_id"] == theirs["repo_id"] == REPO
     assert comparable(mine) == comparable(theirs)
     newest = comparable(mine)[-1]
@@ -130,8 +113,8 @@ def test_the_text_has_upstreams_lines_for_compatible_variants(
     """The text output: each version's label, then one line per variant; the compatible ones exactly as
     upstream prints them, each rejected one named (with our own reason)."""
     names = publish(hub, tmp_path)
-    theirs = upstream("variants", REPO, "--all-versions").splitlines()
-    mine = ours(capsys, "variants", REPO, "--all-versions").splitlines()
+    theirs = upstream_cli("variants", REPO, "--all-versions").splitlines()
+    mine = our_cli(capsys, "variants", REPO, "--all-versions").splitlines()
     assert [line for line in mine if line.endswith("\u2705") or line.endswith(":") or not line] == [
         line for line in theirs if line.endswith("\u2705") or line.endswith(":") or not line
     ]

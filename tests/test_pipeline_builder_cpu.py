@@ -605,7 +605,9 @@ def test_failed_compile_keeps_previous_variants(mutable: Built) -> None:
         assert snapshot(mutable.variant_dir) == before
         # The pure-Python variant was built again (the sources' id changed), without the import check, so
         # without the symbols.json the fixture's first build wrote.
-        assert variant_files(mutable.build / "torch-cuda") == [f for f in noarch_before if f != "symbols.json"]
+        assert variant_files(mutable.build / "torch-cuda") == [
+            f for f in noarch_before if f != "symbols.json"
+        ]
         assert metadata(mutable.build / "torch-cuda")["name"] == "kb-counter"
         assert [p.name for p in mutable.build.iterdir() if p.name.startswith(".")] == []
     finally:

@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 #: The pinned release (pyproject.toml's test extra) and the older ones each release-line test also runs with.
 PINNED = "0.19.1"
 OLDER = ("0.17.2", "0.18.3")
@@ -66,6 +68,25 @@ def release_env(version: str, root: Path) -> dict[str, str]:
     first = [] if version == PINNED else [str(install_release(version, root))]
     path = [*first, str(REPO), os.environ.get("PYTHONPATH")]
     return {"PYTHONPATH": os.pathsep.join(p for p in path if p)}
+
+
+def upstream_cli(*args: str) -> str:
+    """The output of the pinned release's ``kernels`` command (this interpreter's), which must succeed; skips
+    the test where it is not installed."""
+    kernels = shutil.which("kernels", path=os.path.dirname(sys.executable))
+    if kernels is None:
+        pytest.skip("upstream's kernels command is not installed")
+    result = subprocess.run([kernels, *args], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, f"kernels {' '.join(args)}:\n{result.stdout}{result.stderr}"
+    return result.stdout
+
+
+def our_cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """The output of ``kernel-builder ARGS``, run in this process, which must succeed."""
+    from kernel_builder.cli import main
+
+    assert main(list(args)) == 0
+    return capsys.readouterr().out
 
 
 if __name__ == "__main__":

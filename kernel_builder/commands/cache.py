@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common
+from kernel_builder.commands._shared import add_common, print_json_or_text
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -74,12 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from kernel_builder.loader.cache_listing import list_cache
 
     listing = list_cache(args.cache_dir)
-    if args.json:
-        import json
-
-        print(json.dumps(listing.to_json(), indent=2))
-    else:
-        print(render(listing))
+    print_json_or_text(args.json, listing.to_json, lambda: render(listing))
     if listing.warnings:
         if args.show_warnings:
             for warning in listing.warnings:

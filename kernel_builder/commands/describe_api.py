@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common
+from kernel_builder.commands._shared import add_common, print_json_or_text
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -48,10 +48,5 @@ def run(args: argparse.Namespace) -> int:
         trust_remote_code=args.trust_remote_code,
         backend=args.backend,
     )
-    if args.json:
-        import json
-
-        print(json.dumps(description.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print(render_api(description))
+    print_json_or_text(args.json, description.to_json, lambda: render_api(description), ensure_ascii=False)
     return 0

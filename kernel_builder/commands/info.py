@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common
+from kernel_builder.commands._shared import add_common, print_json_or_text
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -129,10 +129,5 @@ def run(args: argparse.Namespace) -> int:
         from kernel_builder.loader.dependency_tree import with_dependency_tree
 
         info = with_dependency_tree(info, args.backend)
-    if args.json:
-        import json
-
-        print(json.dumps(info.to_json(), indent=2))
-    else:
-        print(render(info))
+    print_json_or_text(args.json, info.to_json, lambda: render(info))
     return 0

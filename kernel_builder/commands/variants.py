@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Literal
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common
+from kernel_builder.commands._shared import add_common, print_json_or_text
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -53,11 +53,9 @@ def run(args: argparse.Namespace) -> int:
         only_compatible=args.only_compatible,
         backend=args.backend,
     )
-    if args.json:
-        import json
-
-        revisions = [revision.to_json() for revision in listed]
-        print(json.dumps({"repo_id": args.repo_id, "revisions": revisions}, indent=2))
-    else:
-        print(render_variants(listed, args.only_compatible))
+    print_json_or_text(
+        args.json,
+        lambda: {"repo_id": args.repo_id, "revisions": [revision.to_json() for revision in listed]},
+        lambda: render_variants(listed, args.only_compatible),
+    )
     return 0
