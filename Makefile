@@ -4,7 +4,9 @@
 #   .venv-kb-cache  the tests' kernel-builder cache, kept between runs (git ignores it). It holds the isolated
 #                   CUDA 13.0 torch environment of the CUDA test variant, made by kernel-builder itself
 #                   (tests/cuda_test_env.py): the build interpreter of the CUDA tests (--python) and the
-#                   environment the variant-matrix tests' builds find, so it is pip-installed once per clone.
+#                   environment the variant-matrix tests' builds find, so it is pip-installed once per clone. It
+#                   also holds the older releases of `kernels` (0.17, 0.18) that the release-line tests run with
+#                   beside the pinned one (tests/upstream_kernels.py: one wheel each, no second torch).
 # Both torch pins come from the matrix data (kernel_builder/formats/build-matrix.json); tests/matrix_data.py
 # says which entries (standard library only: it runs before any environment exists). After a matrix bump that
 # moves them, `make clean` and the next `make test` recreate the environments (tests/test_matrix_data.py says so).
@@ -32,6 +34,13 @@ $(CUDA_STAMP): $(STAMP)
 	KERNEL_BUILDER_CACHE=$(CURDIR)/$(TEST_CACHE) $(BIN)/python tests/cuda_test_env.py > $@.tmp
 	[ -e .venv-cu130 ] || ln -s "$(TEST_CACHE)/envs/$$(basename "$$(dirname "$$(dirname "$$(cat $@.tmp)")")")" .venv-cu130
 	mv $@.tmp $@
+
+# The older `kernels` releases, installed once per clone (the tests install them themselves when missing).
+KERNELS_STAMP := $(TEST_CACHE)/upstream-kernels/.installed
+$(KERNELS_STAMP): $(STAMP) tests/upstream_kernels.py
+	mkdir -p $(TEST_CACHE)
+	KB_TEST_KERNEL_BUILDER_CACHE=$(CURDIR)/$(TEST_CACHE) $(BIN)/python tests/upstream_kernels.py
+	touch $@
 
 demo: $(STAMP)
 	$(BIN)/kernel-builder check-config examples/relu
@@ -82,7 +91,7 @@ TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=
 PYTEST_ARGS ?=
 TEST_ENV = KB_TEST_CUDA_PYTHON=$$(cat $(CUDA_STAMP)) KB_TEST_KERNEL_BUILDER_CACHE=$(CURDIR)/$(TEST_CACHE)
 
-test: $(STAMP) $(CUDA_STAMP) nix-tools redis-tools cross-tools
+test: $(STAMP) $(CUDA_STAMP) $(KERNELS_STAMP) nix-tools redis-tools cross-tools
 	$(TEST_ENV) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The edit loop: every test that takes well under a second or two (`slow` marks the others: compiling, starting

@@ -40,8 +40,8 @@ capability = [0]  # the capability both packages see, set per case
 
 def patch_capability() -> None:
     if PACKAGE == "kernels":
-        repos: Any = importlib.import_module("kernels.layer.repos")
-        repos._find_capability = lambda: capability[0]
+        repos: Any = importlib.import_module("kernels._internals.layer.repos")
+        repos._find_capability = lambda device_index=None: capability[0]
     else:
         kernelizer: Any = importlib.import_module("kernel_builder.layers.kernelizer")
         kernelizer.gpu_capability = lambda index: capability[0]
@@ -123,8 +123,23 @@ def outcome(module: nn.Module) -> str:
     return f"kernel:{owner}" if "<locals>" not in owner else "kernel"
 
 
-def func_outcome() -> str:
-    return "original" if silu_and_mul.forward.__func__ is type(silu_and_mul).forward else "kernel"
+def func_outcome(model: Model) -> str:
+    """What the model's own copy of the marked function runs (each model instance has its own)."""
+    own = model.head.__dict__["_kernel_funcs"]["silu_and_mul"]
+    return "original" if own.forward.__func__ is type(own).forward else "kernel"
+
+
+def kernelized(model: Model) -> dict[str, str]:
+    """What ``get_kernelized_layers`` reads back: each kernelized layer or function, by name, with the layer
+    name of the repository it came from."""
+    found = K.get_kernelized_layers(model)
+    result = {name: repo_name(layer.repo) for name, layer in found.layers.items()}
+    result.update({f"{module}:{func}": repo_name(f.repo) for (module, func), f in found.funcs.items()})
+    return result
+
+
+def repo_name(repo: Any) -> str:
+    return str(getattr(repo, "layer_name", "?"))
 
 
 # --- scenarios: layer name -> device -> repository or mode table --------------------------------------------
@@ -237,7 +252,8 @@ def run_case(
         builtin = next(c for c in type(error).__mro__ if c.__module__ == "builtins")
         return f"error:{builtin.__name__}"
     result = {name: outcome(getattr(model, name)) for name in MARKED}
-    result["head:silu_and_mul"] = func_outcome()
+    result["head:silu_and_mul"] = func_outcome(model)
+    result["read-back"] = json.dumps(kernelized(model), sort_keys=True)
     if check_outputs:  # the layers are those of the model's own names: outputs must not change
         with torch.no_grad():
             close = torch.allclose(model(x), reference, rtol=1e-5, atol=1e-6)

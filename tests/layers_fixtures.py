@@ -18,15 +18,18 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+import torch.nn.functional as F
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import reset_loader, write_variant
+from torch import nn
 
-from kernel_builder.layers import kernelizer, mapping
+from kernel_builder.layers import kernelizer, mapping, use_kernel_forward_from_hub, use_kernelized_func
 
 #: The noarch variants of the test kernels; ``torch-cpu`` is the one this machine loads.
 VARIANTS = ("torch-cpu", "torch-cuda")
@@ -119,10 +122,18 @@ silu_and_mul.can_torch_compile = True
 NO_LAYERS_INIT = "def identity(x):\n    return x\n"
 
 
-def write_kernel(root: Path, *, name: str = "activation", layers: bool = True, tag: str = "") -> Path:
-    """A kernel root with ``build/<variant>`` for each of :data:`VARIANTS`; returns ``root``."""
+def write_kernel(
+    root: Path,
+    *,
+    name: str = "activation",
+    layers: bool = True,
+    tag: str = "",
+    variants: Sequence[str] = VARIANTS,
+) -> Path:
+    """A kernel root with ``build/<variant>`` for each of ``variants`` (noarch variant names); returns
+    ``root``."""
     files = {"__init__.py": INIT, "layers/__init__.py": LAYERS} if layers else {"__init__.py": NO_LAYERS_INIT}
-    for variant in VARIANTS:
+    for variant in variants:
         kernel_id = f"_{name.replace('-', '_')}_{tag}{variant.replace('-', '_')}_0123456789"
         write_variant(
             root / "build" / variant, name=name, kernel_id=kernel_id, backend=variant[6:], files=files
@@ -164,6 +175,45 @@ def calls_of(defined: Any) -> Any:
 
     module = sys.modules[defined.__module__]
     return module.CALLS if hasattr(module, "CALLS") else module.layers.CALLS
+
+
+# --- the marked layers of the tests' models, as a modelling library marks them ---------------------------
+
+
+@use_kernel_forward_from_hub("SiluAndMul")
+class SiluAndMul(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d = x.shape[-1] // 2
+        return F.silu(x[..., :d]) * x[..., d:]
+
+
+@use_kernel_forward_from_hub("GeluTanh")
+class GeluTanh(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x, approximate="tanh")
+
+
+@use_kernel_forward_from_hub("ReLU")
+class ReLU(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+@use_kernel_forward_from_hub("silu_and_mul")
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    d = x.shape[-1] // 2
+    return F.silu(x[..., :d]) * x[..., d:]
+
+
+@use_kernelized_func(silu_and_mul)
+class GatedHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gated: torch.Tensor = silu_and_mul(self.proj(x))
+        return gated
 
 
 # --- the compatibility script ------------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """One loading script for two packages: ``python loader_compat.py PACKAGE CONFIG.json``.
 
-PACKAGE is ``kernel_builder`` or ``kernels`` (upstream 0.17.2); the script uses only the loading functions both
-export, through ``K``. CONFIG is ``{"gpu": null | [major, minor], "cases": [CASE, ...]}`` where each CASE is
-``{"name": ..., "call": FUNCTION, "args": [...], "kwargs": {...}, "env": {...}}``: ``env`` is set for that call
-alone (``LOCAL_KERNELS``, say); an argument ``{"path": P}`` is passed as ``Path(P)``. The script prints one JSON object, case name → outcome, where an outcome is
+PACKAGE is ``kernel_builder`` or ``kernels`` (upstream, the pinned 0.19.1); the script uses only the loading
+functions and layer repositories both export, through ``K``. CONFIG is ``{"gpu": null | [major, minor], "cases":
+[CASE, ...]}`` where each CASE is ``{"name": ..., "call": FUNCTION, "args": [...], "kwargs": {...}, "env":
+{...}}``: ``env`` is set for that call alone (``LOCAL_KERNELS``, say); an argument ``{"path": P}`` is passed as
+``Path(P)``; a FUNCTION ``Class.method`` constructs ``K.Class`` with the arguments and calls ``method()`` (a
+layer repository's ``load``). The script prints one JSON object, case name → outcome, where an outcome is
 
 - ``loaded:<TAG>``: the call returned a module; ``TAG`` is the module's ``TAG`` attribute, which every test
   kernel defines (so the two packages' different module names do not matter);
+- ``layer:<TAG>``: the call returned a class (a layer repository's ``load``), defined by the kernel of that
+  ``TAG`` (a function repository's class is named differently by each package);
 - ``path:<name>``: the call returned a path (``install_kernel``), by its last component (the variant);
 - ``True`` / ``False``: what ``has_kernel`` answered;
 - ``error:<builtin>``: the call raised; ``<builtin>`` is the first builtin class in the exception's MRO (the
@@ -44,6 +48,9 @@ def outcome(value: Any) -> str:
         return str(value)
     if isinstance(value, os.PathLike):
         return f"path:{Path(value).name}"
+    if isinstance(value, type):
+        kernel = sys.modules[value.__module__.partition(".")[0]]
+        return f"layer:{getattr(kernel, 'TAG', '?')}"
     return f"loaded:{getattr(value, 'TAG', '?')}"
 
 
@@ -52,7 +59,9 @@ def run(case: dict[str, Any], messages: dict[str, str]) -> str:
     os.environ.update(case.get("env", {}))
     try:
         args = [Path(arg["path"]) if isinstance(arg, dict) else arg for arg in case.get("args", [])]
-        return outcome(getattr(K, case["call"])(*args, **case.get("kwargs", {})))
+        owner, _, method = case["call"].partition(".")
+        called = getattr(K, owner)(*args, **case.get("kwargs", {}))
+        return outcome(getattr(called, method)() if method else called)
     except Exception as error:  # noqa: BLE001 - recorded: the builtin type both packages promise
         builtin = next(c for c in type(error).__mro__ if c.__module__ == "builtins")
         messages[case["name"]] = f"{type(error).__name__}: {error}"

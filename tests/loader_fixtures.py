@@ -179,3 +179,11 @@ def env_machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_loader()
     yield
     reset_loader()
+
+
+@pytest.fixture
+def fresh_loader() -> Iterator[None]:
+    """No kernel imported before the test, none left after it (the machine as it is, unlike :func:`env_machine`)."""
+    reset_loader()
+    yield
+    reset_loader()

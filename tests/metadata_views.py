@@ -46,7 +46,7 @@ def our_view(meta: Metadata) -> dict[str, Any]:
 
 def upstream_view(path: Path) -> dict[str, Any]:
     """``path`` (a metadata.json) as the ``kernels`` package's own reader parses it."""
-    from kernels import Metadata as UpstreamMetadata  # type: ignore[import-untyped]  # kernels 0.17.2's reader
+    from kernels import Metadata as UpstreamMetadata  # type: ignore[import-untyped]  # the pinned kernels' reader
 
     meta = UpstreamMetadata.read_from_file(path)
     provenance = None
@@ -57,9 +57,10 @@ def upstream_view(path: Path) -> dict[str, Any]:
                 "version": builder.version,
                 "git": None
                 if builder.git is None
-                else {"commit": builder.git.commit, "dirty": builder.git.dirty},
+                else {"commit": str(builder.git.commit), "dirty": builder.git.dirty},
             },
-            "kernel": None if kernel is None else {"commit": kernel.commit, "dirty": kernel.dirty},
+            # str(): a commit is an Oid since kernels 0.18, a str before
+            "kernel": None if kernel is None else {"commit": str(kernel.commit), "dirty": kernel.dirty},
         }
     depends = [
         (dep.repo_id, getattr(dep.version, "version", None), getattr(dep.version, "revision", None))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,24 @@ def test_a_build_that_does_not_load_stops_pytest_before_the_conftests(suite: Pat
         "exist: expected a kernel repo root containing build/, a build/ directory with variant directories, or "
         "one variant directory containing metadata.json"
     ]
+
+
+COLLECTION = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "kernels-community"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (COLLECTION / "einops").is_dir(), reason="the kernels collection is not checked out")
+def test_a_collection_kernel_whose_tests_call_kernels_get_kernel(tmp_path: Path) -> None:
+    """The collection's einops: every test module calls ``kernels.get_kernel`` on a kernel the run already
+    imported as ``einops``; with the pinned ``kernels`` (0.19), which reuses that module only after comparing
+    builds, the whole suite passes, with no collection error."""
+    import importlib.metadata
+
+    from upstream_kernels import PINNED
+
+    assert importlib.metadata.version("kernels") == PINNED
+    project = shutil.copytree(COLLECTION / "einops", tmp_path / "einops")
+    run = run_cli(["test", project, "--", "-q", "-p", "no:cacheprovider"], cwd=tmp_path)
+    assert run.returncode == 0, run.output
+    summary = run.stdout.strip().splitlines()[-1]
+    assert re.search(r"\b\d+ passed\b", summary) and "error" not in summary, run.output

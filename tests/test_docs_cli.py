@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -58,10 +59,22 @@ def test_every_command_has_a_section() -> None:
         assert re.search(rf"^    {command}\b", top, re.MULTILINE), command
 
 
+def actions(command: str) -> list[str]:
+    """The sub-commands of a command that has them (``cache ls``), else none."""
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = subparsers.choices[command]
+    nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return sorted(nested[0].choices or ()) if nested else []
+
+
 @pytest.mark.parametrize("command", commands())
 def test_documented_options_are_the_real_ones(command: str) -> None:
     real = help_options(help_output(command))
     assert COMMON <= real, f"the options of `kernel-builder {command} --help` were not parsed"
+    for action in actions(command):  # `cache ls`: the action's options are documented with the command
+        options = help_options(help_output(command, action))
+        assert COMMON <= options, f"the options of `kernel-builder {command} {action} --help` were not parsed"
+        real |= options
     assert documented_options(command) == real - COMMON
 
 

@@ -195,10 +195,18 @@ def test_hidden_and_pyo_files_agree_across_build_digest_upload_lock_and_download
     assert "torch-ext/relu/.private.py: hidden, not shipped" in run.output
     variant_dir = root / "build" / CPU_VARIANT
 
-    # What the build shipped: the package's sources, the generated _ops.py, the extension and metadata.json.
+    # What the build shipped: the package's sources, the generated _ops.py, the extension, the public API its
+    # import check read (symbols.json) and metadata.json.
     shipped = _files_under(variant_dir)
     ops_name = read_metadata(variant_dir).id
-    assert shipped == {"__init__.py", "layers.py", "_ops.py", f"{ops_name}.abi3.so", "metadata.json"}
+    assert shipped == {
+        "__init__.py",
+        "layers.py",
+        "_ops.py",
+        f"{ops_name}.abi3.so",
+        "symbols.json",
+        "metadata.json",
+    }
 
     # Files an editor, the OS or an interpreter drops into a built variant are not part of it either.
     (variant_dir / ".DS_Store").write_bytes(b"finder")

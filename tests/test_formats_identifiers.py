@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from kernel_builder.formats.identifiers import (
+    Oid,
     is_commit_id,
     is_git_object_id,
     is_repo_id,
@@ -123,3 +126,20 @@ def test_a_commit_id_is_a_revision() -> None:
 def test_git_object_ids_of_provenance(text: str, expected: bool) -> None:
     """What metadata.json may record as a commit: either hash, either case (not only the Hub's form)."""
     assert is_git_object_id(text) is expected
+
+
+def test_oid_is_a_full_object_id_and_a_str() -> None:
+    """``RepoInfo.revision``'s type: built from 40 or 64 hex digits (lower-cased), spelled as the ``kernels``
+    loader spells its ``Oid``, and still a ``str`` for code that treats the revision as one."""
+    oid = Oid.from_str("A" * 40)
+    assert (str(oid), repr(oid), oid == "a" * 40, isinstance(oid, str)) == (
+        "a" * 40,
+        f'Oid("{"a" * 40}")',
+        True,
+        True,
+    )
+    assert Oid("b" * 64) == "b" * 64
+    assert pickle.loads(pickle.dumps(oid)) == oid and type(pickle.loads(pickle.dumps(oid))) is Oid
+    for bad in ("a" * 39, "g" * 40, " " + "a" * 40, "v1", "main"):
+        with pytest.raises(ValueError, match="expected 40 or 64 hexadecimal digits"):
+            Oid(bad)

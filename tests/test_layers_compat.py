@@ -1,6 +1,6 @@
 """The same kernelize script (``kernelize_compat.py``) run with ``kernel_builder`` and with upstream's
-``kernels`` makes the same replacement decisions for the same mappings: against the Hub double and through
-local builds.
+``kernels`` (the pinned 0.19) makes the same replacement decisions for the same mappings, and reads them back
+the same (``get_kernelized_layers``): against the Hub double and through local builds.
 
 Here the kernels are pure-Python ones (fast); ``test_examples.py`` runs the script on CPU builds of
 examples/activation and examples/relu (slow).
@@ -8,6 +8,7 @@ examples/activation and examples/relu (slow).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -45,6 +46,16 @@ def test_same_decisions_as_upstream_kernels(hub: HubServer, tmp_path: Path) -> N
             "head": "original",
             "head:silu_and_mul": "kernel",
             "outputs": "match",
+            "read-back": json.dumps(
+                {
+                    "act": "SiluAndMul",
+                    "gelu": "GeluTanh",
+                    "relu": "ReLU",
+                    "on": "ReLU",
+                    "head:silu_and_mul": "SiluAndMul",
+                },
+                sort_keys=True,
+            ),
         }
         training = ours[f"{source}/bare/training/cpu/fallback=true"]
         assert (training["act"], training["gelu"]) == (
@@ -52,6 +63,11 @@ def test_same_decisions_as_upstream_kernels(hub: HubServer, tmp_path: Path) -> N
             "original",
         )  # GeluTanh: no backward
         assert ours[f"{source}/bare/training/cpu/fallback=false"] == "error:ValueError"
+        # 0.19 dropped the check of the registered mode: a layer without backward registered for training
+        # serves inference, and falls back for training.
+        registered = f"{source}/training-no-backward/{{}}/cpu/fallback=true"
+        assert ours[registered.format("inference")]["gelu"] == "kernel:GeluTanh"
+        assert ours[registered.format("training")]["gelu"] == "original"
         capability = {
             c: ours[f"{source}/capabilities/inference/cuda{c}/fallback=true"]["relu"] for c in (75, 86, 90)
         }

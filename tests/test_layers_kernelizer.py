@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from pathlib import Path
 
@@ -13,9 +14,14 @@ from hub_server import HubServer
 from layers_fixtures import (
     KERNEL_REPO,
     NO_LAYERS_REPO,
+    GatedHead,
+    GeluTanh,
+    ReLU,
+    SiluAndMul,
     calls_of,
     fresh_layers,  # noqa: F401  (fixture)
     publish_kernel,
+    silu_and_mul,
     write_kernel,
 )
 from torch import nn
@@ -25,6 +31,7 @@ from kernel_builder.layers import (
     Device,
     FuncRepository,
     IncompatibleLayerError,
+    KernelizedFunc,
     KernelizeError,
     KernelizeFallback,
     KernelLoadError,
@@ -33,13 +40,12 @@ from kernel_builder.layers import (
     LocalLayerRepository,
     LockedLayerRepository,
     Mode,
+    get_kernelized_layers,
     kernelize,
     kernelize_report,
     register_kernel_mapping,
     replace_kernel_forward_from_hub,
-    use_kernel_forward_from_hub,
     use_kernel_mapping,
-    use_kernelized_func,
 )
 from kernel_builder.layers import kernelizer as kernelizer_module
 from kernel_builder.loader.errors import KernelNotLockedError, UntrustedKernelError
@@ -48,41 +54,6 @@ pytestmark = pytest.mark.usefixtures("fresh_layers")
 
 
 # --- the model, marked as a modelling library marks it ------------------------------------------------------
-
-
-@use_kernel_forward_from_hub("SiluAndMul")
-class SiluAndMul(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = x.shape[-1] // 2
-        return F.silu(x[..., :d]) * x[..., d:]
-
-
-@use_kernel_forward_from_hub("GeluTanh")
-class GeluTanh(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.gelu(x, approximate="tanh")
-
-
-@use_kernel_forward_from_hub("ReLU")
-class ReLU(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-
-@use_kernel_forward_from_hub("silu_and_mul")
-def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
-    d = x.shape[-1] // 2
-    return F.silu(x[..., :d]) * x[..., d:]
-
-
-@use_kernelized_func(silu_and_mul)
-class GatedHead(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = nn.Linear(8, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return silu_and_mul(self.proj(x))
 
 
 class Model(nn.Module):
@@ -100,6 +71,10 @@ class Model(nn.Module):
 
 
 MARKED = ("act", "gelu", "relu")
+#: Fall back for unmapped layers, raise when the mapped kernel does not support the mode.
+ONLY_MODE_RAISES = (
+    KernelizeFallback.NO_LAYER | KernelizeFallback.NO_DEVICE | KernelizeFallback.NO_COMPATIBLE_PROPERTIES
+)
 
 
 def model() -> Model:
@@ -126,6 +101,12 @@ def kernel_forward_name(module: nn.Module) -> str:
 
 def outcomes(model: nn.Module) -> dict[str, str]:
     return {name: kernel_forward_name(getattr(model, name)) for name in MARKED}
+
+
+def own_function(net: nn.Module) -> nn.Module:
+    """The model's own copy of the marked function ``silu_and_mul`` (``use_kernelized_func``)."""
+    own: nn.Module = net.head.__dict__["_kernel_funcs"]["silu_and_mul"]
+    return own
 
 
 @pytest.fixture
@@ -210,15 +191,57 @@ def test_marked_function_listed_by_a_module_is_replaced(kernel_root: Path) -> No
         "silu_and_mul",
         "kernel",
     )
-    assert silu_and_mul.forward.__func__ is decision.layer.forward
+    own = own_function(net)
+    assert own.forward.__func__ is decision.layer.forward
+    assert "forward" not in silu_and_mul.__dict__  # the shared function module is never replaced
     assert decision.layer is not None and decision.layer.__module__.endswith("torch_cpu_0123456789")
+    assert get_kernelized_layers(net).funcs == {
+        ("head", "silu_and_mul"): KernelizedFunc(own, kernel_function)
+    }
     counter = calls_of(decision.layer)
     torch.testing.assert_close(net(x), reference)
     assert counter["silu_and_mul"] == 1  # the kernel's function ran
-    # The function is a module-level singleton: put it back for the other tests.
+    # Another instance of the same model has its own function module, which nobody kernelized.
+    torch.testing.assert_close(model()(x), reference)
+    assert counter["silu_and_mul"] == 1
     with use_kernel_mapping({}, inherit_mapping=False):
         kernelize(net, mode=Mode.INFERENCE, device="cpu")
-    assert "forward" not in silu_and_mul.__dict__
+    assert "forward" not in own.__dict__ and get_kernelized_layers(net).funcs == {}
+
+
+def test_each_model_instance_has_its_own_function_modules(tmp_path: Path) -> None:
+    """Two instances of one model, kernelized with two kernels for the same marked function: each keeps its
+    own (with one shared function module, the last kernelize would win for both)."""
+    first = write_kernel(tmp_path / "first", tag="first_")
+    second = write_kernel(tmp_path / "second", tag="second_")
+    a, b = model(), model()
+    repos = [LocalFuncRepository(root, func_name="silu_and_mul") for root in (first, second)]
+    layers = []
+    for net, repository in zip((a, b), repos):
+        with use_kernel_mapping({"silu_and_mul": {"cpu": repository}}):
+            *_, decision = kernelize_report(net, mode=Mode.INFERENCE, device="cpu")
+        assert decision.layer is not None
+        layers.append(decision.layer)
+        assert own_function(net).forward.__func__ is decision.layer.forward
+    assert [layer.__module__.split(".")[0] for layer in layers] == [
+        "_activation_first_torch_cpu_0123456789",
+        "_activation_second_torch_cpu_0123456789",
+    ]
+    counters = [calls_of(layer) for layer in layers]
+    x = torch.randn(2, 8)
+    a(x)
+    assert (counters[0]["silu_and_mul"], counters[1]["silu_and_mul"]) == (1, 0)
+    b(x)
+    b(x)
+    assert (counters[0]["silu_and_mul"], counters[1]["silu_and_mul"]) == (1, 2)
+    # Outside any model's forward, the shared function is the plain function.
+    torch.testing.assert_close(silu_and_mul(x), F.silu(x[..., :4]) * x[..., 4:])
+    assert (counters[0]["silu_and_mul"], counters[1]["silu_and_mul"]) == (1, 2)
+    # A deep copy keeps the kernel of the model it copies, in a function module of its own.
+    copied = copy.deepcopy(a)
+    assert own_function(copied) is not own_function(a)
+    copied(x)
+    assert counters[0]["silu_and_mul"] == 2
 
 
 def test_func_repository_from_the_hub(hub: HubServer, tmp_path: Path) -> None:
@@ -233,6 +256,42 @@ def test_func_repository_from_the_hub(hub: HubServer, tmp_path: Path) -> None:
     finally:
         with use_kernel_mapping({}, inherit_mapping=False):
             kernelize(net, mode=Mode.INFERENCE, device="cpu")
+
+
+def test_each_model_instance_has_its_own_function_modules_as_upstream(tmp_path: Path) -> None:
+    """The same scenario through ``kernels`` and through ours, each with its own marks: two instances of one
+    model, kernelized with two kernels for one marked function, then called; each instance runs its own."""
+    kernels = pytest.importorskip("kernels")
+    roots = [write_kernel(tmp_path / name, tag=f"{name}_") for name in ("first", "second")]
+    ran = {}
+    for package in (kernels, __import__("kernel_builder")):
+
+        @package.use_kernel_forward_from_hub("silu_and_mul")
+        def gate(x: torch.Tensor) -> torch.Tensor:
+            return F.silu(x[..., :4]) * x[..., 4:]
+
+        @package.use_kernelized_func(gate)
+        class Gated(nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return gate(x)
+
+        nets = [Gated(), Gated()]
+        for net, root in zip(nets, roots):
+            repository = package.LocalLayerRepository(root, layer_name="SiluAndMul")
+            with package.use_kernel_mapping({"silu_and_mul": {"cpu": repository}}, inherit_mapping=False):
+                package.kernelize(net, mode=package.Mode.INFERENCE, device="cpu")
+        counters = [
+            calls_of(package.get_kernelized_layers(net).funcs[("", "silu_and_mul")].module.forward.__func__)
+            for net in nets
+        ]
+        before = [counter["SiluAndMul"] for counter in counters]
+        x = torch.randn(2, 8)
+        nets[1](x)
+        nets[1](x)
+        nets[0](x)
+        gate(x)  # outside any model: the plain function
+        ran[package.__name__] = [counter["SiluAndMul"] - start for counter, start in zip(counters, before)]
+    assert ran == {"kernels": [1, 2], "kernel_builder": [1, 2]}
 
 
 # --- modes --------------------------------------------------------------------------------------------------
@@ -258,21 +317,36 @@ def test_torch_compile_falls_back_for_a_layer_not_declared_compilable(kernel_roo
         assert outcomes(net) == {"act": "kernel:SiluAndMul", "gelu": "original", "relu": "original"}
 
 
-def test_an_entry_registered_for_training_must_have_a_backward(kernel_root: Path) -> None:
+def test_the_registered_mode_is_not_checked_against_the_layer(kernel_root: Path) -> None:
+    """An entry registered for training whose layer has no backward (0.19's rule): it serves inference, and
+    training falls back (or raises without the fallback) as for any layer without a backward."""
     net = model()
     mapping = {"GeluTanh": {"cpu": {Mode.TRAINING: local(kernel_root, "GeluTanh")}}}
-    with use_kernel_mapping(mapping), pytest.raises(KernelizeError) as raised:
+    with use_kernel_mapping(mapping):
         kernelize(net, mode=Mode.INFERENCE, device="cpu")  # INFERENCE falls back to the TRAINING entry
+        assert outcomes(net)["gelu"] == "kernel:GeluTanh"
+        kernelize(net, mode=Mode.TRAINING, device="cpu")
+        assert outcomes(net)["gelu"] == "original"
+        with pytest.raises(KernelizeError) as raised:
+            kernelize(net, mode=Mode.TRAINING, device="cpu", use_fallback=ONLY_MODE_RAISES)
     message = str(raised.value)
-    assert "registered for Mode.TRAINING" in message and "has_backward = False" in message
-    assert "'GeluTanh'" in message and str(kernel_root) in message
-    assert outcomes(net)["gelu"] == "original"
+    assert "'GeluTanh'" in message and str(kernel_root) in message and "has_backward = False" in message
 
 
-def test_an_entry_registered_for_torch_compile_must_declare_it(kernel_root: Path) -> None:
+def test_an_entry_registered_for_torch_compile_serves_the_modes_its_layer_supports(kernel_root: Path) -> None:
+    """ReLU is not declared compilable: registered for ``INFERENCE | TORCH_COMPILE``, it serves plain
+    inference (which falls back to that entry), and compiled inference falls back or raises."""
     mapping = {"ReLU": {"cpu": {Mode.INFERENCE | Mode.TORCH_COMPILE: local(kernel_root, "ReLU")}}}
-    with use_kernel_mapping(mapping), pytest.raises(KernelizeError, match="can_torch_compile = True"):
-        kernelize(model(), mode=Mode.INFERENCE | Mode.TORCH_COMPILE, device="cpu")
+    net = model()
+    with use_kernel_mapping(mapping):
+        kernelize(net, mode=Mode.INFERENCE, device="cpu")
+        assert outcomes(net)["relu"] == "kernel:ReLU"
+        kernelize(net, mode=Mode.INFERENCE | Mode.TORCH_COMPILE, device="cpu")
+        assert outcomes(net)["relu"] == "original"
+        with pytest.raises(KernelizeError, match="can_torch_compile = True"):
+            kernelize(
+                net, mode=Mode.INFERENCE | Mode.TORCH_COMPILE, device="cpu", use_fallback=ONLY_MODE_RAISES
+            )
 
 
 def test_mode_tables_pick_the_first_entry_in_fallback_order(tmp_path: Path) -> None:
@@ -492,6 +566,43 @@ def test_cuda_entries_by_capability(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert len(seen) == 3
 
 
+@pytest.mark.parametrize(
+    ("hip", "device", "expected"),
+    [
+        ("7.2.0", "torch-cuda", "rocm"),  # Torch calls a ROCm GPU cuda: the mapping's rocm entry applies
+        (None, "torch-cuda", "cuda"),
+        ("7.2.0", "cuda", "cuda"),  # a device type given as a string is the mapping's device type as written
+    ],
+)
+def test_a_torch_cuda_device_on_rocm_uses_the_rocm_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hip: str | None, device: str, expected: str
+) -> None:
+    """The same scenario through ``kernels`` and through ours, on a simulated ROCm (or CUDA) build of Torch."""
+    kernels = pytest.importorskip("kernels")
+    repos_module = pytest.importorskip("kernels._internals.layer.repos")
+    variants = ("torch-cpu", "torch-cuda", "torch-rocm")
+    roots = {
+        name: write_kernel(tmp_path / name, tag=f"{name}_", variants=variants) for name in ("cuda", "rocm")
+    }
+    monkeypatch.setattr(torch.version, "hip", hip)
+    monkeypatch.setattr(kernelizer_module, "gpu_capability", lambda index: 90)
+    monkeypatch.setattr(repos_module, "_find_capability", lambda index=None: 90)
+    target = torch.device("cuda") if device == "torch-cuda" else device
+    chosen = {}
+    for package in (kernels, __import__("kernel_builder")):
+        mapping = {
+            "ReLU": {
+                name: package.LocalLayerRepository(root, layer_name="ReLU") for name, root in roots.items()
+            }
+        }
+        net = model()
+        with package.use_kernel_mapping(mapping, inherit_mapping=False):
+            package.kernelize(net, mode=package.Mode.INFERENCE, device=target)
+        repo = get_kernelized_layers(net).layers["relu"].repo
+        chosen[package.__name__] = next(name for name, r in mapping["ReLU"].items() if r is repo)
+    assert chosen == {"kernels": expected, "kernel_builder": expected}
+
+
 def test_device_is_inferred_from_the_parameters(kernel_root: Path) -> None:
     net = model()
     with use_kernel_mapping({"ReLU": {"cpu": local(kernel_root, "ReLU")}}):
@@ -599,7 +710,14 @@ def test_layers_marked_here_are_kernelized_by_upstream_kernels(kernel_root: Path
         with kernels.use_kernel_mapping(mapping, inherit_mapping=False):
             kernels.kernelize(net, mode=kernels.Mode.INFERENCE, device="cpu")
         assert outcomes(net) == {"act": "original", "gelu": "original", "relu": "kernel:ReLU"}
-        assert silu_and_mul.forward.__func__.__qualname__ == "SiluAndMul.forward"  # the listed function too
+        own = own_function(net)
+        assert own.forward.__func__.__qualname__ == "SiluAndMul.forward"  # the listed function too
+        assert "forward" not in silu_and_mul.__dict__  # in the model's own function module only
         torch.testing.assert_close(net(x), reference)
+        # What upstream's kernelize did reads back the same through both packages.
+        theirs, ours = kernels.get_kernelized_layers(net), get_kernelized_layers(net)
+        assert {name: layer.repo for name, layer in ours.layers.items()} == {"relu": mapping["ReLU"]["cpu"]}
+        assert {name: layer.repo for name, layer in theirs.layers.items()} == {"relu": mapping["ReLU"]["cpu"]}
+        assert list(ours.funcs) == list(theirs.funcs) == [("head", "silu_and_mul")]
     finally:
-        silu_and_mul.__dict__.pop("forward", None)  # the shared function module; ours undoes only its own
+        silu_and_mul.__dict__.pop("forward", None)

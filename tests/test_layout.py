@@ -94,8 +94,10 @@ TESTED_ELSEWHERE = {
             "_shared",
             "bench",
             "build",
+            "cache",
             "check_abi",
             "check_config",
+            "describe_api",
             "download",
             "fill_card",
             "generate",
@@ -108,6 +110,7 @@ TESTED_ELSEWHERE = {
             "test",
             "update_build",
             "upload",
+            "variants",
             "verify_signature",
             "versions",
         )

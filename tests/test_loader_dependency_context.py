@@ -8,7 +8,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from build_runs import run_dir, run_python
 from loader_fixtures import reset_loader, write_variant
+from upstream_kernels import RELEASES, cache_root, release_env
 
 from kernel_builder import get_kernel_dep
 from kernel_builder.loader.dependency_context import providing
@@ -111,3 +113,25 @@ def test_importing_a_kernel_without_its_dependencies_names_them(tmp_path: Path) 
             load_variant(directory)
     finally:
         reset_loader()
+
+
+@pytest.mark.slow  # a fresh interpreter per release of kernels
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_kernels_release_line_sees_the_dependencies(
+    release: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``kernels.get_kernel_dep`` of 0.17, 0.18 and 0.19 (whose setter moved) answers during our loads."""
+    pytest.importorskip("kernels")
+    root = cache_root() or run_dir(tmp_path_factory) / "upstream-kernels"
+    code = """
+import importlib.metadata, types, kernels
+from kernel_builder.loader.dependency_context import providing
+b = types.ModuleType("b")
+with providing("kb-a", {"org/b": b}):
+    assert kernels.get_kernel_dep("org/b") is b
+try:
+    kernels.get_kernel_dep("org/b")
+except RuntimeError:
+    print(importlib.metadata.version("kernels"))
+"""
+    assert run_python(Path(sys.executable), code, env=release_env(release, root)).strip() == release

@@ -14,6 +14,7 @@ import pytest
 from loader_fixtures import FILES, reset_loader, write_variant
 
 import kernel_builder
+from kernel_builder.formats.identifiers import Oid
 from kernel_builder.formats.metadata import read_metadata
 from kernel_builder.loader import LoadedKernel, RepoInfo, get_loaded_kernels
 from kernel_builder.loader.importer import load_variant
@@ -60,6 +61,13 @@ def test_repo_info_is_recorded(tmp_path: Path) -> None:
     info = RepoInfo("org/relu", "a" * 40)
     module = load_variant(variant, repo_info=info)
     assert get_loaded_kernels() == [LoadedKernel(read_metadata(variant), module, info)]
+    # The revision is an Oid, as upstream types it since 0.18 (and still a str).
+    (loaded,) = get_loaded_kernels()
+    assert loaded.repo_info is not None
+    assert (type(loaded.repo_info.revision), repr(loaded.repo_info.revision)) == (Oid, f'Oid("{"a" * 40}")')
+    assert RepoInfo("org/relu", "A" * 40) == info
+    with pytest.raises(ValueError, match="40 or 64 hexadecimal digits"):
+        RepoInfo("org/relu", "main")
 
 
 def test_legacy_nested_layout(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""``kernels.lock`` both ways with upstream's ``kernels`` 0.17.2, the kernel-dependency tree, and hostile lock files.
+"""``kernels.lock`` both ways with upstream's ``kernels`` (the pinned release), the kernel-dependency tree, and
+hostile lock files.
 
 Upstream runs as its own CLI and loader in subprocesses against the same Hub double (tests/hub_server.py), with
 a cache of its own, so each side downloads and loads what it locked or was given.
@@ -100,7 +101,7 @@ def upstream_env(cache: Path) -> dict[str, str]:
 def upstream(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Upstream's ``kernels`` command line."""
     pytest.importorskip("kernels")
-    code = "import sys\nfrom kernels.cli import main\nsys.argv[0] = 'kernels'\nmain()\n"
+    code = f"import sys\n{UPSTREAM_MAIN}\nsys.argv[0] = 'kernels'\nmain()\n"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         env=upstream_env(cache),
@@ -111,6 +112,12 @@ def upstream(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: Upstream's command-line entry point, found as its ``kernels`` console script is (the module moved in 0.19).
+UPSTREAM_MAIN = (
+    "from importlib.metadata import entry_points\n"
+    "(main,) = [e.load() for e in entry_points(group='console_scripts', name='kernels')]"
+)
+
 #: Printed on both streams between upstream's download and its loads (:func:`upstream_download_and_load`).
 LOADS_START = "--- kb-test: download done, exit status "
 
@@ -118,7 +125,7 @@ DOWNLOAD_AND_LOAD = f"""
 import json, sys
 from pathlib import Path
 import kernels
-from kernels.cli import main
+{UPSTREAM_MAIN}
 
 project, lock, calls = sys.argv[1:]
 sys.argv = ["kernels", "download", project]

@@ -4,7 +4,7 @@
 else upstream's ``kernels.get_kernel_dep``: the same build serves both loaders). The tree is locked by
 ``kernel-builder lock`` and fetched by ``kernel-builder download`` against the Hub double; after locking,
 ``org/beta``'s ``v1`` branch moves on, so a load that ignored the lock would get the newer build. Upstream's
-``kernels`` 0.17.2 loads the same lock in a subprocess (differential), with ``LOCAL_KERNELS`` pointing
+``kernels`` (the pinned release) loads the same lock in a subprocess (differential), with ``LOCAL_KERNELS`` pointing
 ``org/beta`` elsewhere: neither loader consults it for a locked load.
 """
 

@@ -356,6 +356,7 @@ def test_layout_aot(probe: Built, relu: Built) -> None:
         f"{CPU_VARIANT}/{relu.ops_name}.abi3.so",
         f"{CPU_VARIANT}/layers.py",
         f"{CPU_VARIANT}/metadata.json",
+        f"{CPU_VARIANT}/symbols.json",  # its import check ran (the probe's did not)
     ]
     assert (relu.build / "CARD.md").read_bytes() + b"\n" == (
         relu.root / "CARD.md"
@@ -555,7 +556,7 @@ def test_noop_rebuild_skips_torch_check_configure_and_import_check(
 
     monkeypatch.setattr(project_stage, "torch_details", forbidden("Torch check"))
     monkeypatch.setattr(ninja_build, "configure", forbidden("configure"))
-    monkeypatch.setattr(import_check, "check_import", forbidden("import check"))
+    monkeypatch.setattr(import_check, "run_import_check", forbidden("import check"))
     monkeypatch.setattr(builder, "assemble", forbidden("assembly"))
     before = _state(mutable)
     assert cli.main(["build", str(mutable.root)]) == 0, capfd.readouterr()
@@ -604,15 +605,25 @@ def test_failed_compile_keeps_previous_variants(mutable: Built) -> None:
         assert f"error: {CPU_VARIANT}: compilation failed: counter/bump.cpp:{line}:" in run.stderr
         assert "../" not in run.output and "--build" not in run.stderr
         assert snapshot(mutable.variant_dir) == before
-        assert variant_files(mutable.build / "torch-cuda") == noarch_before
+        # The pure-Python variant was built again (the sources' id changed), without the import check, so
+        # without the symbols.json the fixture's first build wrote.
+        assert variant_files(mutable.build / "torch-cuda") == [
+            f for f in noarch_before if f != "symbols.json"
+        ]
         assert metadata(mutable.build / "torch-cuda")["name"] == "kb-counter"
         assert [p.name for p in mutable.build.iterdir() if p.name.startswith(".")] == []
     finally:
         source.write_text(original, encoding="utf-8")
     # The failed build reconfigured the build directory, so the sources of the last good build are built again,
-    # and give the same bytes.
+    # and give the same bytes; but for symbols.json, which only a build that runs the import check writes (the
+    # fixture's first build did), and metadata.json, whose digest lists it.
     run = build(mutable.root, NO_IMPORT_CHECK)
-    assert contents(mutable.variant_dir) == {k: v[0] for k, v in before.items() if v[0] != "dir"}, run.output
+    rebuilt = contents(mutable.variant_dir)
+    assert "symbols.json" not in rebuilt
+    unchanged = {
+        k: v[0] for k, v in before.items() if v[0] != "dir" and k not in ("symbols.json", "metadata.json")
+    }
+    assert {k: v for k, v in rebuilt.items() if k != "metadata.json"} == unchanged, run.output
 
 
 def test_source_change_rebuilds(mutable: Built) -> None:

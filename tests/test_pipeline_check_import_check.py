@@ -21,7 +21,12 @@ from stage_fixtures import CPU_213, load
 from kernel_builder.config.model import KernelProject
 from kernel_builder.errors import BuildError
 from kernel_builder.pipeline.check import import_check
-from kernel_builder.pipeline.check.import_check import MissingModule, import_checker, provided_by
+from kernel_builder.pipeline.check.import_check import (
+    ImportOutcome,
+    MissingModule,
+    import_checker,
+    provided_by,
+)
 from kernel_builder.pipeline.plan.planner import VariantPlan, plan_build
 
 INIT = "torch-ext/kb_quick/__init__.py"
@@ -118,12 +123,15 @@ def test_who_provides_a_missing_module(tmp_path: Path) -> None:
 def test_a_missing_module_warns_unless_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project, variants = planned(quick_project(tmp_path / "kb-quick"))
     missing = MissingModule("triton", "__init__.py:1", "kernel_builder")
+    symbols = {"schema_version": 1, "functions": [], "layers": []}
     monkeypatch.setattr(
-        import_check, "check_import", lambda interpreter, variant_dir, root=None, **_: missing
+        import_check,
+        "run_import_check",
+        lambda interpreter, variant_dir, root=None, **_: ImportOutcome(missing, symbols),
     )
     warnings: list[str] = []
     check = import_checker(project, CPU_213, variants["torch-cuda"], strict=False, warn=warnings.append)
-    check(tmp_path)
+    assert check(tmp_path) == symbols  # what the kernel_builder leg read before the other leg missed triton
     assert len(warnings) == 1 and warnings[0].startswith(
         "torch-cuda: import check incomplete: the kernel imports"
     )
@@ -131,6 +139,10 @@ def test_a_missing_module_warns_unless_strict(tmp_path: Path, monkeypatch: pytes
     strict = import_checker(project, CPU_213, variants["torch-cuda"], strict=True, warn=warnings.append)
     with pytest.raises(BuildError, match=r"imports `triton` \(__init__.py:1\).*\(--strict-import\)$"):
         strict(tmp_path)
-    monkeypatch.setattr(import_check, "check_import", lambda interpreter, variant_dir, root=None, **_: None)
-    check(tmp_path)  # the variant loads: nothing said
+    monkeypatch.setattr(
+        import_check,
+        "run_import_check",
+        lambda interpreter, variant_dir, root=None, **_: ImportOutcome(None, symbols),
+    )
+    assert check(tmp_path) == symbols  # the variant loads: nothing said
     assert len(warnings) == 1

@@ -1,8 +1,9 @@
-"""The same loading calls through upstream's ``kernels`` 0.17.2 and through ``kernel_builder``, against the Hub
-double, have the same outcome (``loader_compat.py`` runs them, one fresh interpreter per package, because
+"""The same loading calls through upstream's ``kernels`` (the pinned 0.19.1) and through ``kernel_builder``,
+against the Hub double, have the same outcome (``loader_compat.py`` runs them, one fresh interpreter per package, because
 upstream reads the Hub endpoint and cache when it is imported).
 
-Covered: ``trust_remote_code`` as an allowlist of repo ids, ``check_arch`` (with a faked CUDA device),
+Covered: ``trust_remote_code`` as an allowlist of repo ids, ``check_arch`` (with a faked CUDA device) of the
+loading functions and of the layer repositories,
 ``kernels-minver`` (newer than the ``kernels`` API refused, older or equal loaded), the version/revision check
 before a ``LOCAL_KERNELS`` override, and the upstream parameters of ``install_kernel``, ``has_kernel`` and
 ``get_local_kernel``. Outcomes are compared exactly: loaded (by a tag the kernel defines), the boolean of
@@ -37,14 +38,22 @@ KNOWN_DIFFERENCES = {
     # verdict (NoCompatibleVariantError, a FileNotFoundError); upstream chooses the variant first and then
     # raises RuntimeError from its check.
     "arch-mismatch": ("error:FileNotFoundError", "error:RuntimeError"),
+    "layer-arch-mismatch": ("error:FileNotFoundError", "error:RuntimeError"),
+    "func-arch-mismatch": ("error:FileNotFoundError", "error:RuntimeError"),
+    "local-layer-arch-mismatch": ("error:FileNotFoundError", "error:RuntimeError"),
     # has_kernel answers False for a version the repository does not have, as for a missing repository or
     # revision; upstream raises ValueError there.
     "has-missing-version": ("False", "error:ValueError"),
 }
 
 
+#: The layers module of every test kernel: one layer class, ``Tagged``.
+LAYERS = "import torch\n\n\nclass Tagged(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+
+
 def tiny(tag: str) -> dict[str, str]:
-    return {"__init__.py": f"TAG = {tag!r}\n"}
+    init = f"from . import layers\n\nTAG = {tag!r}\n\n\ndef tagged(x):\n    return x\n"
+    return {"__init__.py": init, "layers/__init__.py": LAYERS}
 
 
 def write_kernel(root: Path, tag: str, variants: Mapping[str, Mapping[str, Any]]) -> Path:
@@ -208,6 +217,7 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
     hub.add_organization(TRUSTED, trusted=True)
     publish(hub, tmp_path, ARCHY, 1, {"torch-cuda": {"archs": ["8.0"]}})
     publish(hub, tmp_path, ARCHY, 2, {"torch-cuda": {"archs": ["8.0", "9.0"]}})
+    local = write_kernel(tmp_path / "local-archy", "local-archy", {"torch-cuda": {"archs": ["8.0"]}})
     cases = [
         case("arch-mismatch", "get_kernel", ARCHY, version=1),
         case("arch-unchecked", "get_kernel", ARCHY, version=1, check_arch=False),
@@ -215,6 +225,33 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
         case("has-arch-mismatch", "has_kernel", ARCHY, version=1),
         case("has-arch-unchecked", "has_kernel", ARCHY, version=1, check_arch=False),
         case("has-arch-match", "has_kernel", ARCHY, version=2),
+        # The layer repositories pass check_arch on to the load.
+        case("layer-arch-mismatch", "LayerRepository.load", ARCHY, version=1, layer_name="Tagged"),
+        case(
+            "layer-arch-unchecked",
+            "LayerRepository.load",
+            ARCHY,
+            version=1,
+            check_arch=False,
+            layer_name="Tagged",
+        ),
+        case("func-arch-mismatch", "FuncRepository.load", ARCHY, version=1, func_name="tagged"),
+        case(
+            "func-arch-unchecked",
+            "FuncRepository.load",
+            ARCHY,
+            version=1,
+            func_name="tagged",
+            check_arch=False,
+        ),
+        case("local-layer-arch-mismatch", "LocalLayerRepository.load", local, layer_name="Tagged"),
+        case(
+            "local-layer-arch-unchecked",
+            "LocalLayerRepository.load",
+            local,
+            check_arch=False,
+            layer_name="Tagged",
+        ),
     ]
     ours = compare({"gpu": [9, 0], "cases": cases}, tmp_path)
     assert ours == {
@@ -224,4 +261,10 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
         "has-arch-mismatch": "False",
         "has-arch-unchecked": "True",
         "has-arch-match": "True",
+        "layer-arch-mismatch": "error:FileNotFoundError",
+        "layer-arch-unchecked": "layer:archy-v1/torch-cuda",
+        "func-arch-mismatch": "error:FileNotFoundError",
+        "func-arch-unchecked": "layer:archy-v1/torch-cuda",
+        "local-layer-arch-mismatch": "error:FileNotFoundError",
+        "local-layer-arch-unchecked": "layer:local-archy/torch-cuda",
     }

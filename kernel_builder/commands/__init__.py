@@ -33,7 +33,10 @@ COMMANDS: dict[str, str] = {
     "lock": "pin [tool.kernels.dependencies] of pyproject.toml in kernels.lock",
     "download": "download and verify the kernels pinned in kernels.lock",
     "info": "describe a Hub kernel: its variants, which one loads here and why not the others",
+    "variants": "list a Hub kernel's build variants per version, and which load here",
     "versions": "list a Hub kernel's version branches (v<N>) and their commits",
+    "describe-api": "list a kernel's public functions and layers (its symbols.json), without importing it",
+    "cache": "inspect the kernels in the local cache (cache ls)",
     "verify-signature": "verify a Hub kernel's Sigstore signature and its files against the signed digest",
     "update-matrix": "maintainers: add a Torch release to the variant matrix, from PyPI's metadata",
 }

@@ -70,6 +70,21 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
         ),
     ),
     "versions": (("kernel-builder versions kernel-builder-examples/relu", "its v<N> branches"),),
+    "variants": (
+        (
+            "kernel-builder variants kernel-builder-examples/relu",
+            "the newest version's variants, and which load here",
+        ),
+        (
+            "kernel-builder variants kernel-builder-examples/relu --all-versions --json",
+            "every version, as JSON",
+        ),
+    ),
+    "describe-api": (
+        ("kernel-builder describe-api examples/relu", "the functions and layers of a local build"),
+        ("kernel-builder describe-api kernel-builder-examples/relu --version 1", "of a Hub kernel"),
+    ),
+    "cache": (("kernel-builder cache ls", "the cached kernels, their versions and variants"),),
     "verify-signature": (
         ("kernel-builder verify-signature kernel-builder-examples/relu --version 1", "check the signature"),
     ),

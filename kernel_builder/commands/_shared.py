@@ -20,6 +20,18 @@ if TYPE_CHECKING:
 Options = TypeVar("Options", bound="DataclassInstance")
 
 
+def print_json_or_text(
+    as_json: bool, data: Callable[[], object], text: Callable[[], str], *, ensure_ascii: bool = True
+) -> None:
+    """What an inspecting command prints: ``data()`` as indented JSON with ``--json``, else ``text()``."""
+    if as_json:
+        import json
+
+        print(json.dumps(data(), indent=2, ensure_ascii=ensure_ascii))
+    else:
+        print(text())
+
+
 def add_common(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     """``--debug`` and ``--no-color``, which every command takes (and ``kernel-builder`` itself, before the
     command)."""

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from kernel_builder.commands import COMMANDS
-from kernel_builder.commands._shared import add_common
+from kernel_builder.commands._shared import add_common, print_json_or_text
 
 if TYPE_CHECKING:
     from kernel_builder.commands._shared import Subparsers
@@ -34,6 +34,10 @@ def register(commands: Subparsers) -> None:
     parser.add_argument(
         "--verify", action="store_true",
         help="also verify each signed variant's metadata.json against its Sigstore bundle (needs sigstore)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dep-tree", action="store_true",
+        help="also resolve the kernel dependencies of the variant that loads here, recursively, and show them as a tree",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the description as JSON")
     add_common(parser)
@@ -86,8 +90,16 @@ def render(info: KernelInfo) -> str:
     lines += [
         f"environment: {info.environment}",
         f"loads here: {info.loads or 'no variant for this machine'}",
-        "",
     ]
+    if info.dependency_tree is not None:
+        from kernel_builder.loader.dependency_tree import render_tree
+
+        root = info.repo_id or info.path or "-"
+        lines += [
+            "kernel dependencies:",
+            *(render_tree(root, info.dependency_tree) if info.dependency_tree else ["-"]),
+        ]
+    lines.append("")
     if not info.variants:
         lines.append("no build variants")
     for variant in info.variants:
@@ -113,10 +125,9 @@ def run(args: argparse.Namespace) -> int:
         info = describe_kernel(
             args.repo_id, version=args.version, revision=args.revision, backend=args.backend, signers=signers
         )
-    if args.json:
-        import json
+    if args.dep_tree:
+        from kernel_builder.loader.dependency_tree import with_dependency_tree
 
-        print(json.dumps(info.to_json(), indent=2))
-    else:
-        print(render(info))
+        info = with_dependency_tree(info, args.backend)
+    print_json_or_text(args.json, info.to_json, lambda: render(info))
     return 0

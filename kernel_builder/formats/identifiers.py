@@ -14,6 +14,7 @@ import re
 __all__ = [
     "KERNEL_NAME_RE",
     "MAX_REF_LENGTH",
+    "Oid",
     "REPO_ID_PATTERN",
     "is_commit_id",
     "is_git_object_id",
@@ -54,6 +55,36 @@ def is_git_object_id(value: object) -> bool:
     nor use SHA-1); the ``kernels`` loader refuses metadata whose commit is abbreviated or a ref name.
     """
     return isinstance(value, str) and _GIT_OBJECT_RE.fullmatch(value) is not None
+
+
+class Oid(str):
+    """A full git object id (:func:`is_git_object_id`), in lower case: the type of ``RepoInfo.revision``, as in
+    the ``kernels`` loader since 0.18 (``Oid.from_str``, ``str(oid)``, ``repr`` ``Oid("…")``).
+
+    It is a ``str``, so code written when the revision was a plain string (comparisons, f-strings, ``.startswith``)
+    keeps working; only a full id can be made, so an abbreviated id or a ref name never passes for a commit.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: str) -> Oid:
+        if not is_git_object_id(value):
+            raise ValueError(f"invalid git object id {value!r}: expected 40 or 64 hexadecimal digits")
+        return super().__new__(cls, value.lower())
+
+    @classmethod
+    def from_str(cls, value: str) -> Oid:
+        """``Oid(value)``: the spelling of the ``kernels`` loader's constructor."""
+        return cls(value)
+
+    def __repr__(self) -> str:
+        return f'Oid("{self}")'
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __reduce__(self) -> tuple[type[Oid], tuple[str]]:
+        return (Oid, (str(self),))
 
 
 def is_kernel_name(value: object) -> bool:

@@ -13,6 +13,12 @@ from __future__ import annotations
 
 from kernel_builder.layers.device import CUDAProperties, Device, ROCMProperties
 from kernel_builder.layers.errors import IncompatibleLayerError, KernelizeError, KernelLoadError
+from kernel_builder.layers.kernelized import (
+    KernelizedFunc,
+    KernelizedLayer,
+    KernelizedLayers,
+    get_kernelized_layers,
+)
 from kernel_builder.layers.kernelizer import KernelizeDecision, kernelize, kernelize_report
 from kernel_builder.layers.mapping import register_kernel_mapping, use_kernel_mapping
 from kernel_builder.layers.marks import (
@@ -40,6 +46,9 @@ __all__ = [
     "KernelizeDecision",
     "KernelizeError",
     "KernelizeFallback",
+    "KernelizedFunc",
+    "KernelizedLayer",
+    "KernelizedLayers",
     "LayerRepository",
     "LocalFuncRepository",
     "LocalLayerRepository",
@@ -47,6 +56,7 @@ __all__ = [
     "LockedLayerRepository",
     "Mode",
     "ROCMProperties",
+    "get_kernelized_layers",
     "kernelize",
     "kernelize_report",
     "register_kernel_mapping",

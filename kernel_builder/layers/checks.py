@@ -15,16 +15,19 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING
 
-from kernel_builder.layers.errors import IncompatibleLayerError, KernelizeError
+from kernel_builder.layers.errors import IncompatibleLayerError
+from kernel_builder.layers.marks import COPY_MEMBERS
 from kernel_builder.layers.mode import Mode
 
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["DECLARATIONS", "check_layer_class", "check_registered_mode", "unsupported_in"]
+__all__ = ["DECLARATIONS", "check_layer_class", "unsupported_in"]
 
-#: The only class attributes a kernel layer may add to ``nn.Module``'s.
+#: The only class attributes a kernel layer may add to ``nn.Module``'s (and a function's module class, which
+#: ``FuncRepository`` gives, its copy support: :data:`~kernel_builder.layers.marks.COPY_MEMBERS`).
 DECLARATIONS = frozenset({"can_torch_compile", "has_backward"})
+_ALLOWED = DECLARATIONS | COPY_MEMBERS
 
 
 def has_backward(layer: type[nn.Module]) -> bool:
@@ -60,7 +63,7 @@ def check_layer_class(layer: object, original: type[nn.Module], *, subject: str)
             f"forward runs on the existing {original.__name__} instance, so they must not define __init__; "
             f"read the state you need from the attributes that {original.__name__} instances have."
         )
-    extra = sorted({name for name, _ in inspect.getmembers(layer)} - _module_members() - DECLARATIONS)
+    extra = sorted({name for name, _ in inspect.getmembers(layer)} - _module_members() - _ALLOWED)
     if extra:
         raise IncompatibleLayerError(
             f"{subject} defines {', '.join(extra)}, which {original.__name__} instances do not have: its "
@@ -82,21 +85,6 @@ def check_layer_class(layer: object, original: type[nn.Module], *, subject: str)
             f"kinds (positional, keyword-only, *args, **kwargs), to be called as the original is"
         )
     return layer
-
-
-def check_registered_mode(layer: type[nn.Module], registered: Mode, *, subject: str) -> None:
-    """A mapping entry registered for training or ``torch.compile`` must name a kernel that supports it."""
-    if Mode.TRAINING in registered and not has_backward(layer):
-        raise KernelizeError(
-            f"{subject} is registered for {registered} but declares has_backward = False: it cannot train. "
-            f"Register it for Mode.INFERENCE instead, or map a kernel with a backward pass."
-        )
-    if Mode.TORCH_COMPILE in registered and not can_torch_compile(layer):
-        raise KernelizeError(
-            f"{subject} is registered for {registered} but does not declare can_torch_compile = True. "
-            f"Register it without Mode.TORCH_COMPILE, or declare can_torch_compile = True in the kernel "
-            f"layer once it traces under torch.compile."
-        )
 
 
 def unsupported_in(layer: type[nn.Module], mode: Mode) -> str | None:

@@ -4,8 +4,12 @@ For each marked layer (and each marked function a module lists), in order: the m
 up by layer name, device type and (CUDA, ROCm) capability; a repository is selected by mode
 (:data:`~kernel_builder.layers.mode.MODE_FALLBACK_ORDER`); it is loaded once per process and its layer
 class checked against the marked class (:mod:`~kernel_builder.layers.checks`); the layer must support the
-registered and the requested mode. Any "no" keeps the layer's own forward when ``use_fallback`` allows that
-case and raises otherwise, so every problem surfaces here and never in the middle of a forward pass.
+requested mode. As in the ``kernels`` loader since 0.19, the mode an entry was registered for is not checked
+against the layer: an entry registered for training whose layer has no backward serves inference, and falls
+back or raises for training like any other. Any "no" keeps the layer's own forward when ``use_fallback``
+allows that case and raises otherwise, so every problem surfaces here and never in the middle of a forward
+pass. The repository whose layer replaced a forward is recorded on the module, where
+:func:`~kernel_builder.layers.kernelized.get_kernelized_layers` reads it back.
 
 Every decision is a :class:`KernelizeDecision`; :func:`kernelize_report` returns them and :func:`kernelize`
 logs them on the ``kernel_builder.layers`` logger (each at DEBUG, a summary at INFO).
@@ -22,7 +26,7 @@ from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from kernel_builder.common.env import env_flag
-from kernel_builder.layers.checks import check_layer_class, check_registered_mode, unsupported_in
+from kernel_builder.layers.checks import check_layer_class, unsupported_in
 from kernel_builder.layers.device import check_device_type
 from kernel_builder.layers.errors import KernelizeError, KernelLoadError
 from kernel_builder.layers.mapping import (
@@ -32,7 +36,7 @@ from kernel_builder.layers.mapping import (
     current_mapping,
     select_repository,
 )
-from kernel_builder.layers.marks import FUNCS_ATTRIBUTE
+from kernel_builder.layers.marks import FUNCS_ATTRIBUTE, REPO_ATTRIBUTE
 from kernel_builder.layers.mode import KernelizeFallback, Mode, check_kernelize_mode
 
 if TYPE_CHECKING:
@@ -58,7 +62,8 @@ class KernelizeDecision:
     ``module`` is the layer's path in the model (``""`` for the model itself; ``path:name`` for a marked
     function listed by the module at ``path``). ``outcome`` is ``"kernel"`` (forward replaced),
     ``"original"`` (its own forward kept or restored) or ``"skipped"`` (its condition said no; forward not
-    touched). ``repository`` and ``registered_mode`` name the mapping entry used, when one was.
+    touched). ``repository`` and ``registered_mode`` name the mapping entry used, when one was; ``repo`` is
+    that repository itself, when its kernel layer replaced the forward.
     """
 
     module: str
@@ -68,6 +73,7 @@ class KernelizeDecision:
     repository: str | None = None
     registered_mode: Mode | None = None
     layer: type[nn.Module] | None = field(default=None, repr=False, compare=False)
+    repo: RepositoryProtocol | None = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         source = f" ({self.repository})" if self.repository else ""
@@ -92,7 +98,8 @@ def gpu_capability(index: int | None) -> int:
 
 
 def _refine(device_type: str) -> str:
-    """Torch calls ROCm GPUs ``cuda``; mappings tell the two apart."""
+    """Torch calls ROCm GPUs ``cuda``; mappings tell the two apart. For a device given as a string, the string
+    is the mapping's device type as written (``"cuda"`` stays ``cuda``, as in the ``kernels`` loader)."""
     if device_type == "cuda":
         import torch
 
@@ -119,7 +126,7 @@ def _target(model: nn.Module, device: str | torch.device | None) -> _Target:
     device_type = getattr(device, "type", None)
     if not isinstance(device_type, str):
         raise TypeError(f"device must be a device type string, a torch.device or None, got {device!r}")
-    return _Target(check_device_type(device_type), getattr(device, "index", None))
+    return _Target(_refine(check_device_type(device_type)), getattr(device, "index", None))
 
 
 # --- loading, once per repository ---------------------------------------------------------------------------
@@ -236,7 +243,6 @@ def _decide(run: _Run, module: nn.Module, path: str) -> KernelizeDecision:
     name = getattr(loaded, "__qualname__", loaded)
     subject = f"kernel layer {name!r} from {source} (mapped to layer {layer_name!r})"
     layer = _check(loaded, repository, cls, subject)
-    check_registered_mode(layer, registered_mode, subject=subject)
     unsupported = unsupported_in(layer, run.mode)
     if unsupported is not None:
         return run.fallback(
@@ -248,18 +254,21 @@ def _decide(run: _Run, module: nn.Module, path: str) -> KernelizeDecision:
             registered_mode=registered_mode,
         )
     reason = f"the {hit.entry} entry, registered for {registered_mode}, serves {run.mode}"
-    return KernelizeDecision(path, layer_name, KERNEL, reason, source, registered_mode, layer)
+    return KernelizeDecision(path, layer_name, KERNEL, reason, source, registered_mode, layer, repository)
 
 
 def _apply(module: nn.Module, decision: KernelizeDecision) -> None:
+    """Put the decided forward in place, and record (or forget) the repository it came from."""
     if decision.outcome == KERNEL:
         assert decision.layer is not None
         module.forward = MethodType(decision.layer.forward, module)
+        module.__dict__[REPO_ATTRIBUTE] = decision.repo
     elif decision.outcome == ORIGINAL:
         installed = module.__dict__.get("forward")
         # Undo only a replacement kernelize made; a forward someone else set on the instance stays.
         if isinstance(installed, MethodType) and installed.__func__ in _kernel_forwards:
             del module.__dict__["forward"]
+        module.__dict__.pop(REPO_ATTRIBUTE, None)
 
 
 def _marked(model: nn.Module) -> Iterator[tuple[str, nn.Module]]:

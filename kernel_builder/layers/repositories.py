@@ -6,6 +6,9 @@ Constructing a repository does no I/O beyond finding the lock of a ``Locked*`` o
 its mapping at import time. ``load()`` loads the kernel through :mod:`kernel_builder.loader` (so every check
 of a plain ``get_kernel`` applies: trust gate, variant choice, digest) and returns the layer class.
 Repositories are immutable, compare by value and hash, which lets ``kernelize`` load each one once.
+
+``check_arch`` (default true) is passed to the load: ``False`` skips the check that the variant's declared GPU
+architectures include this GPU's, for kernels that run on more than they declare (a Triton fallback, say).
 """
 
 from __future__ import annotations
@@ -160,6 +163,7 @@ class _Hub(_Repository):
         version: int | None,
         trust_remote_code: bool | list[str],
         user_agent: str | dict[str, Any] | None,
+        check_arch: bool,
     ) -> None:
         check_revision_arguments(version, revision)
         self.repo_id = check_repo_id(repo_id)
@@ -167,6 +171,7 @@ class _Hub(_Repository):
         self.version = version
         self._trust_remote_code = _trust(trust_remote_code)
         self._user_agent = dict(user_agent) if isinstance(user_agent, dict) else user_agent
+        self.check_arch = bool(check_arch)
 
     def _kernel(self) -> ModuleType:
         from kernel_builder.loader.warm import get_kernel
@@ -177,10 +182,11 @@ class _Hub(_Repository):
             revision=self.revision,
             trust_remote_code=_trust_argument(self._trust_remote_code),
             user_agent=self._user_agent,
+            check_arch=self.check_arch,
         )
 
     def _source_key(self) -> tuple[object, ...]:
-        return (self.repo_id, self.revision, self.version, self._trust_remote_code)
+        return (self.repo_id, self.revision, self.version, self._trust_remote_code, self.check_arch)
 
     @property
     def label(self) -> str:
@@ -203,8 +209,9 @@ class LayerRepository(_Layer, _Hub):
         version: int | None = None,
         trust_remote_code: bool | list[str] = False,
         user_agent: str | dict[str, Any] | None = None,
+        check_arch: bool = True,
     ) -> None:
-        self._init_hub(repo_id, revision, version, trust_remote_code, user_agent)
+        self._init_hub(repo_id, revision, version, trust_remote_code, user_agent, check_arch)
         self._name = _check_name("layer_name", layer_name)
 
 
@@ -220,24 +227,26 @@ class FuncRepository(_Function, _Hub):
         revision: str | None = None,
         version: int | None = None,
         trust_remote_code: bool | list[str] = False,
+        check_arch: bool = True,
     ) -> None:
-        self._init_hub(repo_id, revision, version, trust_remote_code, None)
+        self._init_hub(repo_id, revision, version, trust_remote_code, None, check_arch)
         self._name = _check_name("func_name", func_name)
 
 
 class _Local(_Repository):
-    def _init_local(self, repo_path: str | os.PathLike[str]) -> None:
+    def _init_local(self, repo_path: str | os.PathLike[str], check_arch: bool) -> None:
         if not isinstance(repo_path, (str, os.PathLike)):
             raise TypeError(f"repo_path must be a path, got {repo_path!r}")
         self.repo_path = Path(os.path.abspath(repo_path))
+        self.check_arch = bool(check_arch)
 
     def _kernel(self) -> ModuleType:
         from kernel_builder.loader.local import get_local_kernel
 
-        return get_local_kernel(self.repo_path)
+        return get_local_kernel(self.repo_path, check_arch=self.check_arch)
 
     def _source_key(self) -> tuple[object, ...]:
-        return (self.repo_path,)
+        return (self.repo_path, self.check_arch)
 
     @property
     def label(self) -> str:
@@ -248,16 +257,18 @@ class LocalLayerRepository(_Layer, _Local):
     """Layer ``layer_name`` of a local kernel: a kernel root with ``build/``, a ``build/`` directory or one
     variant directory (as ``get_local_kernel`` accepts)."""
 
-    def __init__(self, repo_path: str | os.PathLike[str], *, layer_name: str) -> None:
-        self._init_local(repo_path)
+    def __init__(
+        self, repo_path: str | os.PathLike[str], *, layer_name: str, check_arch: bool = True
+    ) -> None:
+        self._init_local(repo_path, check_arch)
         self._name = _check_name("layer_name", layer_name)
 
 
 class LocalFuncRepository(_Function, _Local):
     """Function ``func_name`` of a local kernel, used as a layer (prefer :class:`LocalLayerRepository`)."""
 
-    def __init__(self, repo_path: str | os.PathLike[str], *, func_name: str) -> None:
-        self._init_local(repo_path)
+    def __init__(self, repo_path: str | os.PathLike[str], *, func_name: str, check_arch: bool = True) -> None:
+        self._init_local(repo_path, check_arch)
         self._name = _check_name("func_name", func_name)
 
 
@@ -270,12 +281,17 @@ class _Locked(_Repository):
     """
 
     def _init_locked(
-        self, repo_id: str, lockfile: str | os.PathLike[str] | None, trust_remote_code: object
+        self,
+        repo_id: str,
+        lockfile: str | os.PathLike[str] | None,
+        trust_remote_code: object,
+        check_arch: bool,
     ) -> None:
         from kernel_builder.loader.caller import find_locked
 
         check_repo_id(repo_id)
         self._trust_remote_code = _trust(trust_remote_code)
+        self.check_arch = bool(check_arch)
         # Frames inside kernel_builder are skipped: the caller is the code constructing the repository.
         self._match: LockMatch = find_locked(repo_id, lockfile, sys._getframe(1))
         self.repo_id = repo_id
@@ -283,10 +299,20 @@ class _Locked(_Repository):
     def _kernel(self) -> ModuleType:
         from kernel_builder.loader.locked import get_locked_match
 
-        return get_locked_match(self._match, trust_remote_code=_trust_argument(self._trust_remote_code))
+        return get_locked_match(
+            self._match,
+            trust_remote_code=_trust_argument(self._trust_remote_code),
+            check_arch=self.check_arch,
+        )
 
     def _source_key(self) -> tuple[object, ...]:
-        return (self.repo_id, self._match.entry.sha, self._match.source, self._trust_remote_code)
+        return (
+            self.repo_id,
+            self._match.entry.sha,
+            self._match.source,
+            self._trust_remote_code,
+            self.check_arch,
+        )
 
     @property
     def label(self) -> str:
@@ -303,8 +329,9 @@ class LockedLayerRepository(_Layer, _Locked):
         lockfile: str | os.PathLike[str] | None = None,
         layer_name: str,
         trust_remote_code: bool | list[str] = False,
+        check_arch: bool = True,
     ) -> None:
-        self._init_locked(repo_id, lockfile, trust_remote_code)
+        self._init_locked(repo_id, lockfile, trust_remote_code, check_arch)
         self._name = _check_name("layer_name", layer_name)
 
 
@@ -319,6 +346,7 @@ class LockedFuncRepository(_Function, _Locked):
         lockfile: str | os.PathLike[str] | None = None,
         func_name: str,
         trust_remote_code: bool | list[str] = False,
+        check_arch: bool = True,
     ) -> None:
-        self._init_locked(repo_id, lockfile, trust_remote_code)
+        self._init_locked(repo_id, lockfile, trust_remote_code, check_arch)
         self._name = _check_name("func_name", func_name)

@@ -7,7 +7,8 @@ duration of that import only: outside it, and for a repository the kernel did no
 
 Kernels written for Hugging Face's ``kernels`` call ``kernels.get_kernel_dep`` instead. When that package is
 installed, :func:`providing` sets its context variable too, so such a kernel loads here unchanged; it is never
-imported otherwise (``kernels`` is not a dependency of this package). This module imports neither torch nor the
+imported otherwise (``kernels`` is not a dependency of this package). Its setter is private, and 0.19 moved it:
+``kernels._internals.deps`` (0.19) is tried, then ``kernels.deps`` (0.17, 0.18); the same function in each. This module imports neither torch nor the
 Hub client: ``get_kernel_dep`` is cheap to import.
 """
 
@@ -28,6 +29,8 @@ __all__ = ["get_kernel_dep", "providing"]
 logger = logging.getLogger("kernel_builder")
 
 _UPSTREAM = "kernels"
+#: Where each release line of ``kernels`` keeps ``use_kernel_deps`` (the setter of ``get_kernel_dep``'s context).
+_UPSTREAM_DEPS = ("kernels._internals.deps", "kernels.deps")
 
 
 class _Importing(NamedTuple):  # not a dataclass: cheaper to define, and every load imports this module
@@ -72,7 +75,7 @@ def get_kernel_dep(repo_id: str) -> ModuleType:
 
 
 def _upstream_context(dependencies: Mapping[str, ModuleType]) -> AbstractContextManager[Any]:
-    """``kernels.deps.use_kernel_deps(dependencies)`` when ``kernels`` is installed, else nothing.
+    """``use_kernel_deps(dependencies)`` of the installed ``kernels`` (:data:`_UPSTREAM_DEPS`), else nothing.
 
     Only for kernels that declare dependencies: the others have nothing to ask for, and importing ``kernels``
     (with its Hub client) would be wasted.
@@ -85,14 +88,17 @@ def _upstream_context(dependencies: Mapping[str, ModuleType]) -> AbstractContext
                 return nullcontext()
         except (ImportError, ValueError):
             return nullcontext()
-    try:
-        deps_module = importlib.import_module(f"{_UPSTREAM}.deps")
-        use_kernel_deps = deps_module.use_kernel_deps
-        context = use_kernel_deps(dict(dependencies))
-    except Exception as error:  # an installed but broken or different `kernels` must not stop our load
-        logger.debug("not providing dependencies to kernels.get_kernel_dep: %s", error)
-        return nullcontext()
-    return cast(AbstractContextManager[Any], context)
+    for name in _UPSTREAM_DEPS:
+        try:
+            if importlib.util.find_spec(name) is None:
+                continue
+            use_kernel_deps = importlib.import_module(name).use_kernel_deps
+            context = use_kernel_deps(dict(dependencies))
+        except Exception as error:  # an installed but broken or different `kernels` must not stop our load
+            logger.debug("not providing dependencies to kernels.get_kernel_dep (%s): %s", name, error)
+            continue
+        return cast(AbstractContextManager[Any], context)
+    return nullcontext()
 
 
 @contextmanager

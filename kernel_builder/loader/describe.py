@@ -42,19 +42,23 @@ from kernel_builder.loader.importer import read_variant_metadata
 from kernel_builder.loader.signatures import BUNDLE_FILE, SignatureCheck, Signer, verify_variant
 
 __all__ = [
+    "FAILURES",
     "KernelInfo",
     "VariantInfo",
     "VariantVerification",
     "VersionBranch",
+    "as_command_error",
+    "checked_operation",
     "describe_kernel",
     "describe_local",
     "kernel_versions",
     "verify_signatures",
+    "version_refs",
 ]
 
 _VERSION_RE = re.compile(r"v(0|[1-9][0-9]*)")
 #: What a lookup can fail with: a failed request, an invalid answer (ValueError), a missing file or variant.
-_FAILURES: tuple[type[Exception], ...] = (ValueError, *REQUEST_ERRORS)
+FAILURES: tuple[type[Exception], ...] = (ValueError, *REQUEST_ERRORS)
 SignatureState = Literal["absent", "present", "verified", "invalid"]
 
 
@@ -64,7 +68,7 @@ def _check_repo_id(repo_id: str) -> None:
         raise UsageError(f"{repo_id!r} is not a Hub repository id: {problem}")
 
 
-def _failed(error: Exception) -> KernelBuilderError:
+def as_command_error(error: Exception) -> KernelBuilderError:
     """A failed request or an invalid answer, as the one error type the command line reports (exit 1)."""
     if isinstance(error, KernelBuilderError):
         return error
@@ -85,7 +89,7 @@ class VersionBranch:
     variant: str | None
 
 
-def _version_refs(hub: Hub, repo_id: str) -> tuple[RemoteRepo, dict[int, str]]:
+def version_refs(hub: Hub, repo_id: str) -> tuple[RemoteRepo, dict[int, str]]:
     """Version → commit of the ``v<N>`` branches; offline, of the ``refs/v<N>`` an earlier load cached."""
     if not hub.offline:
         repo = RemoteRepo(repo_id)
@@ -122,10 +126,9 @@ def kernel_versions(repo_id: str, *, backend: str | None = None) -> list[Version
     Offline (``HF_HUB_OFFLINE``) the versions are those an earlier online load cached. Raises
     :class:`~kernel_builder.errors.HubError` when the Hub cannot be asked or answers something invalid.
     """
-    _check_repo_id(repo_id)
-    operation = start_operation(backend, None)
+    operation = checked_operation(repo_id, backend)
     try:
-        repo, refs = _version_refs(operation.hub, repo_id)
+        repo, refs = version_refs(operation.hub, repo_id)
         newest = max(refs, default=None)
         return [
             VersionBranch(
@@ -136,8 +139,8 @@ def kernel_versions(repo_id: str, *, backend: str | None = None) -> list[Version
             )
             for version, sha in sorted(refs.items())
         ]
-    except _FAILURES as error:
-        raise _failed(error) from None
+    except FAILURES as error:
+        raise as_command_error(error) from None
 
 
 # --- info ---------------------------------------------------------------------------------------------------
@@ -188,6 +191,9 @@ class KernelInfo:
     metadata: Metadata | None  # the preferred variant's, else the first readable one
     variants: tuple[VariantInfo, ...]
     path: str | None = None  # the local build directory described
+    #: The kernel dependencies of the variant that loads here, resolved as a load resolves them (``--dep-tree``):
+    #: repository id → its own dependencies, recursively; ``None`` when not asked for.
+    dependency_tree: dict[str, Any] | None = None
 
     @property
     def loads(self) -> str | None:
@@ -212,6 +218,7 @@ class KernelInfo:
             "source": None if meta is None else meta.source,
             "python_depends": None if meta is None else list(meta.python_depends),
             "variants": [variant.to_json() for variant in self.variants],
+            **({} if self.dependency_tree is None else {"dependency_tree": self.dependency_tree}),
         }
 
 
@@ -221,16 +228,23 @@ def _default_revision(
     """Neither given: the newest version branch, as upstream's ``kernels info`` does, else ``main``."""
     if version is not None or revision is not None:
         return version, revision
-    _, refs = _version_refs(hub, repo_id)
+    _, refs = version_refs(hub, repo_id)
     return (max(refs), None) if refs else (None, "main")
+
+
+def checked_operation(repo_id: str, backend: str | None) -> Operation:
+    """The repository id checked (a usage error otherwise), and an operation for it: what every command over a
+    Hub repository starts with."""
+    _check_repo_id(repo_id)
+    return start_operation(backend, None)
 
 
 def _start(repo_id: str, version: int | None, revision: str | None, backend: str | None) -> Operation:
     """The argument checks and the operation that ``info`` and ``verify-signature`` share."""
-    _check_repo_id(repo_id)
     if version is not None and revision is not None:
+        _check_repo_id(repo_id)
         raise UsageError("give at most one of version and revision")
-    return start_operation(backend, None)
+    return checked_operation(repo_id, backend)
 
 
 def _target(operation: Operation, repo_id: str, version: int | None, revision: str | None) -> Target:
@@ -349,8 +363,8 @@ def describe_kernel(
             variants.append(info)
             if shown is None or preferred:
                 shown = metadata or shown
-    except _FAILURES as error:
-        raise _failed(error) from None
+    except FAILURES as error:
+        raise as_command_error(error) from None
     return KernelInfo(
         repo_id=target.repo.repo_id,
         sha=target.sha,
@@ -474,6 +488,6 @@ def verify_signatures(
             directory = hub.download_folder(target.repo, target.sha, f"build/{name}")
             check = verify_variant(directory, signers, default_name=default_name(target.repo.repo_id))
             outcomes.append(VariantVerification(name, directory, check))
-    except _FAILURES as error:
-        raise _failed(error) from None
+    except FAILURES as error:
+        raise as_command_error(error) from None
     return target.label, outcomes

@@ -33,6 +33,7 @@ from kernel_builder.formats.dependencies import (
     pip_install,
 )
 from kernel_builder.formats.files import skipped_directory
+from kernel_builder.formats.identifiers import Oid
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
 from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError, MissingPythonDependencyError
@@ -60,12 +61,18 @@ _PACKAGE = __name__.partition(".")[0]
 _ID_SUFFIX_RE = re.compile(r"[A-Za-z0-9_]+")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RepoInfo:
-    """The Hub repository a kernel was downloaded from (after redirects) and the 40-hex commit loaded."""
+    """The Hub repository a kernel was downloaded from (after redirects) and the commit loaded: ``revision`` is
+    an :class:`~kernel_builder.formats.identifiers.Oid` (a full git object id, and a ``str``), as in the
+    ``kernels`` loader; a plain string is converted, and anything but a full id is a ``ValueError``."""
 
     repo_id: str
-    revision: str
+    revision: Oid
+
+    def __init__(self, repo_id: str, revision: str) -> None:
+        object.__setattr__(self, "repo_id", repo_id)
+        object.__setattr__(self, "revision", revision if isinstance(revision, Oid) else Oid(revision))
 
 
 @dataclass(frozen=True)
@@ -398,7 +405,7 @@ def load_variant(
                     _origin.setdefault(module_id, real_path)
                     _loaded.append(loaded)
                     logger.debug("%s: same build as the loaded module %s; reusing it", directory, module_id)
-                    share_with_kernels(_module_for_variant)
+                    share_with_kernels(_module_for_variant, _variant_for_id)
                     return existing
             raise ImportError(
                 f"cannot import {directory} as module {module_id!r}: {other} is already loaded under that id "
@@ -428,7 +435,7 @@ def load_variant(
         _by_path[real_path] = kernel
         _origin[module_id] = real_path
         logger.debug("imported kernel %s from %s as module %s", metadata.name, directory, module_id)
-        share_with_kernels(_module_for_variant)
+        share_with_kernels(_module_for_variant, _variant_for_id)
         return module
 
 
@@ -452,3 +459,15 @@ def _module_for_variant(variant_dir: Path) -> ModuleType | None:
             ):
                 return kernel.module
     return None
+
+
+def _variant_for_id(module_id: str) -> Path | None:
+    """The variant directory this loader imported the module ``module_id`` from, while that module is still the
+    one in ``sys.modules``; ``None`` otherwise. What the ``kernels`` package (0.18 and later) compares a build it
+    is asked to load with, instead of failing on a module it did not import (:mod:`kernel_builder.loader.share`)."""
+    with _lock:
+        origin = _origin.get(module_id)
+        owner = _by_path.get(origin) if origin is not None else None
+        if owner is None or origin is None or sys.modules.get(module_id) is not owner.module:
+            return None
+        return Path(origin)

@@ -88,9 +88,15 @@ def variant_tree(files: Iterable[RemoteFile], variant: str) -> dict[str, RemoteF
 
 
 def choose_variant(
-    names: Iterable[str], operation: Operation, subject: str, lookup: resolve.MetadataLookup
+    names: Iterable[str],
+    operation: Operation,
+    subject: str,
+    lookup: resolve.MetadataLookup,
+    *,
+    check_arch: bool = True,
 ) -> str:
-    """The preferred compatible variant among ``names``; :class:`NoCompatibleVariantError` with the trace."""
+    """The preferred compatible variant among ``names``; :class:`NoCompatibleVariantError` with the trace.
+    ``check_arch=False`` skips the GPU-architecture check, as for ``get_kernel``."""
     probe = resolve.GpuProbe(lambda: resolve.probe_gpus(operation.backend))
     decisions = resolve.resolve_variants(
         sorted(set(names)),
@@ -98,7 +104,7 @@ def choose_variant(
         operation.backend,
         lookup,
         gpus=probe,
-        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
+        check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
         first_only=True,
     )
     if decisions and isinstance(decisions[0], resolve.VariantAccepted):
@@ -234,7 +240,7 @@ _Choose = Callable[[_Locked], _Chosen]
 _Gate = Callable[[_Locked], None]
 
 
-def _choose_cached(locked: _Locked, verify_digest: bool | None) -> _Chosen:
+def _choose_cached(locked: _Locked, verify_digest: bool | None, check_arch: bool = True) -> _Chosen:
     """``load_kernel``'s steps: the variant in the cache at the locked commit, or ``FileNotFoundError``."""
     if locked.repo is None:
         raise _not_cached(locked)
@@ -242,7 +248,11 @@ def _choose_cached(locked: _Locked, verify_digest: bool | None) -> _Chosen:
     hub = locked.operation.hub
     target = Target(repo, locked.entry.sha, None)
     variant = choose_variant(
-        _candidates(locked), locked.operation, _subject(locked), partial(variant_metadata, hub, target)
+        _candidates(locked),
+        locked.operation,
+        _subject(locked),
+        partial(variant_metadata, hub, target),
+        check_arch=check_arch,
     )
     if not _downloaded(hub, repo, locked.entry.sha, variant):
         raise _not_cached(locked, variant)
@@ -255,7 +265,7 @@ def _choose_cached(locked: _Locked, verify_digest: bool | None) -> _Chosen:
     )
 
 
-def _choose_or_download(locked: _Locked, verify_digest: bool | None) -> _Chosen:
+def _choose_or_download(locked: _Locked, verify_digest: bool | None, check_arch: bool = True) -> _Chosen:
     """``get_locked_kernel``'s steps after the trust gate: the cached variant, else (online) the one at the
     locked commit, to be downloaded; its Python dependencies checked."""
     hub = locked.operation.hub
@@ -270,6 +280,7 @@ def _choose_or_download(locked: _Locked, verify_digest: bool | None) -> _Chosen:
         locked.operation,
         subject,
         partial(variant_metadata, hub, target),
+        check_arch=check_arch,
     )
     cached = locked.repo is not None and _downloaded(hub, repo, entry.sha, variant)
     if not cached and hub.offline:
@@ -364,6 +375,7 @@ def load_kernel(
     lockfile: Path | None = None,
     backend: str | None = None,
     verify_digest: bool | None = None,
+    check_arch: bool = True,
 ) -> ModuleType:
     """Import the locked build of ``repo_id`` from the cache, without any network access.
 
@@ -373,11 +385,15 @@ def load_kernel(
     ``verify_digest=False`` / ``KERNEL_BUILDER_VERIFY_DIGEST=0``. No trust gate: trust is checked when locking.
     Its kernel dependencies load the same way, each at the commit the same lock pins for it
     (:class:`KernelDependencyError` names the chain when one is not pinned or not downloaded).
+    ``check_arch=False`` skips the GPU-architecture check of the variant choice, as for ``get_kernel``.
     """
     match = find_locked(repo_id, lockfile, sys._getframe(1))
     operation = start_operation(backend, None, offline=True)
     return _load_locked(
-        match, operation, partial(_choose_cached, verify_digest=verify_digest), lambda _: None
+        match,
+        operation,
+        partial(_choose_cached, verify_digest=verify_digest, check_arch=check_arch),
+        lambda _: None,
     )
 
 
@@ -389,12 +405,14 @@ def get_locked_kernel(
     backend: str | None = None,
     user_agent: str | dict[str, object] | None = None,
     verify_digest: bool | None = None,
+    check_arch: bool = True,
 ) -> ModuleType:
     """Import the locked build of ``repo_id``, downloading its variant first when it is not cached.
 
     As :func:`load_kernel`, except that a missing variant is downloaded (unless offline) and verified against
     the lock (tree hash, file bytes, digest), the variant's Python dependencies are checked, and online the
     trust gate applies (``trust_remote_code`` as for ``get_kernel``), to each of its kernel dependencies too.
+    ``check_arch=False`` skips the GPU-architecture check of the variant choice.
     """
     check_trust_argument(trust_remote_code)
     match = find_locked(repo_id, lockfile, sys._getframe(1))
@@ -404,6 +422,7 @@ def get_locked_kernel(
         user_agent=user_agent,
         verify_digest=verify_digest,
         trust_remote_code=trust_remote_code,
+        check_arch=check_arch,
     )
 
 
@@ -414,6 +433,7 @@ def get_locked_match(
     user_agent: str | dict[str, object] | None = None,
     verify_digest: bool | None = None,
     trust_remote_code: bool | list[str] = False,
+    check_arch: bool = True,
 ) -> ModuleType:
     """:func:`get_locked_kernel` for a lock entry found earlier
     (:func:`~kernel_builder.loader.caller.find_locked`).
@@ -423,5 +443,5 @@ def get_locked_match(
     """
     trust = check_trust_argument(trust_remote_code)
     operation = start_operation(backend, user_agent)
-    choose = partial(_choose_or_download, verify_digest=verify_digest)
+    choose = partial(_choose_or_download, verify_digest=verify_digest, check_arch=check_arch)
     return _load_locked(match, operation, choose, _trust_gate(trust))

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kernel_builder import backends
 from kernel_builder.common import processes
@@ -674,11 +674,13 @@ class Builder:
                 worker=worker,
             )  # fmt: skip
 
-        def checks(variant_dir: Path) -> None:
+        def checks(variant_dir: Path) -> dict[str, Any] | None:
+            """The checks of the assembled variant; the kernel's public API when the import check read it."""
             if import_check is not None:
-                import_check(variant_dir, check_abi if extension is not None else None)
-            elif extension is not None:
+                return import_check(variant_dir, check_abi if extension is not None else None)
+            if extension is not None:
                 check_abi()
+            return None
 
         provenance = variant_provenance(self.project, self.options.provenance, sources)
         torch = interpreter.torch_version if extension is not None and interpreter is not None else None

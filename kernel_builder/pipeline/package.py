@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kernel_builder import __version__, backends
 from kernel_builder.config.model import KernelProject
@@ -187,13 +187,15 @@ def assemble(
     build_root: Path,
     extension: Path | None,
     provenance: ProvenanceEntry | None,
-    import_check: Callable[[Path], None] | None,
+    import_check: Callable[[Path], Mapping[str, Any] | None] | None,
     *,
     sources: SourceScan,
     torch: str | None = None,
 ) -> Path:
     """Write ``build_root/<variant>/`` atomically and return it: the shipped files of ``sources`` (the plan's
-    scan, whose lint :func:`lint_op_namespaces` the caller ran), the ``_ops.py``, the extension, ``metadata.json``.
+    scan, whose lint :func:`lint_op_namespaces` the caller ran), the ``_ops.py``, the extension, ``metadata.json``;
+    and ``symbols.json``, the kernel's public API as ``import_check`` read it when it imported the kernel (then
+    ``metadata.json`` is written again, so that its digest covers it).
 
     The variant is assembled under ``.kernel-builder/tmp/`` and swapped into ``build/`` only when complete and
     loadable; a failure (a full disk, a permission error, a failed import check, an interrupt) leaves the
@@ -210,7 +212,12 @@ def assemble(
         except OSError as exc:
             raise _write_error(exc, final) from None
         if import_check is not None:
-            import_check(tmp)
+            symbols = import_check(tmp)
+            if symbols is not None:
+                try:
+                    _write_symbols(project, plan, tmp, symbols, provenance, torch)
+                except OSError as exc:
+                    raise _write_error(exc, final) from None
         try:
             _replace_dir(tmp, final)
         except OSError as exc:
@@ -249,11 +256,37 @@ def _fill(
     if extension is not None:
         shutil.copyfile(extension, tmp / f"{plan.ops_name}.abi3.so")
         os.chmod(tmp / f"{plan.ops_name}.abi3.so", 0o755)
+    _write_metadata(project, plan, tmp, provenance, torch)
+    os.chmod(tmp, 0o755)
+
+
+def _write_metadata(
+    project: KernelProject,
+    plan: VariantPlan,
+    tmp: Path,
+    provenance: ProvenanceEntry | None,
+    torch: str | None,
+) -> None:
+    """``metadata.json`` for the files now in ``tmp``, with their digest."""
     from kernel_builder.formats.metadata import digest_files
 
     metadata = variant_metadata(project, plan, digest_files(tmp), provenance, torch)
     (tmp / "metadata.json").write_text(metadata.to_json(), encoding="utf-8")
-    os.chmod(tmp, 0o755)
+
+
+def _write_symbols(
+    project: KernelProject,
+    plan: VariantPlan,
+    tmp: Path,
+    symbols: Mapping[str, Any],
+    provenance: ProvenanceEntry | None,
+    torch: str | None,
+) -> None:
+    """``symbols.json`` into the checked variant, and ``metadata.json`` again with a digest that covers it."""
+    from kernel_builder.formats.symbols import SYMBOLS_FILE, symbols_json
+
+    _write_file(tmp / SYMBOLS_FILE, symbols_json(dict(symbols)).encode())
+    _write_metadata(project, plan, tmp, provenance, torch)
 
 
 def _write_file(target: Path, data: bytes) -> None:

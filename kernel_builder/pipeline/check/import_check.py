@@ -14,6 +14,9 @@ and where the kernel imports it; ``--strict-import`` makes it an error again. Th
 ``python-depends`` entry names: the loader refuses to import a kernel while any is missing, so the check names
 them all, with the one ``pip install`` for them.
 
+The load with our loader also reads the kernel's public API (:func:`~kernel_builder.formats.symbols.module_symbols`),
+which the build writes into the variant as ``symbols.json`` (what ``describe-api`` shows without importing).
+
 Most of the check's time is the fresh interpreter importing Torch and the loaders. A build starts that
 interpreter before it compiles (:class:`ImportCheckWorker`): it imports them while the compiler runs and then
 waits for the assembled variant's path, so only the loads themselves are left after assembly: on Linux it forks
@@ -31,7 +34,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kernel_builder import backends
 from kernel_builder.common import processes
@@ -47,6 +50,7 @@ from kernel_builder.pipeline.environment.interpreter import BuildInterpreter
 from kernel_builder.pipeline.plan.planner import VariantPlan
 
 _MARK = "KB-IMPORT-CHECK-MISSING "
+_SYMBOLS_MARK = "KB-IMPORT-CHECK-SYMBOLS "
 
 #: Whether the script forks one child per loader (Linux) rather than starting an interpreter per loader: a fork
 #: shares the Torch and loader imports done while the variant compiled, so the check costs what it did with one
@@ -68,16 +72,21 @@ from pathlib import Path
 def load(loader, path):
     if loader == "kernel_builder":
         import kernel_builder
-        kernel_builder.get_local_kernel(path)
-    else:
-        import kernels
-        kernels.get_local_kernel(path)
+        return kernel_builder.get_local_kernel(path)
+    import kernels
+    return kernels.get_local_kernel(path)
+
+def report_symbols(module):
+    from kernel_builder.formats.symbols import module_symbols
+    print(%(symbols)r + json.dumps(module_symbols(module)), flush=True)
 
 def check(loader, path):
     own = {p.name.partition(".")[0] for p in path.iterdir()}
     own.add(json.loads((path / "metadata.json").read_text(encoding="utf-8")).get("id") or "")
     try:
-        load(loader, path)
+        module = load(loader, path)
+        if loader == "kernel_builder":
+            report_symbols(module)
     except ModuleNotFoundError as exc:
         top = (exc.name or "").partition(".")[0]
         if not top or top in own or top in sys.modules:
@@ -207,7 +216,7 @@ os._exit(status)  # the children are done, the files go with the process: nothin
 
 
 def _script() -> str:
-    return _SCRIPT % {"fork": FORK, "leg": _LEG % {"mark": _MARK}}
+    return _SCRIPT % {"fork": FORK, "leg": _LEG % {"mark": _MARK, "symbols": _SYMBOLS_MARK}}
 
 
 def with_this_package(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -314,6 +323,15 @@ def _run_check(interpreter: BuildInterpreter, variant_dir: Path) -> subprocess.C
     return processes.run([interpreter.python, "-c", _script(), variant_dir], capture=True, env=_check_env())
 
 
+@dataclass(frozen=True)
+class ImportOutcome:
+    """A check that did not fail: what was missing to check the whole variant (or ``None``), and the kernel's
+    public API as our loader's import read it (``symbols.json``'s content; ``None`` when it was not imported)."""
+
+    missing: MissingModule | MissingDependencies | None
+    symbols: dict[str, Any] | None
+
+
 def check_import(
     interpreter: BuildInterpreter,
     variant_dir: Path,
@@ -330,6 +348,26 @@ def check_import(
     ``worker``: the interpreter started beforehand for this check (:class:`ImportCheckWorker`).
     ``alongside``: work of this process to do while the check runs (the ABI check); its error wins, and the
     check is stopped then."""
+    return run_import_check(interpreter, variant_dir, root, worker=worker, alongside=alongside).missing
+
+
+def _symbols(stdout: str) -> dict[str, Any] | None:
+    for line in stdout.splitlines():
+        if line.startswith(_SYMBOLS_MARK):
+            symbols: dict[str, Any] = json.loads(line[len(_SYMBOLS_MARK) :])
+            return symbols
+    return None
+
+
+def run_import_check(
+    interpreter: BuildInterpreter,
+    variant_dir: Path,
+    root: Path | None = None,
+    *,
+    worker: ImportCheckWorker | None = None,
+    alongside: Callable[[], None] | None = None,
+) -> ImportOutcome:
+    """:func:`check_import`, with the kernel's public API the check read (:class:`ImportOutcome`)."""
     if worker is None and alongside is None:
         result = _run_check(interpreter, variant_dir)
     else:
@@ -345,10 +383,12 @@ def check_import(
         for line in result.stdout.splitlines():
             if line.startswith(_MARK):
                 data = json.loads(line[len(_MARK) :])
+                symbols = _symbols(result.stdout)
                 if "dependencies" in data:
                     found = tuple(PYTHON_DEPENDENCIES[str(name)] for name in data["dependencies"])
-                    return MissingDependencies(found, str(data["loader"]))
-                return MissingModule(str(data["module"]), data.get("where"), str(data["loader"]))
+                    return ImportOutcome(MissingDependencies(found, str(data["loader"])), symbols)
+                missing = MissingModule(str(data["module"]), data.get("where"), str(data["loader"]))
+                return ImportOutcome(missing, symbols)
     if result.returncode != 0:
         if root is None:
             raise BuildError(
@@ -363,7 +403,7 @@ def check_import(
         raise BuildError(
             f"import check failed: {explain(result.stderr, root)}\nfull output: {log.relative_to(root)}"
         )
-    return None
+    return ImportOutcome(None, _symbols(result.stdout))
 
 
 def describe_missing_dependencies(
@@ -412,9 +452,12 @@ def provided_by(project: KernelProject, module: str, variant: VariantPlan) -> st
 
 
 class ImportCheck(Protocol):
-    """The check of one assembled variant directory; ``alongside`` as for :func:`check_import`."""
+    """The check of one assembled variant directory; ``alongside`` as for :func:`check_import`. Returns the
+    kernel's public API (``symbols.json``'s content) when our loader imported it."""
 
-    def __call__(self, variant_dir: Path, alongside: Callable[[], None] | None = None) -> None: ...
+    def __call__(
+        self, variant_dir: Path, alongside: Callable[[], None] | None = None
+    ) -> dict[str, Any] | None: ...
 
 
 def import_checker(
@@ -430,10 +473,11 @@ def import_checker(
     fails it; a missing third-party module warns (fails with ``strict``, ``--strict-import``). ``worker`` and
     the check's ``alongside``: see :func:`check_import`."""
 
-    def check(variant_dir: Path, alongside: Callable[[], None] | None = None) -> None:
-        missing = check_import(interpreter, variant_dir, project.root, worker=worker, alongside=alongside)
+    def check(variant_dir: Path, alongside: Callable[[], None] | None = None) -> dict[str, Any] | None:
+        outcome = run_import_check(interpreter, variant_dir, project.root, worker=worker, alongside=alongside)
+        missing = outcome.missing
         if missing is None:
-            return
+            return outcome.symbols
         if isinstance(missing, MissingDependencies):
             message = describe_missing_dependencies(missing, interpreter, strict=strict)
         else:
@@ -443,5 +487,6 @@ def import_checker(
         if strict:
             raise BuildError(message)
         warn(f"{variant.name}: {message}")
+        return outcome.symbols
 
     return check

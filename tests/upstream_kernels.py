@@ -1,0 +1,97 @@
+"""Older releases of upstream's ``kernels`` package, beside the pinned one, for the tests that must hold for each
+release line (sharing one module between both loaders: tests/test_loader_share.py).
+
+The test extra pins ``kernels`` 0.19.1 into ``.venv``. Each older release is installed once, without its
+dependencies (the pinned release's are a superset), into a directory of its own: a fresh interpreter started
+with that directory first on ``PYTHONPATH`` imports that release instead (:func:`release_env`). No second
+Torch is installed, so making one costs a wheel download, and it is kept in the tests' kernel-builder cache
+(``KB_TEST_KERNEL_BUILDER_CACHE``, which ``make test`` sets and fills first by running this file) across runs:
+
+    KB_TEST_KERNEL_BUILDER_CACHE=.venv-kb-cache .venv/bin/python tests/upstream_kernels.py   # prints the dirs
+
+Without that variable it is made once per test run, in the run's shared directory, by whichever pytest-xdist
+worker asks first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+#: The pinned release (pyproject.toml's test extra) and the older ones each release-line test also runs with.
+PINNED = "0.19.1"
+OLDER = ("0.17.2", "0.18.3")
+RELEASES = (*OLDER, PINNED)
+
+CACHE_VARIABLE = "KB_TEST_KERNEL_BUILDER_CACHE"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cache_root() -> Path | None:
+    """Where the releases are kept across runs: ``$KB_TEST_KERNEL_BUILDER_CACHE/upstream-kernels``, if set."""
+    cache = os.environ.get(CACHE_VARIABLE)
+    return Path(cache) / "upstream-kernels" if cache else None
+
+
+def install_release(version: str, root: Path) -> Path:
+    """``root/<version>``, holding ``kernels==version`` (no dependencies); installed unless it is there already.
+
+    Concurrent callers (xdist workers, two ``make test``) wait on one lock; the directory appears only complete."""
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / version
+    with open(root / f".{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "kernels" / "__init__.py").is_file():
+            return target
+        staging = root / f".{version}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        command += ["--no-deps", "--no-compile", "--target", str(staging), f"kernels=={version}"]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"cannot install kernels=={version}:\n{result.stdout}{result.stderr}")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    return target
+
+
+def release_env(version: str, root: Path) -> dict[str, str]:
+    """Environment changes that make a fresh interpreter import ``kernels==version`` and this checkout's
+    kernel_builder: ``PYTHONPATH`` with the release's directory first (none for the pinned release), then the
+    checkout."""
+    first = [] if version == PINNED else [str(install_release(version, root))]
+    path = [*first, str(REPO), os.environ.get("PYTHONPATH")]
+    return {"PYTHONPATH": os.pathsep.join(p for p in path if p)}
+
+
+def upstream_cli(*args: str) -> str:
+    """The output of the pinned release's ``kernels`` command (this interpreter's), which must succeed; skips
+    the test where it is not installed."""
+    kernels = shutil.which("kernels", path=os.path.dirname(sys.executable))
+    if kernels is None:
+        pytest.skip("upstream's kernels command is not installed")
+    result = subprocess.run([kernels, *args], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, f"kernels {' '.join(args)}:\n{result.stdout}{result.stderr}"
+    return result.stdout
+
+
+def our_cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """The output of ``kernel-builder ARGS``, run in this process, which must succeed."""
+    from kernel_builder.cli import main
+
+    assert main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+if __name__ == "__main__":
+    where = cache_root()
+    if where is None:
+        sys.exit(f"set {CACHE_VARIABLE} to the tests' kernel-builder cache (the Makefile's TEST_CACHE)")
+    for release in OLDER:
+        print(install_release(release, where))
