@@ -38,15 +38,25 @@ def our_view(meta: Metadata) -> dict[str, Any]:
         "python-depends": list(meta.python_depends),
         "kernel-depends": [(dep.repo_id, dep.version, dep.revision) for dep in meta.kernel_depends],
         "backend": (meta.backend_type, None if meta.backend_archs is None else list(meta.backend_archs)),
+        "build-layout": meta.build_layout,
         "digest": None if meta.digest is None else (meta.digest.algorithm, dict(meta.digest.files)),
         "provenance": provenance,
         "kernels-minver": None if meta.kernels_minver is None else ".".join(map(str, meta.kernels_minver)),
     }
 
 
+def _upstream_backend(backend: Any) -> str | None:
+    """``backend.backend_type`` as a name: ``None`` for an agnostic build, the error's text for an unknown one."""
+    try:
+        value = backend.backend_type
+    except ValueError as error:
+        return f"unknown: {error}"
+    return None if value is None else str(value)
+
+
 def upstream_view(path: Path) -> dict[str, Any]:
     """``path`` (a metadata.json) as the ``kernels`` package's own reader parses it."""
-    from kernels import Metadata as UpstreamMetadata  # type: ignore[import-untyped]  # kernels 0.17.2's reader
+    from kernels import Metadata as UpstreamMetadata  # type: ignore[import-untyped]  # kernels 0.19.1's reader
 
     meta = UpstreamMetadata.read_from_file(path)
     provenance = None
@@ -57,9 +67,9 @@ def upstream_view(path: Path) -> dict[str, Any]:
                 "version": builder.version,
                 "git": None
                 if builder.git is None
-                else {"commit": builder.git.commit, "dirty": builder.git.dirty},
+                else {"commit": str(builder.git.commit), "dirty": builder.git.dirty},
             },
-            "kernel": None if kernel is None else {"commit": kernel.commit, "dirty": kernel.dirty},
+            "kernel": None if kernel is None else {"commit": str(kernel.commit), "dirty": kernel.dirty},
         }
     depends = [
         (dep.repo_id, getattr(dep.version, "version", None), getattr(dep.version, "revision", None))
@@ -75,7 +85,8 @@ def upstream_view(path: Path) -> dict[str, Any]:
         "source": meta.source,
         "python-depends": list(meta.python_depends),
         "kernel-depends": depends,
-        "backend": (str(meta.backend.backend_type), meta.backend.archs),
+        "backend": (_upstream_backend(meta.backend), meta.backend.archs),
+        "build-layout": str(meta.build_layout).lower(),
         "digest": None if digest is None else (str(digest.algorithm), dict(digest.files)),
         "provenance": provenance,
         "kernels-minver": None if meta.kernels_minver is None else str(meta.kernels_minver),

@@ -86,7 +86,7 @@ def test_module_level_imports_are_found_guarded_and_lazy_ones_are_not(tmp_path: 
 
 def test_install_command_with_and_without_pip() -> None:
     assert install_command("/v/bin/python", ["pytest", KERNELS_REQUIREMENT]) == (
-        "/v/bin/python -m pip install pytest kernels==0.17.2"
+        "/v/bin/python -m pip install pytest kernels==0.19.1"
     )
     assert install_command("/v/bin/python", ["pytest"], has_pip=False) == (
         "/v/bin/python -m pip install pytest (/v/bin/python has no pip: run `/v/bin/python -m ensurepip` first, "
@@ -102,9 +102,9 @@ def test_an_interpreter_without_pytest_kernels_and_pip(empty_venv: Path, tmp_pat
         f"the test interpreter {empty_venv} lacks what the tests need:\n"
         "  pytest, which runs the tests\n"
         "  kernels, Hugging Face's kernel loader, which the tests import (tests/test_k.py:2)\n"
-        f"Install them with: {empty_venv} -m pip install pytest kernels==0.17.2 ({empty_venv} has no pip: run "
+        f"Install them with: {empty_venv} -m pip install pytest kernels==0.19.1 ({empty_venv} has no pip: run "
         f"`{empty_venv} -m ensurepip` first, or use `uv pip install --python {empty_venv} pytest "
-        "kernels==0.17.2`)"
+        "kernels==0.19.1`)"
     )
 
 
@@ -177,9 +177,9 @@ def test_kernel_builder_test_in_a_venv_without_pytest_says_what_to_install(
         "  pytest, which runs the tests",
         "  kernels, Hugging Face's kernel loader, which the tests import (tests/upstream/__init__.py:1, "
         "tests/upstream/test_upstream.py:5)",
-        f"Install them with: {no_pytest_venv} -m pip install pytest kernels==0.17.2 ({no_pytest_venv} has no "
+        f"Install them with: {no_pytest_venv} -m pip install pytest kernels==0.19.1 ({no_pytest_venv} has no "
         f"pip: run `{no_pytest_venv} -m ensurepip` first, or use `uv pip install --python {no_pytest_venv} "
-        "pytest kernels==0.17.2`)",
+        "pytest kernels==0.19.1`)",
     ]
     assert not (root / "build").exists()
     # Only the tests named after `--`: they do not import kernels.

@@ -72,7 +72,8 @@ def get_kernel_dep(repo_id: str) -> ModuleType:
 
 
 def _upstream_context(dependencies: Mapping[str, ModuleType]) -> AbstractContextManager[Any]:
-    """``kernels.deps.use_kernel_deps(dependencies)`` when ``kernels`` is installed, else nothing.
+    """``kernels`` 0.19's ``kernels._internals.deps.use_kernel_deps(dependencies)`` (``kernels.deps`` before 0.19)
+    when ``kernels`` is installed, else nothing.
 
     Only for kernels that declare dependencies: the others have nothing to ask for, and importing ``kernels``
     (with its Hub client) would be wasted.
@@ -86,7 +87,10 @@ def _upstream_context(dependencies: Mapping[str, ModuleType]) -> AbstractContext
         except (ImportError, ValueError):
             return nullcontext()
     try:
-        deps_module = importlib.import_module(f"{_UPSTREAM}.deps")
+        try:  # kernels 0.19 moved it under _internals
+            deps_module = importlib.import_module(f"{_UPSTREAM}._internals.deps")
+        except ImportError:
+            deps_module = importlib.import_module(f"{_UPSTREAM}.deps")
         use_kernel_deps = deps_module.use_kernel_deps
         context = use_kernel_deps(dict(dependencies))
     except Exception as error:  # an installed but broken or different `kernels` must not stop our load
