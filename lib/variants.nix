@@ -1,7 +1,7 @@
 # Variant names, derived the way kernel_builder/formats/variants.py derives them (that module documents the rules):
 #   torch<torch>[-cxx11]-<compute>-<cpu>-<os>       torch213-cxx11-cu130-x86_64-linux (cxx11 on Linux only)
 #   torch-stable-abi<abi>-<compute>-<cpu>-<os>      torch-stable-abi212-cpu-aarch64-darwin
-#   torch-<backend>                                 torch-cuda (noarch; the cann backend is torch-npu)
+#   torch-<backend>                                 torch-cuda, torch-cann (noarch: named after the backend)
 # A framework version is its major digit then its minor (2.13 -> 213); a compute version its major then its
 # minor digit (cuda 13.0 -> cu130, xpu 2025.3 -> xpu20253).
 let
@@ -71,7 +71,7 @@ let
     else
       "torch${frameworkVersionName torch}${if sys.os == "linux" then "-cxx11" else ""}-${tail}";
 
-  noarchVariantName = backend: "torch-${if backend == "cann" then "npu" else backend}";
+  noarchVariantName = backend: "torch-${backend}";
 in
 {
   inherit

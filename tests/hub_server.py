@@ -257,8 +257,17 @@ class HubServer:
         with self._lock:
             self._fail_prefix = path_prefix
 
-    def inject(self, fault: str, path_prefix: str = "/", *, times: int = 1, seconds: float = 0.0) -> Fault:
-        """Misbehave on the next ``times`` requests whose decoded path starts with ``path_prefix``.
+    def inject(
+        self,
+        fault: str,
+        path_prefix: str = "/",
+        *,
+        times: int = 1,
+        seconds: float = 0.0,
+        method: str | None = None,
+    ) -> Fault:
+        """Misbehave on the next ``times`` requests whose decoded path starts with ``path_prefix`` (and whose
+        method is ``method``, when given: ``"GET"`` leaves a download's ``HEAD`` alone).
 
         ``fault`` is one of :data:`FAULTS`: ``stall`` (answer only after ``seconds``), ``drop`` (close the
         connection without an answer), ``truncate`` (announce the whole body, send half, close), ``stall-body``
@@ -268,15 +277,19 @@ class HubServer:
         """
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r} (expected one of {', '.join(FAULTS)})")
-        injected = Fault(fault, path_prefix, times, seconds)
+        injected = Fault(fault, path_prefix, times, seconds, method)
         with self._lock:
             self._faults.append(injected)
         return injected
 
-    def _take_fault(self, path: str) -> Fault | None:
+    def _take_fault(self, path: str, method: str) -> Fault | None:
         with self._lock:
             for fault in self._faults:
-                if fault.remaining > 0 and path.startswith(fault.path_prefix):
+                if (
+                    fault.remaining > 0
+                    and path.startswith(fault.path_prefix)
+                    and fault.method in (None, method)
+                ):
                     fault.remaining -= 1
                     fault.hits += 1
                     return fault
@@ -857,6 +870,7 @@ class Fault:
     path_prefix: str
     remaining: int
     seconds: float
+    method: str | None = None
     hits: int = 0
 
 
@@ -913,7 +927,7 @@ class _Handler(BaseHTTPRequestHandler):
             body=self._read_body(),
         )
         hub: HubServer = self.server.hub  # type: ignore[attr-defined]
-        fault = hub._take_fault(request.path)
+        fault = hub._take_fault(request.path, request.method)
         if fault is not None and fault.kind == "stall":
             if not self._stall(hub, fault.seconds):
                 return

@@ -38,10 +38,20 @@ def our_view(meta: Metadata) -> dict[str, Any]:
         "python-depends": list(meta.python_depends),
         "kernel-depends": [(dep.repo_id, dep.version, dep.revision) for dep in meta.kernel_depends],
         "backend": (meta.backend_type, None if meta.backend_archs is None else list(meta.backend_archs)),
+        "build-layout": meta.build_layout,
         "digest": None if meta.digest is None else (meta.digest.algorithm, dict(meta.digest.files)),
         "provenance": provenance,
         "kernels-minver": None if meta.kernels_minver is None else ".".join(map(str, meta.kernels_minver)),
     }
+
+
+def _upstream_backend(backend: Any) -> str | None:
+    """``backend.backend_type`` as a name: ``None`` for an agnostic build, the error's text for an unknown one."""
+    try:
+        value = backend.backend_type
+    except ValueError as error:
+        return f"unknown: {error}"
+    return None if value is None else str(value)
 
 
 def upstream_view(path: Path) -> dict[str, Any]:
@@ -76,7 +86,8 @@ def upstream_view(path: Path) -> dict[str, Any]:
         "source": meta.source,
         "python-depends": list(meta.python_depends),
         "kernel-depends": depends,
-        "backend": (str(meta.backend.backend_type), meta.backend.archs),
+        "backend": (_upstream_backend(meta.backend), meta.backend.archs),
+        "build-layout": str(meta.build_layout).lower(),
         "digest": None if digest is None else (str(digest.algorithm), dict(digest.files)),
         "provenance": provenance,
         "kernels-minver": None if meta.kernels_minver is None else str(meta.kernels_minver),

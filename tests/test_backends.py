@@ -137,11 +137,8 @@ def test_register_refuses_a_clash(backend: backends.Backend, clash: str) -> None
 
 def test_noarch_names() -> None:
     assert noarch.noarch_name("cuda") == "torch-cuda"
-    assert noarch.noarch_name("cann") == "torch-npu"
+    assert noarch.noarch_name("cann") == "torch-cann"
     assert noarch.noarch_name("universal") == "torch-universal"
-    assert noarch.backend_for_token("npu") == "cann"
-    assert noarch.backend_for_token("opencl") is None
-    assert noarch.tokens()[-2:] == ("npu", "universal")
 
 
 def test_importing_the_registry_is_cheap() -> None:
@@ -241,8 +238,8 @@ def test_variant_names_of_the_toy_backend(toyaccel: backends.Backend) -> None:
 def test_variant_names_refuse_the_toy_backend_once_unregistered() -> None:
     with pytest.raises(ValueError, match="unknown compute 'toy12'"):
         parse_variant("torch212-cxx11-toy12-x86_64-linux")
-    with pytest.raises(ValueError, match="unknown noarch backend 'toyaccel'"):
-        parse_variant("torch-toyaccel")
+    # a noarch word is any word (as upstream reads it); only a backend of that name accepts it
+    assert parse_variant("torch-toyaccel").backend == "toyaccel"
 
 
 def test_matrix_metadata_and_loader_know_the_toy_backend(tmp_path: Path, toyaccel: backends.Backend) -> None:

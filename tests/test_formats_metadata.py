@@ -123,13 +123,12 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
         ),
         ({k: v for k, v in MINIMAL.items() if k != "backend"}, "missing required field 'backend'"),
         ({**MINIMAL, "backend": {}}, "missing required field 'backend.type'"),
+        ({**MINIMAL, "backend": {"type": 3}}, "invalid field 'backend.type': expected a string, got 3"),
         (
-            {**MINIMAL, "backend": {"type": "opencl"}},
-            (
-                "invalid field 'backend.type': expected one of cann, cpu, cuda, metal, neuron, rocm, tpu, "
-                "xpu, got 'opencl'"
-            ),
+            {**MINIMAL, "build-layout": "ZIP"},
+            "invalid field 'build-layout': expected one of files, zip, got \"ZIP\"",
         ),
+        ({**MINIMAL, "build-layout": None}, "invalid field 'build-layout': expected a string, got null"),
         (
             {**MINIMAL, "name": "Relu"},
             (
@@ -270,6 +269,51 @@ def test_what_the_upstream_builder_writes_we_read_as_upstream_does(tmp_path: Pat
     # Written back, it is still the same record for both readers (the unknown key is not kept).
     path.write_text(ours.to_json(), encoding="utf-8")
     assert read_metadata(path) == ours and upstream_view(path) == our_view(ours)
+
+
+@pytest.mark.parametrize(
+    ("backend", "expected_type", "expected_archs"),
+    [
+        ({"type": "cuda", "archs": ["9.0"]}, "cuda", ("9.0",)),
+        # a backend-agnostic build (kernels 0.19): no backend, and its other fields are not read
+        ({"type": "agnostic"}, None, None),
+        ({"type": "agnostic", "archs": ["9.0"]}, None, None),
+        # a backend this loader does not know (a newer builder's): kept as written, no error until something needs it
+        ({"type": "opencl"}, "opencl", None),
+        ({"type": "opencl", "archs": "not even a list"}, "opencl", None),
+        ({"type": "CUDA"}, "CUDA", None),
+    ],
+)
+def test_agnostic_and_unknown_backends_read_as_upstream_reads_them(
+    tmp_path: Path, backend: dict[str, Any], expected_type: str | None, expected_archs: tuple[str, ...] | None
+) -> None:
+    path = write_json(
+        tmp_path / "metadata.json", {**MINIMAL, "license": "MIT", "version": 1, "backend": backend}
+    )
+    ours = read_metadata(path)
+    assert (ours.backend_type, ours.backend_archs) == (expected_type, expected_archs)
+    assert ours.backend_known == (expected_type in (None, "cuda"))
+    upstream_backend = upstream_view(path)["backend"]
+    if ours.backend_known:
+        assert upstream_backend == (expected_type, None if expected_archs is None else list(expected_archs))
+    else:  # upstream: an error only when the backend is asked for, and its archs not read either
+        assert upstream_backend[0].startswith("unknown: unknown backend") and upstream_backend[1] is None
+
+
+@pytest.mark.parametrize("layout", ["files", "zip", None])
+def test_the_build_layout_is_read_and_written_back(tmp_path: Path, layout: str | None) -> None:
+    data = {**MINIMAL, "license": "MIT", "version": 1}
+    if layout is not None:
+        data["build-layout"] = layout
+    path = write_json(tmp_path / "metadata.json", data)
+    ours = read_metadata(path)
+    assert ours.build_layout == (layout or "files")
+    assert our_view(ours) == upstream_view(path)
+    assert ("build-layout" in ours.to_dict()) == (
+        layout == "zip"
+    )  # what older loaders cannot read, only when needed
+    path.write_text(ours.to_json(), encoding="utf-8")
+    assert read_metadata(path) == ours
 
 
 def test_legacy_files_round_trip_as_the_record_read() -> None:

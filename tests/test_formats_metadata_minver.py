@@ -1,11 +1,13 @@
 """``kernels-minver`` as builds write it: the oldest ``kernels`` loader with every feature a variant relies on
 (0.14.0 for the current layout, 0.17.0 once it has kernel dependencies), per backend, read the same by
-upstream's ``kernels`` 0.17.2 and accepted by both loaders' minimum-version checks."""
+upstream's ``kernels`` 0.19.1 and accepted by both loaders' minimum-version checks."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from stage_fixtures import load, write_files
@@ -24,7 +26,19 @@ from kernel_builder.pipeline.plan.planner import noarch_plans
 kernels_rust = pytest.importorskip(
     "kernels._rust", reason="upstream's loader (the test extra) reads the field"
 )
-MinverValidator = pytest.importorskip("kernels.validate").MinverValidator
+
+
+def _upstream_validate() -> Any:
+    """``kernels``' validators: ``kernels._internals.validate`` since 0.19, ``kernels.validate`` before."""
+    for name in ("kernels._internals.validate", "kernels.validate"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    pytest.skip("upstream's kernels has no validate module")
+
+
+MinverValidator = _upstream_validate().MinverValidator
 
 # Kernel dependencies on CUDA only: the cuda variant needs the newer loader, the cpu one does not.
 TOML = """\
@@ -91,11 +105,13 @@ def test_both_loaders_refuse_a_build_that_needs_a_newer_loader(written: dict[str
 
     path = written["cuda"]
     data = json.loads(path.read_text())
-    data["kernels-minver"] = "0.17.3"
+    major, minor, patch = KERNELS_API_VERSION
+    level, newer = f"{major}.{minor}.{patch}", f"{major}.{minor}.{patch + 1}"
+    data["kernels-minver"] = newer
     path.write_text(json.dumps(data))
-    with pytest.raises(RuntimeError, match=r"requires kernels>=0\.17\.3, but version 0\.17\.2 is installed"):
+    with pytest.raises(RuntimeError, match=rf"requires kernels>={newer}, but version {level} is installed"):
         MinverValidator().validate_metadata(
             metadata=kernels_rust.Metadata.read_from_file(path), variant="torch-cuda"
         )
-    with pytest.raises(LoaderTooOldError, match=r"requires kernels>=0\.17\.3"):
+    with pytest.raises(LoaderTooOldError, match=rf"requires kernels>={newer}"):
         check_kernels_minver(read_metadata(path.parent), "torch-cuda", str(path))

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import types
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,12 +28,28 @@ BACKEND_CASES: list[tuple[str, SimpleNamespace, tuple[str, tuple[int, int] | Non
     ("hip with build suffix", make_fake_torch(hip="7.1.25424-4179531dcd"), ("rocm", (7, 1))),
     ("hip major.minor only", make_fake_torch(hip="6.4"), ("rocm", (6, 4))),
     ("hip major.minor with suffix", make_fake_torch(hip="6.4-rc1"), ("rocm", (6, 4))),
+    # torch.version.rocm first (Torch 2.10+): ROCm 10.0 ships HIP 7.15
+    ("rocm before hip", make_fake_torch(hip="7.15.1-abc", rocm="10.0.0"), ("rocm", (10, 0))),
+    ("rocm without hip is no rocm build", make_fake_torch(rocm="7.2.0"), ("cpu", None)),
     ("mps available", make_fake_torch(mps=True), ("metal", None)),
     ("xpu 20250300", make_fake_torch(xpu="20250300"), ("xpu", (2025, 3))),
     ("xpu 20260000", make_fake_torch(xpu="20260000"), ("xpu", (2026, 0))),
+    # upstream reads the fifth and sixth characters as "<anything><minor digit>"
+    ("xpu dotted", make_fake_torch(xpu="2025.3"), ("xpu", (2025, 3))),
+    ("xpu too short", make_fake_torch(xpu="2025"), ("xpu", None)),
     ("xpu attribute missing", make_fake_torch(xpu_attribute=False), ("cpu", None)),
     ("npu privateuse1", make_fake_torch(privateuse1="npu"), ("cann", None)),
     ("tpu", make_fake_torch(tpu=True), ("tpu", None)),
+    (
+        "tpu backend module alone is no tpu",
+        SimpleNamespace(backends=SimpleNamespace(tpu=SimpleNamespace())),
+        ("cpu", None),
+    ),
+    (
+        "a failing accelerator query",
+        SimpleNamespace(accelerator=SimpleNamespace(current_accelerator=lambda: 1 / 0)),
+        ("cpu", None),
+    ),
     ("neuron", make_fake_torch(neuron=True), ("neuron", None)),
     ("unreadable cuda version", make_fake_torch(cuda="unknown"), ("cuda", None)),
     ("empty module", SimpleNamespace(), ("cpu", None)),
@@ -177,6 +194,61 @@ def test_detect_environment_tvm_ffi(monkeypatch: pytest.MonkeyPatch) -> None:
     install_fake_torch(monkeypatch, make_fake_torch())
     monkeypatch.setitem(sys.modules, "tvm_ffi", SimpleNamespace(__version__="0.1.3"))
     assert detect_environment().tvm_ffi_version == (0, 1)
+
+
+def test_detect_environment_rocm_version_is_torch_version_rocm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Torch 2.10+ has ``torch.version.rocm``, which upstream reads before ``hip`` (ROCm 10.0 ships HIP 7.15)."""
+    install_fake_torch(monkeypatch, make_fake_torch("2.13.0+rocm10.0", hip="7.15.2-x", rocm="10.0.1"))
+    env = detect_environment()
+    assert (env.backend, env.backend_version) == ("rocm", (10, 0))
+
+
+def _torch_npu(monkeypatch: pytest.MonkeyPatch, get_cann_version: Any) -> None:
+    collect_env = types.ModuleType("torch_npu.utils.collect_env")
+    collect_env.get_cann_version = get_cann_version  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch_npu", types.ModuleType("torch_npu"))
+    monkeypatch.setitem(sys.modules, "torch_npu.utils", types.ModuleType("torch_npu.utils"))
+    monkeypatch.setitem(sys.modules, "torch_npu.utils.collect_env", collect_env)
+
+
+@pytest.mark.parametrize(
+    ("reported", "expected"), [("8.2.RC1", (8, 2)), ("8.1.0", (8, 1)), ("unknown", None)]
+)
+def test_detect_environment_cann_version_from_torch_npu(
+    monkeypatch: pytest.MonkeyPatch, reported: str, expected: tuple[int, int] | None
+) -> None:
+    """As upstream reads it: ``torch_npu``'s ``get_cann_version()``, its first and third characters."""
+    install_fake_torch(monkeypatch, make_fake_torch(privateuse1="npu"))
+    _torch_npu(monkeypatch, lambda: reported)
+    env = detect_environment()
+    assert (env.backend, env.backend_version) == ("cann", expected)
+
+
+def test_detect_environment_cann_without_torch_npu_has_no_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, make_fake_torch(privateuse1="npu"))
+    monkeypatch.setitem(sys.modules, "torch_npu", None)
+    assert (detect_environment().backend, detect_environment().backend_version) == ("cann", None)
+
+
+def test_detect_environment_mlx(monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_torch(monkeypatch, make_fake_torch())
+    monkeypatch.setitem(sys.modules, "mlx", None)
+    assert detect_environment().mlx is False
+    monkeypatch.setitem(sys.modules, "mlx", types.ModuleType("mlx"))
+    assert detect_environment().mlx is True
+
+
+def test_without_torch_mlx_on_metal_gives_metal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream's order without Torch: the CUDA runtime, then MLX's Metal, then CPU."""
+    install_fake_torch(monkeypatch, None)
+    monkeypatch.setattr(runtime, "_cudart_version", lambda: None)
+    core = types.ModuleType("mlx.core")
+    core.metal = SimpleNamespace(is_available=lambda: True)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mlx", types.ModuleType("mlx"))
+    monkeypatch.setitem(sys.modules, "mlx.core", core)
+    assert detect_environment().backend == "metal"
+    core.metal = SimpleNamespace(is_available=lambda: False)  # type: ignore[attr-defined]
+    assert detect_environment().backend == "cpu"
 
 
 def test_without_torch_and_cudart_backend_is_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -102,6 +102,33 @@ def test_a_folder_download_stalled_in_its_worker_threads_ends_at_the_deadline(
 
 
 @pytest.mark.slow
+def test_one_stalled_file_of_a_folder_ends_at_the_deadline_while_the_others_arrive(
+    hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other files of the variant arrive at once. They were counted as progress again at each try (as finished
+    files, on the folder's file counter: taken from the cache, they are no byte from the Hub), so every retry
+    began with a whole new deadline: here a second try of 3 s, ending near 6.5 s; with the default settings a
+    load was held for more than two minutes (tests/test_hub_network_stalls.py). A try budget of 3 s (connect 1,
+    read 2) against a 4 s deadline tells the two apart: the second try now ends at the deadline."""
+    monkeypatch.setenv("KERNEL_BUILDER_HUB_READ_TIMEOUT", "2")
+    monkeypatch.setenv("KERNEL_BUILDER_HUB_DEADLINE", "4")
+    sha = seed_version_one(hub, tmp_path / "publish", tag="one_file_stall")
+    hub.inject(
+        "stall", f"{RESOLVE}{sha}/build/{ENV_VARIANT}/__init__.py", times=1000, seconds=30.0, method="GET"
+    )
+    client = Hub(offline=False)
+    start = time.monotonic()
+    with pytest.raises(HubConnectionError) as caught:
+        client.download_folder(RemoteRepo(REPO, "kernel"), sha, f"build/{ENV_VARIANT}")
+    elapsed = time.monotonic() - start
+    message = str(caught.value)
+    assert message.startswith(f"{REPO}: download build/{ENV_VARIANT}"), message
+    assert tries(message) == ["1", "2"], message
+    assert "try 2: no complete answer, and the 4 s deadline passed" in message, message
+    assert elapsed < 5.5, f"gave up after {elapsed:.1f} s"
+
+
+@pytest.mark.slow
 def test_a_download_that_keeps_progressing_outlasts_the_deadline(hub: HubServer, tmp_path: Path) -> None:
     """Twenty files, each arriving in 16 pieces over 3 s (each piece well within the read timeout):
     huggingface_hub downloads eight at a time, so the later files start after the 2.5 s deadline; they run

@@ -47,6 +47,7 @@ def machine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         "KERNEL_BUILDER_VERIFY_DIGEST",
         "KERNEL_BUILDER_CHECK_GPU_ARCH",
         "KERNEL_BUILDER_ALLOW_NO_DIGEST",
+        "KERNEL_BUILDER_REQUIRE_DIGEST",
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(trust, "_verdicts", {})
@@ -357,33 +358,36 @@ def test_archs_on_a_variant_without_gpu_architectures_are_refused(
     witness.assert_contained()
 
 
-def test_missing_digest_is_refused_for_hub_loads(
+def test_missing_digest_warns_and_loads_unless_required(
     hub: HubServer, tmp_path: Path, witness: Witness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """As upstream kernels 0.19: a Hub variant without a digest (built before digests existed) loads, with a
+    warning; ``KERNEL_BUILDER_REQUIRE_DIGEST=1`` refuses it before anything of it is imported."""
     new_repo(hub)
     sha = publish(hub, tmp_path, {"torch-cuda": {"digest": False, "files": witness.files("nodigest")}})
+    monkeypatch.setenv("KERNEL_BUILDER_REQUIRE_DIGEST", "1")
     with pytest.raises(KernelIntegrityError) as caught:
         get_kernel(REPO, revision="main")
     assert str(caught.value) == (
         f"org/relu at {sha}, build/torch-cuda: metadata.json has no digest, so its files cannot be verified; "
-        "refusing to load it. If you trust this repository (older builds of upstream kernel-builder have no "
-        "digest), set KERNEL_BUILDER_ALLOW_NO_DIGEST=1."
+        "refusing to load it because KERNEL_BUILDER_REQUIRE_DIGEST is set. Unset it to load such a variant "
+        "with a warning (builds made before digests existed have none)."
     )
     with pytest.raises(KernelIntegrityError, match="has no digest"):
         install_kernel(REPO, revision="main")
     witness.assert_contained()
 
-    monkeypatch.setenv("KERNEL_BUILDER_ALLOW_NO_DIGEST", "1")
+    monkeypatch.delenv("KERNEL_BUILDER_REQUIRE_DIGEST")
     with pytest.warns(UserWarning) as caught_warnings:
         module = get_kernel(REPO, revision="main")
     assert [str(w.message) for w in caught_warnings] == [
         (
-            f"org/relu at {sha}, build/torch-cuda: metadata.json has no digest; loading it unverified because "
-            "KERNEL_BUILDER_ALLOW_NO_DIGEST is set"
+            f"org/relu at {sha}, build/torch-cuda: metadata.json has no digest, so its files cannot be verified; "
+            "loading it unverified (set KERNEL_BUILDER_REQUIRE_DIGEST=1 to refuse such variants)"
         )
     ]
     assert module.NAME == "_relu_cuda_torch_cuda"
-    assert (witness.markers / "nodigest").exists()  # the switch really loads it
+    assert (witness.markers / "nodigest").exists()  # it really loads
 
 
 def test_directory_symlink_in_a_snapshot_is_refused_without_entering_it(

@@ -106,6 +106,23 @@ def test_nothing_found(tmp_path: Path) -> None:
     assert str(caught.value) == f"{tmp_path / 'missing'} does not exist: expected {shapes}"
 
 
+def test_a_project_root_is_searched_then_its_build_directory(tmp_path: Path) -> None:
+    """As upstream kernels 0.19: the root's own directories first, then build/'s; ``torch-ext`` (a project's
+    sources) parses as a noarch variant for a backend named ``ext``, which never stops the search."""
+    root = kernel_repo(tmp_path / "relu", {"torch-cuda": "cuda"})
+    (root / "torch-ext" / "relu").mkdir(parents=True)
+    assert get_local_kernel(root).__name__ == "_relu_torch_cuda_0"
+
+
+def test_no_compatible_variant_in_root_nor_build_lists_both(tmp_path: Path) -> None:
+    root = kernel_repo(tmp_path / "relu", {"torch-rocm": "rocm"})
+    (root / "torch-ext").mkdir()
+    with pytest.raises(NoCompatibleVariantError) as caught:
+        get_local_kernel(root)
+    assert [d.variant.variant_str for d in caught.value.decisions] == ["torch-ext", "torch-rocm"]
+    assert str(caught.value).startswith(f"no compatible kernel variant in {root} or {root / 'build'}\n")
+
+
 def test_unparseable_and_hidden_directories(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     root = kernel_repo(tmp_path / "relu", {"torch-cuda": "cuda"})
     (root / "build" / "notes").mkdir()
@@ -115,7 +132,7 @@ def test_unparseable_and_hidden_directories(tmp_path: Path, caplog: pytest.LogCa
     assert [r.getMessage() for r in caplog.records] == [
         (
             "skipping variant directory 'notes': invalid variant name 'notes': expected it to start with "
-            "'torch', 'torch-stable-abi', 'tvm-ffi' or 'torch-'"
+            "'torch', 'tvm-ffi', 'mlx-' or 'sdk'"
         )
     ]
 
@@ -123,13 +140,21 @@ def test_unparseable_and_hidden_directories(tmp_path: Path, caplog: pytest.LogCa
 def test_invalid_metadata_names_path_and_field(tmp_path: Path) -> None:
     root = kernel_repo(tmp_path / "relu", {"torch-cuda": "cuda"})
     path = root / "build" / "torch-cuda" / "metadata.json"
-    path.write_text('{"name": "relu", "python-depends": [], "backend": {"type": "gpu"}}', encoding="utf-8")
+    path.write_text('{"name": "relu", "python-depends": [], "backend": {"type": ["gpu"]}}', encoding="utf-8")
     with pytest.raises(ValueError) as caught:
         get_local_kernel(root)
-    assert str(caught.value) == (
-        f"{path}: invalid field 'backend.type': expected one of cann, cpu, cuda, metal, neuron, rocm, tpu, "
-        f"xpu, got 'gpu'"
-    )
+    assert str(caught.value) == f"{path}: invalid field 'backend.type': expected a string, got [\"gpu\"]"
+
+
+def test_a_backend_type_this_loader_does_not_know_is_no_error_until_needed(tmp_path: Path) -> None:
+    """As upstream kernels 0.19 reads it: a newer builder's backend name (or ``agnostic``) in metadata.json is kept,
+    and loading does not need it (the name chose the variant)."""
+    root = kernel_repo(tmp_path / "relu", {"torch-cuda": "cuda"})
+    for backend in ("gpu-of-the-future", "agnostic"):
+        reset_loader()
+        variant = root / "build" / "torch-cuda"
+        write_variant(variant, backend=backend, kernel_id=f"_relu_{backend.replace('-', '_')}")
+        assert get_local_kernel(root).__name__ == f"_relu_{backend.replace('-', '_')}"
 
 
 # --- / no compatible variant ---------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from hub_server import HubServer, files_from_directory, git_blob_oid
-from loader_fixtures import reset_loader, write_variant
+from loader_fixtures import make_env, reset_loader, write_variant
 from publish_fixtures import (
     CPU,
     CUDA,
@@ -32,7 +32,8 @@ from publish_fixtures import (
 
 import kernel_builder
 from kernel_builder import KernelIntegrityError, KernelNotLockedError, get_loaded_kernels
-from kernel_builder.loader import get_locked_kernel, load_kernel
+from kernel_builder.formats import runtime
+from kernel_builder.loader import get_locked_kernel, load_kernel, resolve
 
 pytestmark = pytest.mark.usefixtures("cpu_machine")
 
@@ -636,3 +637,31 @@ def test_egg_info_writer_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (app / "pyproject.toml").write_text('[project]\nname = "app"\n')
     writer(Command(), "kernels.lock", "app.egg-info/kernels.lock")
     assert len(calls) == 2  # no [tool.kernels.dependencies]: not our business
+
+
+def test_locked_loads_check_the_gpu_architectures_unless_asked_not_to(
+    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As kernels 0.19: ``load_kernel`` and ``get_locked_kernel`` check the visible GPUs against a variant's
+    architectures (the one chooser's check), and take ``check_arch=False`` to skip it."""
+    arch = "torch212-cxx11-cu130-x86_64-linux"
+    publish(hub, tmp_path, {arch: {"backend": "cuda", "archs": ["8.0"]}, CUDA: {"backend": "cuda"}})
+    app = project(tmp_path)
+    assert run_cli(capsys, "lock", str(app)).code == 0
+    monkeypatch.setattr(
+        runtime, "detect_environment", lambda: make_env(backend="cuda", backend_version=(13, 0))
+    )
+    monkeypatch.setattr(resolve, "probe_gpus", lambda backend: [(9, 0)])
+    lock = app / "kernels.lock"
+    assert (
+        get_locked_kernel(REPO, lockfile=lock).__name__ == "_relu_1_torch_cuda"
+    )  # the 8.0 build does not run
+    reset_loader()
+    assert (
+        get_locked_kernel(REPO, lockfile=lock, check_arch=False).__name__
+        == f"_relu_1_{arch.replace('-', '_')}"
+    )
+    reset_loader()
+    assert load_kernel(REPO, lockfile=lock).__name__ == "_relu_1_torch_cuda"
+    reset_loader()
+    assert load_kernel(REPO, lockfile=lock, check_arch=False).__name__ == f"_relu_1_{arch.replace('-', '_')}"

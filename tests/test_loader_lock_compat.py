@@ -1,5 +1,4 @@
-"""``kernels.lock`` both ways with upstream's ``kernels`` (the pinned release), the kernel-dependency tree, and
-hostile lock files.
+"""``kernels.lock`` both ways with upstream's ``kernels`` (0.19.1, the test extra's pin, and 0.17.2), the kernel-dependency tree, and hostile lock files.
 
 Upstream runs as its own CLI and loader in subprocesses against the same Hub double (tests/hub_server.py), with
 a cache of its own, so each side downloads and loads what it locked or was given.
@@ -20,6 +19,7 @@ import pytest
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
 from publish_fixtures import CPU, CUDA, cpu_machine, run_cli  # noqa: F401 (fixture)
+from upstream_releases import INSTALLED, KERNELS_0_17_2, release_env
 
 from kernel_builder.formats.lockfile import (
     LOCK_LIMIT,
@@ -85,8 +85,12 @@ def project(tmp_path: Path, dependencies: str, name: str = "app") -> Path:
     return directory
 
 
-def upstream_env(cache: Path) -> dict[str, str]:
-    return {
+RELEASES = [INSTALLED, KERNELS_0_17_2]
+
+
+def upstream_env(cache: Path, factory: pytest.TempPathFactory, release: str) -> dict[str, str]:
+    """The environment of a child interpreter running upstream's ``kernels`` ``release``."""
+    env = {
         **{
             k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"
         },  # the hub fixture's HF_ENDPOINT, ...
@@ -96,15 +100,18 @@ def upstream_env(cache: Path) -> dict[str, str]:
         # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
         "HF_HUB_DISABLE_TELEMETRY": "0",
     }
+    return release_env(factory, release, env)
 
 
-def upstream(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Upstream's ``kernels`` command line."""
+def upstream(
+    cache: Path, factory: pytest.TempPathFactory, release: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """Upstream's ``kernels`` command line, of ``release``."""
     pytest.importorskip("kernels")
     code = f"import sys\n{UPSTREAM_MAIN}\nsys.argv[0] = 'kernels'\nmain()\n"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
-        env=upstream_env(cache),
+        env=upstream_env(cache, factory, release),
         capture_output=True,
         text=True,
         timeout=300,
@@ -144,7 +151,12 @@ if status == 0:
 
 
 def upstream_download_and_load(
-    cache: Path, project_dir: Path, lock: Path, *calls: tuple[str, str]
+    cache: Path,
+    factory: pytest.TempPathFactory,
+    release: str,
+    project_dir: Path,
+    lock: Path,
+    *calls: tuple[str, str],
 ) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
     """``kernels download PROJECT_DIR`` (upstream's command line), then upstream's ``load_kernel`` /
     ``get_locked_kernel`` for each ``(function, repo id)`` of ``calls``, in one interpreter (one import of torch and kernels for both; what joins them is the cache on disk). The download's
@@ -152,7 +164,7 @@ def upstream_download_and_load(
     pytest.importorskip("kernels")
     result = subprocess.run(
         [sys.executable, "-c", DOWNLOAD_AND_LOAD, str(project_dir), str(lock), json.dumps(calls)],
-        env=upstream_env(cache),
+        env=upstream_env(cache, factory, release),
         capture_output=True,
         text=True,
         timeout=300,
@@ -183,12 +195,18 @@ def expected_lock(*entries: tuple[str, str]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("release", RELEASES)
 def test_a_lock_by_kernels_downloads_and_loads_here(
-    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    hub: HubServer,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    release: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sha_a, sha_b = two_kernel_tree(hub, tmp_path)
     theirs = project(tmp_path, f'"{A}" = 1\n', name="theirs")
-    result = upstream(tmp_path / "upstream-cache", "lock", str(theirs))
+    result = upstream(tmp_path / "upstream-cache", tmp_path_factory, release, "lock", str(theirs))
     assert result.returncode == 0, result.stderr
     lock = theirs / "kernels.lock"
     assert json.loads(lock.read_text()) == expected_lock((A, sha_a), (B, sha_b))  # the whole tree
@@ -214,7 +232,13 @@ def test_a_lock_by_kernels_downloads_and_loads_here(
 
     # Upstream, from its own download of its own lock, loads the same modules at the same commits.
     download, loaded = upstream_download_and_load(
-        tmp_path / "upstream-cache", theirs, lock, ("load_kernel", A), ("load_kernel", B)
+        tmp_path / "upstream-cache",
+        tmp_path_factory,
+        release,
+        theirs,
+        lock,
+        ("load_kernel", A),
+        ("load_kernel", B),
     )
     assert download.returncode == 0
     for (name, file), repo_id, sha, module in zip(loaded, (A, B), (sha_a, sha_b), (ours_a, ours_b)):
@@ -225,8 +249,13 @@ def test_a_lock_by_kernels_downloads_and_loads_here(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("release", RELEASES)
 def test_a_lock_by_kernel_builder_downloads_and_loads_with_kernels(
-    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    hub: HubServer,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    release: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     sha_a, sha_b = two_kernel_tree(hub, tmp_path)
     app = project(tmp_path, f'"{A}" = 1\n')
@@ -236,7 +265,14 @@ def test_a_lock_by_kernel_builder_downloads_and_loads_with_kernels(
 
     cache = tmp_path / "upstream-cache"
     result, loaded = upstream_download_and_load(
-        cache, app, lock, ("load_kernel", A), ("get_locked_kernel", A), ("load_kernel", B)
+        cache,
+        tmp_path_factory,
+        release,
+        app,
+        lock,
+        ("load_kernel", A),
+        ("get_locked_kernel", A),
+        ("load_kernel", B),
     )
     assert result.returncode == 0, result.stderr
     assert [line for line in result.stderr.splitlines() if line.startswith("Downloading kernel")] == [
@@ -254,8 +290,13 @@ def test_a_lock_by_kernel_builder_downloads_and_loads_with_kernels(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("release", RELEASES)
 def test_both_refuse_a_dependency_cycle(
-    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    hub: HubServer,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    release: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     seed(hub, tmp_path, A, [{"repo-id": B, "version": 1}])
     seed(hub, tmp_path, B, [{"repo-id": A, "version": 1}])
@@ -267,7 +308,7 @@ def test_both_refuse_a_dependency_cycle(
         f"error: {app / 'kernels.lock'} was not written (1 repo(s) failed)",
     ]
     assert not (app / "kernels.lock").exists()
-    result = upstream(tmp_path / "upstream-cache", "lock", str(app))
+    result = upstream(tmp_path / "upstream-cache", tmp_path_factory, release, "lock", str(app))
     assert result.returncode != 0 and f"Cyclic kernel dependency detected: {A}" in result.stderr
     assert not (app / "kernels.lock").exists()
 

@@ -4,8 +4,8 @@
 else upstream's ``kernels.get_kernel_dep``: the same build serves both loaders). The tree is locked by
 ``kernel-builder lock`` and fetched by ``kernel-builder download`` against the Hub double; after locking,
 ``org/beta``'s ``v1`` branch moves on, so a load that ignored the lock would get the newer build. Upstream's
-``kernels`` (the pinned release) loads the same lock in a subprocess (differential), with ``LOCAL_KERNELS`` pointing
-``org/beta`` elsewhere: neither loader consults it for a locked load.
+``kernels`` (0.19.1 and 0.17.2) loads the same lock in a subprocess (differential), with ``LOCAL_KERNELS``
+pointing ``org/beta`` elsewhere: neither loader consults it for a locked load.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import torch
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import FILES, reset_loader, write_variant
 from publish_fixtures import CPU, cpu_machine, run_cli  # noqa: F401 (fixture)
+from upstream_releases import INSTALLED, KERNELS_0_17_2, release_env
 
 from kernel_builder.layers import LockedLayerRepository
 from kernel_builder.loader import (
@@ -185,9 +186,14 @@ print(json.dumps({
 """
 
 
-def upstream(function: str, lock: Path, cache: Path, **env: str) -> dict[str, Any]:
-    """Upstream's ``function`` (``load_kernel`` or ``get_locked_kernel``) of ``org/alpha`` with ``lock``, in a
-    fresh interpreter on ``cache``; what the loaded kernel got as its dependency."""
+RELEASES = [INSTALLED, KERNELS_0_17_2]
+
+
+def upstream(
+    function: str, lock: Path, cache: Path, factory: pytest.TempPathFactory, release: str, **env: str
+) -> dict[str, Any]:
+    """Upstream's (``release``) ``function`` (``load_kernel`` or ``get_locked_kernel``) of ``org/alpha`` with
+    ``lock``, in a fresh interpreter on ``cache``; what the loaded kernel got as its dependency."""
     pytest.importorskip("kernels")
     environment = {
         **{key: value for key, value in os.environ.items() if key != "HF_HUB_OFFLINE"},
@@ -200,7 +206,7 @@ def upstream(function: str, lock: Path, cache: Path, **env: str) -> dict[str, An
     }
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(UPSTREAM), function, str(lock)],
-        env=environment, capture_output=True, text=True, timeout=300, check=False,
+        env=release_env(factory, release, environment), capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
     loaded: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
@@ -208,8 +214,14 @@ def upstream(function: str, lock: Path, cache: Path, **env: str) -> dict[str, An
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("release", RELEASES)
 def test_load_kernel_loads_the_locked_tree_like_kernels(
-    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    hub: HubServer,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    release: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sha_a, sha_b = tree(hub, tmp_path)
     app = project(tmp_path)
@@ -245,6 +257,8 @@ def test_load_kernel_loads_the_locked_tree_like_kernels(
         "load_kernel",
         lock,
         Path(os.environ["KERNELS_CACHE"]),
+        tmp_path_factory,
+        release,
         HF_HUB_OFFLINE="1",
         LOCAL_KERNELS=os.environ["LOCAL_KERNELS"],
     )
@@ -252,8 +266,14 @@ def test_load_kernel_loads_the_locked_tree_like_kernels(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("release", RELEASES)
 def test_get_locked_kernel_downloads_the_locked_tree_like_kernels(
-    hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    hub: HubServer,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    release: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sha_a, sha_b = tree(hub, tmp_path)
     app = project(tmp_path)
@@ -277,7 +297,12 @@ def test_get_locked_kernel_downloads_the_locked_tree_like_kernels(
     assert seen(load_kernel(A, lockfile=lock)) == ours
 
     theirs = upstream(
-        "get_locked_kernel", lock, tmp_path / "upstream-cache", LOCAL_KERNELS=os.environ["LOCAL_KERNELS"]
+        "get_locked_kernel",
+        lock,
+        tmp_path / "upstream-cache",
+        tmp_path_factory,
+        release,
+        LOCAL_KERNELS=os.environ["LOCAL_KERNELS"],
     )
     assert theirs["beta_file"].startswith(str(tmp_path / "upstream-cache"))
     assert {**theirs, "beta_file": None} == {**ours, "provider": "kernels", "beta_file": None}

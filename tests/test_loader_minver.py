@@ -15,7 +15,7 @@ from loader_fixtures import reset_loader, write_variant
 from kernel_builder.errors import KernelBuilderError
 from kernel_builder.formats.metadata import read_metadata
 from kernel_builder.loader import LoaderTooOldError, get_loaded_kernels, get_local_kernel
-from kernel_builder.loader.minver import KERNELS_API_VERSION, check_kernels_minver
+from kernel_builder.loader.minver import KERNELS_API_VERSION, KERNELS_REQUIREMENT, check_kernels_minver
 
 
 @pytest.fixture(autouse=True)
@@ -33,9 +33,17 @@ def variant(tmp_path: Path, minver: object, tag: str = "x") -> Path:
 
 
 def test_the_api_level_is_the_kernels_release_the_differential_tests_run() -> None:
-    """The loader implements kernels 0.17.2's API; the pinned test dependency is that release."""
+    """The loader implements kernels 0.19.1's API; the pinned test dependency is that release, and
+    ``kernel-builder test`` installs it (one constant)."""
     installed = importlib.metadata.version("kernels")
-    assert tuple(int(part) for part in installed.split(".")[:3]) == KERNELS_API_VERSION == (0, 17, 2)
+    assert tuple(int(part) for part in installed.split(".")[:3]) == KERNELS_API_VERSION == (0, 19, 1)
+    assert KERNELS_REQUIREMENT == "kernels==0.19.1"
+    assert f'"{KERNELS_REQUIREMENT}"' in (Path(__file__).parents[1] / "pyproject.toml").read_text()
+
+
+def test_a_build_that_asks_for_kernels_0_19_1_loads(tmp_path: Path) -> None:
+    """Upstream's 0.19.1 loads it; so does this loader, which implements that level."""
+    assert get_local_kernel(variant(tmp_path, "0.19.1", "new")).__name__ == "_relu_new"
 
 
 @pytest.mark.parametrize(
@@ -73,28 +81,28 @@ def test_null_is_no_minimum(tmp_path: Path) -> None:
 
 
 def test_older_or_equal_minimum_loads(tmp_path: Path) -> None:
-    assert get_local_kernel(variant(tmp_path, "0.17.2", "equal")).__name__ == "_relu_equal"
+    assert get_local_kernel(variant(tmp_path, "0.19.1", "equal")).__name__ == "_relu_equal"
     assert get_local_kernel(variant(tmp_path, "0.9.30", "older")).__name__ == "_relu_older"
     assert get_local_kernel(variant(tmp_path, None, "absent")).__name__ == "_relu_absent"
 
 
 def test_newer_minimum_is_refused_before_import(tmp_path: Path) -> None:
     root = tmp_path / "newer"
-    variant(tmp_path, "0.18.0", "newer")
+    variant(tmp_path, "0.19.2", "newer")
     with pytest.raises(LoaderTooOldError) as caught:
         get_local_kernel(root)
     assert isinstance(caught.value, RuntimeError) and isinstance(caught.value, KernelBuilderError)
     assert str(caught.value) == (
-        f"kernel relu, variant torch-cpu ({root / 'build' / 'torch-cpu'}) requires kernels>=0.18.0 (kernels-minver "
-        "in its metadata.json), but this kernel-builder loader implements the kernels 0.17.2 API. Upgrade it "
+        f"kernel relu, variant torch-cpu ({root / 'build' / 'torch-cpu'}) requires kernels>=0.19.2 (kernels-minver "
+        "in its metadata.json), but this kernel-builder loader implements the kernels 0.19.1 API. Upgrade it "
         "(pip install --upgrade kernel-builder), or load an older version or revision of the kernel."
     )
     assert get_loaded_kernels() == []
 
 
 def test_check_compares_numerically(tmp_path: Path) -> None:
-    """0.17.10 is newer than 0.17.2 (not a string comparison), 0.100.0 newer than 0.17.2."""
-    for value in ("0.17.10", "0.100.0", "1.0.0"):
+    """0.19.10 is newer than 0.19.1 (not a string comparison), 0.100.0 newer than 0.19.1."""
+    for value in ("0.19.10", "0.100.0", "1.0.0"):
         metadata = read_metadata(variant(tmp_path, value, f"v{value.replace('.', '_')}"))
         with pytest.raises(LoaderTooOldError, match=f"requires kernels>={value} "):
             check_kernels_minver(metadata, "torch-cpu", "here")

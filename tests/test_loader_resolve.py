@@ -76,14 +76,14 @@ def test_every_form_round_trips(name: str) -> None:
 def test_unparseable_names_are_logged_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="kernel_builder")
     decisions = resolve_variants(
-        [*SPEC_NAMES, "torch-opencl", "torch212-cu128", "layers"], make_env(), "cuda"
+        [*SPEC_NAMES, "torch-2.12-cu128-x86_64-linux", "torch212-cu128", "layers"], make_env(), "cuda"
     )
     assert sorted(d.variant.variant_str for d in decisions) == sorted(SPEC_NAMES)
     assert [(r.name, r.levelname) for r in caplog.records] == [("kernel_builder", "WARNING")] * 3
     assert (
         caplog.records[0]
         .getMessage()
-        .startswith("skipping variant directory 'torch-opencl': invalid variant")
+        .startswith("skipping variant directory 'torch-2.12-cu128-x86_64-linux': invalid variant")
     )
     assert (
         caplog.records[2].getMessage().startswith("skipping variant directory 'layers': invalid variant name")
@@ -169,12 +169,23 @@ def test_noarch_fallback_order() -> None:
     ]
 
 
-def test_noarch_npu_for_cann() -> None:
+def test_noarch_for_cann_is_named_after_the_backend() -> None:
+    """kernels 0.19 names cann's noarch variant ``torch-cann`` (0.17 read ``torch-npu``); ``backend="npu"`` is still
+    accepted as another name for cann."""
     env = make_env(backend="cann", backend_version=(8, 1))
     assert select_backend(env, "npu") == "cann"
-    assert resolve(["torch-npu", "torch-cpu"], env, "npu") == [
-        ("torch-npu", None),
+    assert resolve(["torch-npu", "torch-cann", "torch-cpu"], env, "npu") == [
+        ("torch-cann", None),
         ("torch-cpu", "noarch variant for cpu; the selected backend is cann"),
+        ("torch-npu", "noarch variant for npu; the selected backend is cann"),
+    ]
+
+
+def test_a_noarch_word_no_backend_has_is_never_accepted() -> None:
+    assert resolve(["torch-opencl", "torch-cuda-12.8", "torch-"], cuda((13, 0))) == [
+        ("torch-", "noarch variant for ; the selected backend is cuda"),
+        ("torch-cuda-12.8", "noarch variant for cuda-12.8; the selected backend is cuda"),
+        ("torch-opencl", "noarch variant for opencl; the selected backend is cuda"),
     ]
 
 
@@ -244,20 +255,41 @@ def test_invalid_backend(env: Environment, value: str, allowed: str) -> None:
     )
 
 
-def test_other_backends_need_identical_tokens() -> None:
-    rocm = make_env(backend="rocm", backend_version=(7, 1))
+def test_rocm_minor_versions_are_compatible_as_cuda_ones() -> None:
+    """kernels 0.19: on ROCm 7.2 a rocm71 variant loads (the newest compatible minor first); another major, or a
+    newer minor, does not."""
+    rocm = make_env(backend="rocm", backend_version=(7, 2))
     names = [
         f"torch212-cxx11-rocm71-{LINUX}",
-        f"torch212-cxx11-rocm70-{LINUX}",
+        f"torch212-cxx11-rocm72-{LINUX}",
+        f"torch212-cxx11-rocm714-{LINUX}",
+        f"torch212-cxx11-rocm64-{LINUX}",
         f"torch212-cxx11-cu130-{LINUX}",
     ]
     assert resolve(names, rocm) == [
+        (f"torch212-cxx11-rocm72-{LINUX}", None),
         (f"torch212-cxx11-rocm71-{LINUX}", None),
-        (f"torch212-cxx11-cu130-{LINUX}", "built for cu130; the selected backend is rocm71"),
-        (f"torch212-cxx11-rocm70-{LINUX}", "built for rocm70; the environment has rocm71"),
+        (f"torch212-cxx11-cu130-{LINUX}", "built for cu130; the selected backend is rocm72"),
+        (
+            f"torch212-cxx11-rocm64-{LINUX}",
+            "built for ROCm 6.4 (rocm64), major version differs from the environment's ROCm 7.2",
+        ),
+        (
+            f"torch212-cxx11-rocm714-{LINUX}",
+            "built for ROCm 7.14 (rocm714), minor version newer than the environment's ROCm 7.2",
+        ),
     ]
-    xpu = make_env(backend="xpu", backend_version=None)
-    assert resolve([f"torch212-cxx11-xpu20253-{LINUX}"], xpu) == [
+
+
+def test_other_versioned_backends_need_identical_versions() -> None:
+    xpu = make_env(backend="xpu", backend_version=(2025, 3))
+    names = [f"torch212-cxx11-xpu20253-{LINUX}", f"torch212-cxx11-xpu20252-{LINUX}"]
+    assert resolve(names, xpu) == [
+        (f"torch212-cxx11-xpu20253-{LINUX}", None),
+        (f"torch212-cxx11-xpu20252-{LINUX}", "built for xpu20252; the environment has xpu20253"),
+    ]
+    unknown = make_env(backend="xpu", backend_version=None)
+    assert resolve([f"torch212-cxx11-xpu20253-{LINUX}"], unknown) == [
         (f"torch212-cxx11-xpu20253-{LINUX}", "built for xpu20253; the environment has xpu (version unknown)")
     ]
 
@@ -286,20 +318,74 @@ def test_metal_needs_macos_26() -> None:
     ]
 
 
-def test_free_threaded_below_315_keeps_only_noarch() -> None:
+def test_abi3_never_loads_in_free_threaded_python() -> None:
+    """Free-threaded CPython loads no abi3 extension (a legacy name is abi3): only abi3t variants (3.15+) and noarch
+    ones are left."""
     arch, abi = f"torch212-cxx11-cu130-{LINUX}", f"torch-stable-abi211-cu130-{LINUX}"
+    abi3t = f"torch-2.12-cxx11-cuda-13.0-cpython-3.15-abi3t-{LINUX}"
     env = cuda((13, 0), free_threaded=True, python_version=(3, 14))
-    reason = (
-        "compiled variants cannot load in free-threaded CPython 3.14 (supported from 3.15); "
-        "only noarch variants can"
-    )
-    assert resolve([arch, abi, "torch-cuda", "torch-universal"], env) == [
+    reason = "built for the abi3 stable ABI, which free-threaded CPython 3.14 cannot load (it needs an abi3t variant)"
+    assert resolve([arch, abi, abi3t, "torch-cuda", "torch-universal"], env) == [
         ("torch-cuda", None),
         ("torch-universal", None),
+        (abi3t, "built for CPython 3.15 or later (abi3t); this is CPython 3.14"),
         (abi, reason),
         (arch, reason),
     ]
-    assert resolve([arch], cuda((13, 0), free_threaded=True, python_version=(3, 15))) == [(arch, None)]
+    env315 = cuda((13, 0), free_threaded=True, python_version=(3, 15))
+    assert resolve([arch, abi3t], env315) == [(abi3t, None), (arch, reason.replace("3.14", "3.15"))]
+    # With the GIL, 3.15 loads both and prefers abi3 (as upstream does)
+    assert resolve([abi3t, arch], cuda((13, 0), python_version=(3, 15))) == [(arch, None), (abi3t, None)]
+
+
+def test_the_named_python_is_the_oldest_it_loads_in_and_the_newest_is_preferred() -> None:
+    names = [f"torch-2.12-cpu-cpython-3.{minor}-abi3-{LINUX}" for minor in (9, 11, 12, 13)]
+    env = make_env(backend="cpu", backend_version=None, python_version=(3, 12))
+    assert resolve(names, env) == [
+        (names[2], None),
+        (names[1], None),
+        (names[0], None),
+        (names[3], "built for CPython 3.13 or later (abi3); this is CPython 3.12"),
+    ]
+
+
+def test_both_names_of_one_variant_prefer_the_new_format() -> None:
+    """Upstream ranks the two equal (its choice then follows Python's string hashing); this loader takes the new
+    spelling, always."""
+    legacy, new = f"torch212-cxx11-cu130-{LINUX}", f"torch-2.12-cxx11-cuda-13.0-cpython-3.9-abi3-{LINUX}"
+    for names in ([legacy, new], [new, legacy]):
+        assert resolve(names, cuda((13, 0))) == [(new, None), (legacy, None)]
+
+
+def test_sdk_and_mlx_variants() -> None:
+    names = [
+        "sdk",
+        "sdk-cuda",
+        "sdk-rocm",
+        f"sdk-cpython-3.9-abi3-{LINUX}",
+        f"sdk-cuda-12.8-cpython-3.9-abi3-{LINUX}",
+        f"sdk-cuda-12.6-cpython-3.9-abi3-{LINUX}",
+        "mlx-cuda",
+        "torch-cuda",
+        f"torch212-cxx11-cu128-{LINUX}",
+    ]
+    assert resolve(names, cuda((12, 8))) == [
+        (f"torch212-cxx11-cu128-{LINUX}", None),
+        (f"sdk-cuda-12.8-cpython-3.9-abi3-{LINUX}", None),
+        (f"sdk-cuda-12.6-cpython-3.9-abi3-{LINUX}", None),
+        (f"sdk-cpython-3.9-abi3-{LINUX}", None),
+        ("torch-cuda", None),
+        ("sdk-cuda", None),
+        ("sdk", None),
+        ("mlx-cuda", "an mlx variant; MLX is not installed"),
+        ("sdk-rocm", "sdk for rocm; the selected backend is cuda"),
+    ]
+    with_mlx = cuda((12, 8), mlx=True)
+    assert resolve(["mlx-cuda", "torch-cuda", "mlx-universal"], with_mlx) == [
+        ("torch-cuda", None),
+        ("mlx-cuda", None),
+        ("mlx-universal", None),
+    ]
 
 
 # --- / GPU architectures --------------------------------------------------------------------------

@@ -101,7 +101,14 @@ def test_default_signers_are_upstreams_and_the_variable_replaces_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert [s.workflow for s in signers_from_env()] == list(DEFAULT_SIGNERS)
-    assert {s.repository for s in signers_from_env()} == {"https://github.com/huggingface/kernels-community"}
+    assert {s.repository for s in signers_from_env()} == {
+        "https://github.com/huggingface/kernels-community",
+        "https://github.com/huggingface/kernels-community-rs",  # kernels 0.19
+    }
+    # upstream's policy, read from the installed kernels (0.19: kernels._internals.verify)
+    upstream = pytest.importorskip("kernels._internals.verify").DEFAULT_POLICY
+    theirs = {(f"https://github.com/{p.repo_id}", uri) for p in upstream._children for uri in p.signer_uris}
+    assert {(s.repository, s.workflow) for s in signers_from_env()} == theirs
     other = SDIST_WORKFLOW.replace("release.yml", "build.yml")
     monkeypatch.setenv(SIGNERS, f"{SDIST_WORKFLOW}, {other}")
     assert [s.workflow for s in signers_from_env()] == [SDIST_WORKFLOW, other]

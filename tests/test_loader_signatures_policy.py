@@ -1,7 +1,8 @@
 """The opt-in signature policy (KERNEL_BUILDER_REQUIRE_SIGNATURE) on real loads from the Hub double.
 
 With the policy on, the loader refuses to import a Hub variant that is unsigned or whose bundle does not verify;
-with it off (the default) both load as before. The bundle used is a real one (tests/fixtures/sigstore) over
+with it off (the default) both load, with a logged warning that says what failed (as upstream's kernels 0.18+
+does when sigstore is installed). The bundle used is a real one (tests/fixtures/sigstore) over
 another artifact, verified against the production trust root the sigstore package ships (no network). A load
 that passes the policy needs a bundle signed over a real kernel metadata.json by an accepted workflow, which
 cannot be made here (signing needs an OIDC identity and Sigstore's online services): that path is covered up to
@@ -11,6 +12,7 @@ the signature itself by tests/test_loader_signatures.py.
 from __future__ import annotations
 
 import importlib.resources
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,14 @@ from hub_server import HubServer
 from loader_fixtures import ENV, commit_variants, reset_loader
 
 from kernel_builder.formats import runtime
-from kernel_builder.loader import KernelIntegrityError, get_kernel, get_loaded_kernels, signatures, trust
+from kernel_builder.loader import (
+    KernelIntegrityError,
+    get_kernel,
+    get_loaded_kernels,
+    importer,
+    signatures,
+    trust,
+)
 from kernel_builder.loader import resolve as resolve_module
 from kernel_builder.loader.signatures import REQUIRE_SIGNATURE, SIGNERS, SignatureConfigError, SignatureError
 
@@ -156,3 +165,91 @@ def test_locked_loads_are_subject_to_the_policy(
     assert get_loaded_kernels() == [] and MODULE not in sys.modules
     monkeypatch.delenv(REQUIRE_SIGNATURE)
     assert load_kernel(REPO, lockfile=lock).__name__ == MODULE
+
+
+# --- the default: every Hub load checked, a failure warns (upstream kernels 0.18+) --------------------------
+
+
+def signature_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "sign" in r.getMessage()]
+
+
+def test_by_default_an_unsigned_hub_variant_loads_with_a_warning(
+    hub: HubServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    publish(hub, tmp_path, bundle=None)
+    caplog.set_level(logging.WARNING, logger="kernel_builder")
+    assert get_kernel(REPO, version=1).__name__ == MODULE
+    (warning,) = signature_warnings(caplog)
+    assert warning.startswith(f"{REPO} at ") and warning.endswith(
+        f"build/{VARIANT}: not signed (no metadata.json.sigstore), so its integrity cannot be verified"
+    )
+
+
+def test_by_default_a_bad_signature_loads_with_a_warning_naming_the_failure(
+    hub: HubServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    publish(hub, tmp_path, bundle=BUNDLE.read_bytes())
+    caplog.set_level(logging.WARNING, logger="kernel_builder")
+    assert get_kernel(REPO, version=1).__name__ == MODULE
+    (warning,) = signature_warnings(caplog)
+    assert f"build/{VARIANT}: the signature of metadata.json does not verify: " in warning
+
+
+def test_without_sigstore_nothing_is_checked_nor_said(
+    hub: HubServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(importer, "_sigstore_installed", lambda: False)
+    publish(hub, tmp_path, bundle=BUNDLE.read_bytes())
+    caplog.set_level(logging.WARNING, logger="kernel_builder")
+    assert get_kernel(REPO, version=1).__name__ == MODULE
+    assert signature_warnings(caplog) == []
+
+
+def test_local_loads_are_not_checked(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from loader_fixtures import write_variant
+
+    from kernel_builder.loader import get_local_kernel
+
+    write_variant(tmp_path / "build" / VARIANT, kernel_id=MODULE)
+    caplog.set_level(logging.WARNING, logger="kernel_builder")
+    assert get_local_kernel(tmp_path / "build").__name__ == MODULE
+    assert signature_warnings(caplog) == []
+
+
+def test_a_verified_signature_is_remembered_for_that_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pass leaves a receipt in the cache (for that repository, commit, variant, bundle, metadata and signers):
+    a later load of the same download skips Sigstore; another commit, bundle or signer list is checked anew."""
+    from loader_fixtures import write_variant
+
+    from kernel_builder.formats.metadata import read_metadata
+
+    monkeypatch.setenv("KERNELS_CACHE", str(tmp_path / "cache"))
+    variant = write_variant(tmp_path / VARIANT, kernel_id=MODULE)
+    (variant / signatures.BUNDLE_FILE).write_bytes(b"{}")
+    metadata = read_metadata(variant)
+    checked: list[str] = []
+
+    def verified(directory: Path, signers: object, **kwargs: object) -> signatures.SignatureCheck:
+        checked.append(str(directory))
+        return signatures.SignatureCheck("verified", "a workflow", metadata)
+
+    monkeypatch.setattr(signatures, "verify_variant", verified)
+    assert signatures.check_signature(variant, metadata, "here", REPO, "a" * 40)
+    assert signatures.check_signature(variant, metadata, "here", REPO, "a" * 40)
+    assert len(checked) == 1
+    assert signatures.check_signature(variant, metadata, "here", REPO, "b" * 40)
+    (variant / signatures.BUNDLE_FILE).write_bytes(b"{ }")
+    assert signatures.check_signature(variant, metadata, "here", REPO, "a" * 40)
+    assert len(checked) == 3
+    receipts = sorted((tmp_path / "cache" / signatures.RECEIPTS).iterdir())
+    assert len(receipts) == 3 and all(r.read_bytes() == b"" for r in receipts)
+    # a failure is only said, and never remembered
+    monkeypatch.setattr(signatures, "verify_variant", lambda *a, **k: signatures.SignatureCheck("unsigned"))
+    (variant / signatures.BUNDLE_FILE).write_bytes(b"{  }")
+    caplog.set_level(logging.WARNING, logger="kernel_builder")
+    assert not signatures.check_signature(variant, metadata, "here", REPO, "a" * 40)
+    assert [r.getMessage() for r in caplog.records] == ["here: not signed (no metadata.json.sigstore)"]
+    assert len(list((tmp_path / "cache" / signatures.RECEIPTS).iterdir())) == 3

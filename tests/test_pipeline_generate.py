@@ -228,7 +228,7 @@ def test_embedded_detection_agrees(
 
 
 def test_noarch_namespace_equals_the_auto_selected_variants_id(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the loader's torch-npu variant records as its id is what _ops.py computes on an NPU."""
+    """What the loader's torch-cann variant records as its id is what _ops.py computes on an NPU."""
     project_backend = "cann"
     namespace = run_noarch_ops(monkeypatch, make_fake_torch(privateuse1="npu"))
     assert namespace["NAMESPACE"] == ops_name("golden", project_backend, UID) == f"_golden_cann_{UID}"

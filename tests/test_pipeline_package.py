@@ -211,7 +211,7 @@ def test_noarch_layout_and_pyext(tmp_path: Path) -> None:
     out = assemble(
         project, plan, UID, project.root / "build", None, None, None, sources=scan_sources(project)
     )
-    assert out.name == "torch-npu"
+    assert out.name == "torch-cann"
     # pyext = ["json"]: .json shipped; .txt never; .pyi only when listed (it is not, here).
     assert files_of(out) == [
         "__init__.py",
@@ -341,7 +341,7 @@ def test_metadata_of_noarch_variants(tmp_path: Path) -> None:
         "torch-cpu": {"type": "cpu"},
         "torch-cuda": {"type": "cuda", "archs": ["9.0a", "8.0"]},  # as written in build.toml
         "torch-rocm": {"type": "rocm", "archs": ["gfx942", "gfx90a"]},
-        "torch-npu": {"type": "cann"},
+        "torch-cann": {"type": "cann"},
     }
 
 

@@ -403,7 +403,7 @@ def test_noarch_candidates(tmp_path: Path) -> None:
     assert [(c.name, c.buildable, c.required, c.entry) for c in candidates] == [
         ("torch-cpu", True, True, None),
         ("torch-cuda", True, True, None),
-        ("torch-npu", True, True, None),
+        ("torch-cann", True, True, None),
     ]
 
 

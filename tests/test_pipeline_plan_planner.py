@@ -133,7 +133,7 @@ rocm-archs = ["gfx942"]
 def test_each_noarch_backend_gives_one_variant(tmp_path: Path, interpreter: BuildInterpreter | None) -> None:
     build = plan(tmp_path, NOARCH, interpreter)
     assert names(build) == [
-        "torch-npu",
+        "torch-cann",
         "torch-cpu",
         "torch-cuda",
         "torch-metal",
@@ -160,7 +160,7 @@ def test_each_noarch_backend_gives_one_variant(tmp_path: Path, interpreter: Buil
 
 
 def test_backend_option_restricts_noarch_variants(tmp_path: Path) -> None:
-    assert names(plan(tmp_path, NOARCH, backend="cann")) == ["torch-npu"]
+    assert names(plan(tmp_path, NOARCH, backend="cann")) == ["torch-cann"]
 
 
 def test_backend_option_must_be_a_project_backend(tmp_path: Path) -> None:

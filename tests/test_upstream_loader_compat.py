@@ -1,14 +1,18 @@
-"""The same loading calls through upstream's ``kernels`` (the pinned 0.19.1) and through ``kernel_builder``,
-against the Hub double, have the same outcome (``loader_compat.py`` runs them, one fresh interpreter per package, because
-upstream reads the Hub endpoint and cache when it is imported).
+"""The same loading calls through upstream's ``kernels`` and through ``kernel_builder``, against the Hub double,
+have the same outcome (``loader_compat.py`` runs them, one fresh interpreter per package, because upstream reads
+the Hub endpoint and cache when it is imported). Upstream is the release the test extra pins (0.19.1, whose API
+level this loader implements) and, for the scenarios older than it, 0.17.2 too (tests/upstream_releases.py).
 
 Covered: ``trust_remote_code`` as an allowlist of repo ids, ``check_arch`` (with a faked CUDA device) of the
 loading functions and of the layer repositories,
 ``kernels-minver`` (newer than the ``kernels`` API refused, older or equal loaded), the version/revision check
 before a ``LOCAL_KERNELS`` override, and the upstream parameters of ``install_kernel``, ``has_kernel`` and
-``get_local_kernel``. Outcomes are compared exactly: loaded (by a tag the kernel defines), the boolean of
-``has_kernel``, or the builtin exception type, except for the few differences :data:`KNOWN_DIFFERENCES` lists
-(each documented in docs/migrating.md), which are compared exactly as well.
+``get_local_kernel``; against 0.19.1 also its variant names (the new format alone, both names of one build,
+ROCm's minor versions, CANN's noarch name, a TPU found through ``torch.accelerator``), the ``zip`` build layout,
+agnostic and unknown backends in ``metadata.json``, a variant without a digest and the signature warning.
+Outcomes are compared exactly: loaded (by a tag the kernel defines), the boolean of ``has_kernel``, or the builtin
+exception type, except for the few differences :data:`KNOWN_DIFFERENCES` lists (each documented in
+docs/migrating.md), which are compared exactly as well.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
+from upstream_releases import INSTALLED, KERNELS_0_17_2, release_env
 
 SCRIPT = Path(__file__).resolve().parent / "loader_compat.py"
 PROJECT = Path(__file__).resolve().parents[1]
@@ -45,6 +50,13 @@ KNOWN_DIFFERENCES = {
     # revision; upstream raises ValueError there.
     "has-missing-version": ("False", "error:ValueError"),
 }
+#: Per upstream release compared against, what differs from it on purpose besides :data:`KNOWN_DIFFERENCES`.
+RELEASE_DIFFERENCES: dict[str, dict[str, tuple[str, str]]] = {
+    INSTALLED: {},
+    # This loader implements 0.19.1's level: a build that needs 0.19.1 loads here, not with 0.17.2.
+    KERNELS_0_17_2: {"minver-0.19.1": ("loaded:minver-v4/torch-cpu", "error:RuntimeError")},
+}
+RELEASES = [INSTALLED, KERNELS_0_17_2]
 
 
 #: The layers module of every test kernel: one layer class, ``Tagged``.
@@ -83,8 +95,14 @@ def publish(
     hub.commit(repo_id, files_from_directory(root / "build", "build"), branch=f"v{version}")
 
 
-def run_script(package: str, config: dict[str, Any], work: Path) -> dict[str, Any]:
-    """Run ``loader_compat.py`` with ``package`` in a fresh interpreter with its own cache; its JSON result."""
+def run_script(
+    package: str,
+    config: dict[str, Any],
+    work: Path,
+    env_for: Callable[[dict[str, str]], dict[str, str]] = dict,
+) -> dict[str, Any]:
+    """Run ``loader_compat.py`` with ``package`` in a fresh interpreter with its own cache; its JSON result.
+    ``env_for`` adjusts the child's environment (which release of ``kernels`` it imports)."""
     work.mkdir(parents=True, exist_ok=True)
     config_file = work / "config.json"
     config_file.write_text(json.dumps(config), encoding="utf-8")
@@ -103,7 +121,7 @@ def run_script(package: str, config: dict[str, Any], work: Path) -> dict[str, An
         [sys.executable, str(SCRIPT), package, str(config_file)],
         capture_output=True,
         text=True,
-        env=env,
+        env=env_for(env),
         cwd=work,
         timeout=300,
         check=False,
@@ -113,20 +131,31 @@ def run_script(package: str, config: dict[str, Any], work: Path) -> dict[str, An
     return output
 
 
-def compare(config: dict[str, Any], tmp_path: Path) -> dict[str, str]:
-    """Run ``config`` through both packages; assert the same outcomes; return ours."""
+def compare(
+    config: dict[str, Any],
+    tmp_path: Path,
+    factory: pytest.TempPathFactory | None = None,
+    release: str = INSTALLED,
+) -> dict[str, str]:
+    """Run ``config`` through both packages (upstream's ``release``); assert the same outcomes; return ours."""
     pytest.importorskip("kernels")
-    ours, theirs = (
-        run_script(package, config, tmp_path / package) for package in ("kernel_builder", "kernels")
-    )
+    ours = run_script("kernel_builder", config, tmp_path / "kernel_builder")
+    if release == INSTALLED:
+        theirs = run_script("kernels", config, tmp_path / "kernels")
+    else:
+        assert factory is not None
+        theirs = run_script(
+            "kernels", config, tmp_path / f"kernels-{release}", lambda env: release_env(factory, release, env)
+        )
+    known_here = {**KNOWN_DIFFERENCES, **RELEASE_DIFFERENCES.get(release, {})}
     differences = []
     for name in sorted(set(ours["results"]) | set(theirs["results"])):
         pair = (ours["results"].get(name), theirs["results"].get(name))
-        known = KNOWN_DIFFERENCES.get(name)
+        known = known_here.get(name)
         if (pair != known) if known is not None else (pair[0] != pair[1]):
             differences.append(
                 f"{name}: kernel_builder {pair[0]!r} ({ours['messages'].get(name, '')}), "
-                f"kernels {pair[1]!r} ({theirs['messages'].get(name, '')})"
+                f"kernels {release} {pair[1]!r} ({theirs['messages'].get(name, '')})"
             )
     assert differences == []
     results: dict[str, str] = ours["results"]
@@ -134,22 +163,39 @@ def compare(config: dict[str, Any], tmp_path: Path) -> dict[str, str]:
 
 
 def case(
-    name: str, call: str, *args: Any, env: Mapping[str, str] | None = None, **kwargs: Any
+    name: str,
+    call: str,
+    *args: Any,
+    env: Mapping[str, str] | None = None,
+    logs: bool = False,
+    **kwargs: Any,
 ) -> dict[str, Any]:
-    """One call of ``loader_compat.py``; a ``Path`` argument travels as ``{"path": ...}``."""
+    """One call of ``loader_compat.py``; a ``Path`` argument travels as ``{"path": ...}``; ``logs`` records a
+    warning about the variant's signature."""
     encoded = [{"path": str(arg)} if isinstance(arg, Path) else arg for arg in args]
-    return {"name": name, "call": call, "args": encoded, "kwargs": kwargs, "env": dict(env or {})}
+    return {
+        "name": name,
+        "call": call,
+        "args": encoded,
+        "kwargs": kwargs,
+        "env": dict(env or {}),
+        "logs": logs,
+    }
 
 
 @pytest.mark.slow
-def test_trust_allowlist_minver_and_local_kernels_as_upstream(hub: HubServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_trust_allowlist_minver_and_local_kernels_as_upstream(
+    hub: HubServer, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, release: str
+) -> None:
     hub.add_organization(TRUSTED, trusted=True)
     hub.add_organization(UNTRUSTED, trusted=False)
     publish(hub, tmp_path, TINY, 1, {"torch-cpu": {}})
     publish(hub, tmp_path, OTHER, 1, {"torch-cpu": {}})
     publish(hub, tmp_path, MINVER, 1, {"torch-cpu": {"extra": {"kernels-minver": "0.17.0"}}})
     publish(hub, tmp_path, MINVER, 2, {"torch-cpu": {"extra": {"kernels-minver": "0.17.2"}}})
-    publish(hub, tmp_path, MINVER, 3, {"torch-cpu": {"extra": {"kernels-minver": "0.18.0"}}})
+    publish(hub, tmp_path, MINVER, 3, {"torch-cpu": {"extra": {"kernels-minver": "0.19.2"}}})
+    publish(hub, tmp_path, MINVER, 4, {"torch-cpu": {"extra": {"kernels-minver": "0.19.1"}}})
     local = write_kernel(tmp_path / "local", "local", {"torch-cpu": {}})
     new_local = write_kernel(
         tmp_path / "local-new", "local-new", {"torch-cpu": {"extra": {"kernels-minver": "1.0.0"}}}
@@ -170,10 +216,11 @@ def test_trust_allowlist_minver_and_local_kernels_as_upstream(hub: HubServer, tm
         case("install-by-version", "install_kernel", OTHER, version=1, trust_remote_code=[OTHER]),
         case("install-by-revision", "install_kernel", TINY, revision="v1", local_files_only=False),
         case("install-neither", "install_kernel", TINY),
-        # kernels-minver against the kernels API level (0.17.2)
+        # kernels-minver against the kernels API level (0.19.1; 0.17.2 for that release)
         case("minver-older", "get_kernel", MINVER, version=1),
         case("minver-equal", "get_kernel", MINVER, version=2),
         case("minver-newer", "get_kernel", MINVER, version=3),
+        case("minver-0.19.1", "get_kernel", MINVER, version=4),
         case("local-minver-newer", "get_local_kernel", new_local),
         case("local", "get_local_kernel", local, trust_remote_code=[OTHER], user_agent="compat-test"),
         # LOCAL_KERNELS: the version/revision arguments are checked before the override
@@ -183,7 +230,7 @@ def test_trust_allowlist_minver_and_local_kernels_as_upstream(hub: HubServer, tm
         case("override-has-kernel", "has_kernel", TINY, version=1, env=override),
         case("hub-without-version", "get_kernel", TINY),
     ]
-    ours = compare({"gpu": None, "cases": cases}, tmp_path)
+    ours = compare({"gpu": None, "cases": cases}, tmp_path, tmp_path_factory, release)
     assert ours == {
         "trusted-publisher": "loaded:tiny-v1/torch-cpu",
         "untrusted-refused": "error:ValueError",
@@ -201,6 +248,7 @@ def test_trust_allowlist_minver_and_local_kernels_as_upstream(hub: HubServer, tm
         "minver-older": "loaded:minver-v1/torch-cpu",
         "minver-equal": "loaded:minver-v2/torch-cpu",
         "minver-newer": "error:RuntimeError",
+        "minver-0.19.1": "loaded:minver-v4/torch-cpu",
         "local-minver-newer": "error:RuntimeError",
         "local": "loaded:local/torch-cpu",
         "override-without-version": "error:ValueError",
@@ -212,7 +260,10 @@ def test_trust_allowlist_minver_and_local_kernels_as_upstream(hub: HubServer, tm
 
 
 @pytest.mark.slow
-def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("release", RELEASES)
+def test_check_arch_as_upstream(
+    hub: HubServer, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, release: str
+) -> None:
     """With a (faked) compute capability 9.0 device: a build for 8.0 only is refused unless check_arch=False."""
     hub.add_organization(TRUSTED, trusted=True)
     publish(hub, tmp_path, ARCHY, 1, {"torch-cuda": {"archs": ["8.0"]}})
@@ -225,7 +276,9 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
         case("has-arch-mismatch", "has_kernel", ARCHY, version=1),
         case("has-arch-unchecked", "has_kernel", ARCHY, version=1, check_arch=False),
         case("has-arch-match", "has_kernel", ARCHY, version=2),
-        # The layer repositories pass check_arch on to the load.
+    ]
+    # The layer repositories pass check_arch on to the load (since kernels 0.19, which checks local loads too).
+    layer_cases = [
         case("layer-arch-mismatch", "LayerRepository.load", ARCHY, version=1, layer_name="Tagged"),
         case(
             "layer-arch-unchecked",
@@ -253,7 +306,9 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
             layer_name="Tagged",
         ),
     ]
-    ours = compare({"gpu": [9, 0], "cases": cases}, tmp_path)
+    if release == INSTALLED:
+        cases += layer_cases
+    ours = compare({"gpu": [9, 0], "cases": cases}, tmp_path, tmp_path_factory, release)
     assert ours == {
         "arch-mismatch": "error:FileNotFoundError",
         "arch-unchecked": "loaded:archy-v1/torch-cuda",
@@ -261,10 +316,152 @@ def test_check_arch_as_upstream(hub: HubServer, tmp_path: Path) -> None:
         "has-arch-mismatch": "False",
         "has-arch-unchecked": "True",
         "has-arch-match": "True",
-        "layer-arch-mismatch": "error:FileNotFoundError",
-        "layer-arch-unchecked": "layer:archy-v1/torch-cuda",
-        "func-arch-mismatch": "error:FileNotFoundError",
-        "func-arch-unchecked": "layer:archy-v1/torch-cuda",
-        "local-layer-arch-mismatch": "error:FileNotFoundError",
-        "local-layer-arch-unchecked": "layer:local-archy/torch-cuda",
+    } | (
+        {
+            "layer-arch-mismatch": "error:FileNotFoundError",
+            "layer-arch-unchecked": "layer:archy-v1/torch-cuda",
+            "func-arch-mismatch": "error:FileNotFoundError",
+            "func-arch-unchecked": "layer:archy-v1/torch-cuda",
+            "local-layer-arch-mismatch": "error:FileNotFoundError",
+            "local-layer-arch-unchecked": "layer:local-archy/torch-cuda",
+        }
+        if release == INSTALLED
+        else {}
+    )
+
+
+# --- kernels 0.19: variant names, environments, build layouts, digests and signatures --------------------------
+
+NAMES, ZIPPED, DIGESTS = f"{TRUSTED}/names", f"{TRUSTED}/zipped", f"{TRUSTED}/digests"
+CPU_LEGACY = "torch213-cxx11-cpu-x86_64-linux"
+CPU_NEW = "torch-2.13-cxx11-cpu-cpython-3.9-abi3-x86_64-linux"
+
+
+def commit_variants(
+    hub: HubServer,
+    tmp_path: Path,
+    repo_id: str,
+    version: int,
+    variants: Mapping[str, Mapping[str, Any]],
+) -> Path:
+    """Commit ``build/<variant>`` for each variant (``write_variant`` options; ``tag`` names the kernel's ``TAG``,
+    ``id`` its module id, both per variant by default) on branch ``v<version>``; returns the build directory."""
+    if version == 1:
+        hub.create_repo(repo_id)
+    hub.create_branch(repo_id, f"v{version}")
+    root = tmp_path / "publish" / f"{repo_id.replace('/', '-')}-v{version}"
+    for variant, options in variants.items():
+        options = dict(options)
+        tag = options.pop("tag", f"{repo_id.split('/')[1]}-v{version}/{variant}")
+        kernel_id = options.pop("id", f"_tiny_{tag.replace('-', '_').replace('/', '_').replace('.', '_')}")
+        options.setdefault("files", tiny(tag))
+        write_variant(root / "build" / variant, name="tiny", kernel_id=kernel_id, **options)
+    hub.commit(repo_id, files_from_directory(root / "build", "build"), branch=f"v{version}")
+    return root / "build"
+
+
+@pytest.mark.slow
+def test_variant_names_and_environments_as_upstream(hub: HubServer, tmp_path: Path) -> None:
+    """The new variant-name format alone loads; a build published under both names loads (upstream takes either,
+    by its string hashing: the build is the same); ROCm 7.2 takes a rocm71 variant; CANN's noarch variant is
+    ``torch-cann``; a TPU is found through ``torch.accelerator``."""
+    hub.add_organization(TRUSTED, trusted=True)
+    commit_variants(hub, tmp_path, NAMES, 1, {CPU_NEW: {"backend": "cpu"}})
+    same = {"backend": "cpu", "tag": "one-build", "id": "_tiny_one_build"}
+    commit_variants(hub, tmp_path, NAMES, 2, {CPU_NEW: same, CPU_LEGACY: same})
+    commit_variants(
+        hub,
+        tmp_path,
+        NAMES,
+        3,
+        {
+            "torch213-cxx11-rocm71-x86_64-linux": {"backend": "rocm"},
+            "torch213-cxx11-rocm73-x86_64-linux": {"backend": "rocm"},
+            "torch-cann": {"backend": "cann"},
+            "torch-npu": {"backend": "cann"},
+            "torch-tpu": {"backend": "tpu"},
+            "torch-cpu": {"backend": "cpu"},
+        },
+    )
+    local = tmp_path / "local-new"
+    write_variant(
+        local / "build" / CPU_NEW, name="tiny", kernel_id="_tiny_local_new", files=tiny("local-new")
+    )
+    cases = [
+        case("new-format-only", "get_kernel", NAMES, version=1),
+        case("both-names", "get_kernel", NAMES, version=2),
+        case("local-new-format-only", "get_local_kernel", local),
+        case("has-new-format", "has_kernel", NAMES, version=1),
+        case("this-machine", "get_kernel", NAMES, version=3),
+    ]
+    ours = compare({"cases": cases}, tmp_path / "cpu")
+    assert ours == {
+        "new-format-only": f"loaded:names-v1/{CPU_NEW}",
+        "both-names": "loaded:one-build",
+        "local-new-format-only": "loaded:local-new",
+        "has-new-format": "True",
+        "this-machine": "loaded:names-v3/torch-cpu",
+    }
+    rocm = compare(
+        {"rocm": "7.2", "cases": [case("rocm-7.2", "get_kernel", NAMES, version=3)]}, tmp_path / "r"
+    )
+    assert rocm == {"rocm-7.2": "loaded:names-v3/torch213-cxx11-rocm71-x86_64-linux"}
+    cann = compare(
+        {"cann": "8.2.RC1", "cases": [case("cann", "get_kernel", NAMES, version=3)]}, tmp_path / "c"
+    )
+    assert cann == {"cann": "loaded:names-v3/torch-cann"}
+    tpu = compare({"tpu": True, "cases": [case("tpu", "get_kernel", NAMES, version=3)]}, tmp_path / "t")
+    assert tpu == {"tpu": "loaded:names-v3/torch-tpu"}
+
+
+ZIP_INIT = "import importlib.resources\nfrom .helper import PREFIX\nTAG = PREFIX + importlib.resources.files(__name__).joinpath('data.txt').read_text()\n"
+
+
+def zip_variant(directory: Path, kernel_id: str, tag: str) -> Path:
+    """A ``build-layout: "zip"`` variant: the package in ``<id>.zip`` (a submodule and a resource file in it)."""
+    import zipfile
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(directory / f"{kernel_id}.zip", "w") as archive:
+        archive.writestr("__init__.py", ZIP_INIT)
+        archive.writestr("helper.py", f"PREFIX = {tag!r}\n")
+        archive.writestr("data.txt", "+resource")
+    return write_variant(directory, name="tiny", kernel_id=kernel_id, files={}, extra={"build-layout": "zip"})
+
+
+@pytest.mark.slow
+def test_zip_layout_backends_digests_and_signatures_as_upstream(hub: HubServer, tmp_path: Path) -> None:
+    """A ``zip`` build loads (from the Hub and locally, its submodules and resources from the archive); a
+    backend-agnostic or unknown ``backend.type`` is no error; a variant without a digest loads; an unsigned Hub
+    variant loads with a warning about its signature (sigstore is installed)."""
+    hub.add_organization(TRUSTED, trusted=True)
+    hub.create_repo(ZIPPED)
+    hub.create_branch(ZIPPED, "v1")
+    build = tmp_path / "zip-build"
+    zip_variant(build / "torch-cpu", "_tiny_zipped", "zipped")
+    hub.commit(ZIPPED, files_from_directory(build, "build"), branch="v1")
+    local = tmp_path / "zip-local"
+    zip_variant(local / "build" / "torch-cpu", "_tiny_zipped_local", "zipped-local")
+    commit_variants(hub, tmp_path, DIGESTS, 1, {"torch-cpu": {"backend": "cpu", "digest": False}})
+    commit_variants(hub, tmp_path, DIGESTS, 2, {"torch-cpu": {"backend": "agnostic"}})
+    commit_variants(hub, tmp_path, DIGESTS, 3, {"torch-cpu": {"backend": "a-future-backend"}})
+    commit_variants(hub, tmp_path, DIGESTS, 4, {"torch-cpu": {"backend": "cpu"}})
+    cases = [
+        case("zip-hub", "get_kernel", ZIPPED, version=1),
+        case("zip-local", "get_local_kernel", local),
+        case("zip-install", "install_kernel", ZIPPED, version=1),
+        case("no-digest", "get_kernel", DIGESTS, version=1),
+        case("agnostic-backend", "get_kernel", DIGESTS, version=2),
+        case("unknown-backend", "get_kernel", DIGESTS, version=3),
+        case("unsigned", "get_kernel", DIGESTS, version=4, logs=True),
+    ]
+    ours = compare({"cases": cases}, tmp_path)
+    assert ours == {
+        "zip-hub": "loaded:zipped+resource",
+        "zip-local": "loaded:zipped-local+resource",
+        "zip-install": "path:torch-cpu",
+        "no-digest": "loaded:digests-v1/torch-cpu",
+        "agnostic-backend": "loaded:digests-v2/torch-cpu",
+        "unknown-backend": "loaded:digests-v3/torch-cpu",
+        "unsigned": "loaded:digests-v4/torch-cpu +signature-warning",
     }

@@ -18,12 +18,10 @@ from pathlib import Path
 
 from kernel_builder.common import processes
 from kernel_builder.errors import UsageError
+from kernel_builder.loader.minver import KERNELS_REQUIREMENT
 
 __all__ = ["KERNELS_REQUIREMENT", "ImportSite", "check_test_interpreter", "install_command", "module_imports"]
 
-#: The release of Hugging Face's loader that kernel-builder's builds and loader are tested with (its current one;
-#: both loaders also share one process with 0.17 and 0.18).
-KERNELS_REQUIREMENT = "kernels==0.19.1"
 
 _PROBE = """
 import importlib.util, sys

@@ -93,8 +93,8 @@ class Backend:
     """Versioned backends: the prefix of the compute part (``cu`` → ``cu130``). ``None``: the compute part is
     the name itself and takes no version (``cpu``, ``metal``)."""
     noarch_token: str | None = None
-    """The word after ``torch-`` of the backend's noarch variant; ``None`` means its name (cann publishes
-    ``torch-npu``)."""
+    """The word after ``torch-`` of the backend's noarch variant; ``None`` means its name (what every backend
+    uses: loaders compare the word with the selected backend's name)."""
     aliases: tuple[str, ...] = ()
     """Other names the loader's ``backend=`` accepts for this backend (``npu`` for cann)."""
 
@@ -150,7 +150,8 @@ class Backend:
     """How messages name the backend with a version (``CUDA 13.0``); ``None`` means its name."""
     abi_compatible_minor: bool = False
     """Loader rule for versioned backends: ``True`` accepts a variant of the same major and an older or equal
-    minor (CUDA's compatibility promise); ``False`` needs the exact compute version."""
+    minor (CUDA's compatibility promise, and ROCm's since ``kernels`` 0.19); ``False`` needs the exact compute
+    version."""
     loads_everywhere: bool = False
     """Whether every environment can load its variants (cpu): the fallback of the loader and of ``dev``."""
     min_macos: tuple[int, int] | None = None

@@ -1,6 +1,7 @@
 """The rocm backend: validated in build.toml and loaded, not built by this kernel-builder yet.
 
-Variants are named ``rocm<major><minor>`` and list ``gfx`` architectures, which the loader checks against the
+Variants are named ``rocm<major><minor>`` (``rocm714`` is 7.14; ``rocm-7.2`` in the new format), load on the same
+major and a newer or equal minor (as CUDA's do), and list ``gfx`` architectures, which the loader checks against the
 visible GPUs' ``gcnArchName``.
 """
 
@@ -38,4 +39,6 @@ BACKEND = Backend(
     torch_build=TorchBuild("hip", (r"([0-9]+)\.([0-9]+)(?:[.-]|$)",)),
     gpu=GPU,
     arch_key="rocm-archs",
+    title="ROCm",
+    abi_compatible_minor=True,  # kernels 0.19: a rocm71 variant loads on ROCm 7.2
 )

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from kernel_builder.formats.variants import Variant
 
 __all__ = [
+    "AGNOSTIC",
+    "BUILD_LAYOUTS",
     "DIGEST_ALGORITHMS",
     "Digest",
     "KernelDependency",
@@ -52,6 +54,10 @@ __all__ = [
 logger = logging.getLogger("kernel_builder")
 
 METADATA_FILE = "metadata.json"
+#: ``backend.type`` of a build for no backend in particular (kernels 0.19): read as ``backend_type=None``.
+AGNOSTIC = "agnostic"
+#: ``build-layout`` values (kernels 0.19): the package's files in the variant directory, or ``<id>.zip`` there.
+BUILD_LAYOUTS = ("files", "zip")
 #: Far above any real metadata.json (its digest lists one line per shipped file).
 METADATA_LIMIT = 16 << 20
 DIGEST_ALGORITHMS = ("sha256", "sha512")
@@ -132,13 +138,25 @@ class Metadata:
     source: str | None = None
     python_depends: tuple[str, ...]
     kernel_depends: tuple[KernelDependency, ...] = ()
-    backend_type: str
+    #: ``backend.type``: a registered backend's name; ``None`` for a backend-agnostic build (``"agnostic"``); any
+    #: other word is kept as written (a newer builder's backend): :attr:`backend_known` says which. As in
+    #: upstream's reader, it is no error until something needs the backend.
+    backend_type: str | None
+    #: ``backend.archs``; ``None`` when absent, and for an agnostic or unknown backend (as upstream reads them).
     backend_archs: tuple[str, ...] | None = None
     arch_selection: str | None = None
     digest: Digest | None = None
     provenance: Provenance | None = None
     #: ``kernels-minver``: the oldest ``kernels`` loader release that can load this build (major, minor, patch).
     kernels_minver: tuple[int, int, int] | None = None
+    #: ``build-layout``: ``files`` (the package's files in the variant directory) or ``zip`` (the package in
+    #: ``<id>.zip`` there, imported through ``zipimport``; kernels 0.19).
+    build_layout: str = "files"
+
+    @property
+    def backend_known(self) -> bool:
+        """Whether ``backend.type`` is agnostic or a backend this loader knows."""
+        return self.backend_type is None or backends.find(self.backend_type) is not None
 
     @property
     def python_name(self) -> str:
@@ -153,12 +171,19 @@ class Metadata:
         """
         data: dict[str, Any] = {"name": self.name}
         minver = None if self.kernels_minver is None else ".".join(str(part) for part in self.kernels_minver)
-        optional = {"id": self.id, "version": self.version, "kernels-minver": minver, "license": self.license}
+        layout = None if self.build_layout == "files" else self.build_layout
+        optional = {
+            "id": self.id,
+            "version": self.version,
+            "kernels-minver": minver,
+            "build-layout": layout,
+            "license": self.license,
+        }
         optional.update(upstream=self.upstream, source=self.source)
         data.update((key, value) for key, value in optional.items() if value is not None)
         data["python-depends"] = list(self.python_depends)
         data["kernel-depends"] = [_kernel_dependency_dict(dep) for dep in self.kernel_depends]
-        backend: dict[str, Any] = {"type": self.backend_type}
+        backend: dict[str, Any] = {"type": AGNOSTIC if self.backend_type is None else self.backend_type}
         if self.backend_archs is not None:
             backend["archs"] = list(self.backend_archs)
         data["backend"] = backend
@@ -400,9 +425,20 @@ def _parse(data: bytes, file: Path, default_name: str | None) -> Metadata:
     backend = fields.table("backend", required=True)
     assert backend is not None
     backend_type = backend.string("type", required=True)
-    if backend_type is None or backends.find(backend_type) is None:
-        known = ", ".join(sorted(backends.names()))
-        raise backend.error("type", f"expected one of {known}, got {backend_type!r}")
+    assert backend_type is not None
+    archs: tuple[str, ...] | None = None
+    if backend_type == AGNOSTIC:
+        backend_type = None  # as upstream: a backend-agnostic build's other backend fields are not read
+    elif (
+        backends.find(backend_type) is not None
+    ):  # an unknown backend's neither (nothing here can judge them)
+        archs = backend.strings("archs")
+    layout = "files" if "build-layout" not in fields.data else fields.string("build-layout")
+    if layout not in BUILD_LAYOUTS:
+        raise fields.error(
+            "build-layout", f"expected one of {', '.join(BUILD_LAYOUTS)}, got {json.dumps(layout)}"
+        )
+    assert layout is not None
     version: int | None = fields.get("version", int, "an integer")
     return Metadata(
         name=name,
@@ -414,11 +450,12 @@ def _parse(data: bytes, file: Path, default_name: str | None) -> Metadata:
         upstream=fields.string("upstream"),
         source=fields.string("source"),
         kernel_depends=_parse_kernel_depends(fields),
-        backend_archs=backend.strings("archs"),
+        backend_archs=archs,
         digest=_parse_digest(fields),
         provenance=_parse_provenance(fields),
         arch_selection=fields.string("arch-selection"),
         kernels_minver=_parse_kernels_minver(fields),
+        build_layout=layout,
     )
 
 

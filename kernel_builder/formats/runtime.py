@@ -17,6 +17,7 @@ Torch is optional: nothing here imports it at module import time, so the CLI sta
 
 import ctypes
 import importlib
+import importlib.util
 import platform
 import re
 import sys
@@ -70,11 +71,13 @@ def host_cpu_os() -> tuple[str, str]:
 def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
     """Return the compute backend of a Torch module and its version ``(major, minor)``, if it has one.
 
-    First match wins: ``tpu`` (``torch.backends`` has ``tpu``), ``neuron`` (``torch`` has ``neuron``),
-    ``cuda`` (``torch.version.cuda``, the version Torch was built with), ``rocm`` (major.minor of
-    ``torch.version.hip`` before any ``-``), ``metal`` (MPS available), ``xpu`` (``torch.version.xpu``,
-    ``"20250300"`` gives 2025.3), ``cann`` (privateuse1 backend named ``npu``), else ``cpu``. A version that
-    cannot be read gives ``None``.
+    First match wins, as in upstream ``kernels`` 0.19: ``tpu`` (``torch.accelerator.current_accelerator()`` is a
+    TPU), ``neuron`` (``torch`` has ``neuron``), ``cuda`` (``torch.version.cuda``, the version Torch was built
+    with), ``rocm`` (``torch.version.hip`` set; the version is ``torch.version.rocm``'s, else ``hip``'s, before any
+    ``-``: the two differ from ROCm 10), ``metal`` (MPS available), ``xpu`` (``torch.version.xpu``: its first four
+    characters and its sixth, ``"20250300"`` gives 2025.3), ``cann`` (privateuse1 backend named ``npu``; its
+    version comes from ``torch_npu``, which this function does not import), else ``cpu``. A version that cannot
+    be read gives ``None``.
     """
 
     # Self-contained on purpose: this source is copied into generated _ops.py files.
@@ -89,9 +92,15 @@ def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
             return None
         return int(parts[0]), int(parts[1])
 
-    backends = getattr(torch_module, "backends", None)
-    if hasattr(backends, "tpu"):
-        return "tpu", None
+    accelerator = getattr(torch_module, "accelerator", None)
+    current_accelerator = getattr(accelerator, "current_accelerator", None)
+    if current_accelerator is not None:
+        try:
+            device = current_accelerator()
+        except Exception:  # noqa: BLE001 - a broken accelerator runtime is no TPU
+            device = None
+        if getattr(device, "type", None) == "tpu":
+            return "tpu", None
     if hasattr(torch_module, "neuron"):
         return "neuron", None
 
@@ -101,8 +110,10 @@ def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
         return "cuda", major_minor(str(cuda))
     hip = getattr(version, "hip", None)
     if hip:
-        return "rocm", major_minor(str(hip).split("-")[0])
+        rocm = getattr(version, "rocm", None) or hip
+        return "rocm", major_minor(str(rocm).split("-")[0])
 
+    backends = getattr(torch_module, "backends", None)
     mps = getattr(backends, "mps", None)
     mps_available = getattr(mps, "is_available", None)
     if mps_available is not None and mps_available():
@@ -111,11 +122,7 @@ def detect_backend(torch_module: "Any") -> "tuple[str, tuple[int, int] | None]":
     xpu = getattr(version, "xpu", None)
     if xpu:
         xpu_text = str(xpu).strip()
-        if "." in xpu_text:
-            return "xpu", major_minor(xpu_text)
-        if len(xpu_text) >= 6 and xpu_text[:6].isascii() and xpu_text[:6].isdigit():
-            return "xpu", (int(xpu_text[:4]), int(xpu_text[4:6]))
-        return "xpu", None
+        return "xpu", major_minor(xpu_text[0:4] + "." + xpu_text[5:6])
 
     c_module = getattr(torch_module, "_C", None)
     privateuse1_name = getattr(c_module, "_get_privateuse1_backend_name", None)
@@ -150,9 +157,12 @@ class Environment:
     free_threaded: bool = False
     """Whether CPython is a free-threaded build (``Py_GIL_DISABLED``); see ``python_version``."""
     python_version: tuple[int, int] = field(default_factory=_current_python)
-    """The interpreter's ``(major, minor)``; free-threading blocks compiled variants only below 3.15."""
+    """The interpreter's ``(major, minor)``: a compiled variant names the oldest it loads in; free-threaded builds
+    load ``abi3t`` variants only (CPython 3.15 or later)."""
     tvm_ffi_version: tuple[int, int] | None = None
     """``tvm_ffi`` ``(major, minor)`` if it imports, else ``None``."""
+    mlx: bool = False
+    """Whether the ``mlx`` package is installed (``mlx-<backend>`` noarch variants need it)."""
 
 
 def _parse_major_minor(text: str) -> tuple[int, int] | None:
@@ -208,10 +218,40 @@ def _free_threaded() -> bool:
     return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
+def _cann_version() -> tuple[int, int] | None:
+    """CANN's version as upstream reads it: ``torch_npu``'s ``get_cann_version()``, its first and third characters
+    (``"8.2.RC1"`` → 8.2); ``None`` when ``torch_npu`` cannot tell."""
+    try:
+        collect_env = importlib.import_module("torch_npu.utils.collect_env")
+        text = str(collect_env.get_cann_version())
+    except Exception:  # noqa: BLE001 - an unreadable version leaves compiled cann variants unchosen, nothing else
+        return None
+    return _parse_major_minor(text[0:1] + "." + text[2:3])
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return name in sys.modules
+
+
+def _mlx_metal() -> bool:
+    """Without Torch: whether MLX runs on Metal here (upstream's fallback after the CUDA runtime)."""
+    mlx_core = _import_optional("mlx.core")
+    metal = getattr(mlx_core, "metal", None)
+    available = getattr(metal, "is_available", None)
+    try:
+        return bool(available()) if available is not None else False
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def detect_environment() -> Environment:
     """Detect the running environment. Imports Torch (if installed) and ``tvm_ffi`` (if installed).
 
-    Without Torch the backend is CUDA when a ``cudart`` library can be loaded (its runtime version), else CPU.
+    Without Torch the backend is CUDA when a ``cudart`` library can be loaded (its runtime version), else Metal
+    when MLX runs on it, else CPU.
     """
     cpu, os_name = host_cpu_os()
 
@@ -221,9 +261,12 @@ def detect_environment() -> Environment:
     torch_version: tuple[int, int] | None = None
     cxx11_abi: bool | None = None
     backend_version: tuple[int, int] | None
+    mlx = _has_module("mlx")
     if torch is None:
         backend_version = _cudart_version()
         backend = "cpu" if backend_version is None else "cuda"
+        if backend == "cpu" and mlx and _mlx_metal():
+            backend = "metal"
     else:
         torch_version = _parse_major_minor(str(torch.__version__).split("+")[0])
         if os_name == "linux":
@@ -231,6 +274,8 @@ def detect_environment() -> Environment:
             if compiled_with_cxx11_abi is not None:
                 cxx11_abi = bool(compiled_with_cxx11_abi())
         backend, backend_version = detect_backend(torch)
+        if backend == "cann" and backend_version is None:
+            backend_version = _cann_version()
 
     return Environment(
         cpu=cpu,
@@ -243,4 +288,5 @@ def detect_environment() -> Environment:
         free_threaded=_free_threaded(),
         python_version=_current_python(),
         tvm_ffi_version=_tvm_ffi_version(),
+        mlx=mlx,
     )

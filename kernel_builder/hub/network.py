@@ -205,11 +205,15 @@ class _QuietProgress(hf_tqdm):
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
         self._position = float(kwargs.get("initial") or 0)
         self._most = self._position
+        # Only bars that count bytes measure progress: ``snapshot_download`` also counts finished files on a bar of
+        # this class, and a file taken from the cache is no byte from the Hub (counting it gave every retry of a
+        # folder download with one stalled file a whole new deadline).
+        self._bytes = kwargs.get("unit") == "B"
 
     def update(self, n: float | None = 1) -> bool | None:
         # A resumed download that restarts from 0 counts down first: only bytes past the most count.
         self._position += n or 0
-        if self._position > self._most:
+        if self._bytes and self._position > self._most:
             self._most = self._position
             if self.operation is not None:
                 self.operation.progressed()

@@ -24,7 +24,8 @@ from typing import Protocol
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.loader.errors import KernelDependencyError, KernelIntegrityError, UntrustedKernelError
-from kernel_builder.loader.importer import RepoInfo, load_variant
+from kernel_builder.loader.importer import load_variant
+from kernel_builder.loader.sequence import Located
 
 __all__ = [
     "MAX_DEPTH",
@@ -32,26 +33,13 @@ __all__ = [
     "LazySource",
     "Located",
     "Source",
+    "Sources",
     "describe",
     "resolve_dependencies",
 ]
 
 #: Far deeper than any real tree; a deeper one is a hostile or broken repository chain, refused.
 MAX_DEPTH = 32
-
-
-@dataclass(frozen=True)
-class Located:
-    """A dependency's variant for this environment, found but not fetched yet.
-
-    ``metadata`` was read before anything else was downloaded; ``fetch`` downloads the variant (a no-op for a
-    local one), verifies its digest and returns its directory and the metadata read there.
-    """
-
-    label: str
-    metadata: Metadata
-    fetch: Callable[[], tuple[Path, Metadata]]
-    repo_info: RepoInfo | None = None
 
 
 class Source(Protocol):
@@ -64,6 +52,14 @@ class Source(Protocol):
         variant, an untrusted publisher.
         """
         ...
+
+
+class Sources(list["Source"]):
+    """The sources of one load's dependencies, in the order they are asked; what the load sequence resolves
+    dependencies with (:class:`kernel_builder.loader.sequence.DependencyResolver`)."""
+
+    def resolve(self, root: str, depends: tuple[KernelDependency, ...]) -> DependencyTree:
+        return resolve_dependencies(root, depends, self)
 
 
 class LazySource:

@@ -57,7 +57,7 @@ def _hub(
     repo_id: str, version: int | None, revision: str | None, trust_remote_code: bool, backend: str | None
 ) -> ApiDescription:
     from kernel_builder.loader.describe import FAILURES, as_command_error, checked_operation, version_refs
-    from kernel_builder.loader.hub_steps import choose_variant, trust_gate
+    from kernel_builder.loader.hub_steps import choose_on_hub, trust_gate
 
     operation = checked_operation(repo_id, backend)
     hub = operation.hub
@@ -69,7 +69,7 @@ def _hub(
             version = max(refs)
         gate = trust_gate(hub, bool(trust_remote_code))
         gate(repo_id)
-        chosen = choose_variant(operation, repo_id, version, revision, gate=gate, check_python=False)
+        chosen = choose_on_hub(operation, repo_id, version, revision, gate=gate)
         found = hub.download_file(
             chosen.target.repo, chosen.target.sha, f"build/{chosen.variant}/{SYMBOLS_FILE}"
         )

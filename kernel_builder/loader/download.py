@@ -28,10 +28,11 @@ from kernel_builder.formats.lockfile import (
 )
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.hub import REQUEST_ERRORS, RemoteRepo, describe_error
+from kernel_builder.loader.choose import choose_variant
 from kernel_builder.loader.errors import NoCompatibleVariantError
 from kernel_builder.loader.hub_steps import Target, start_operation, variant_metadata
 from kernel_builder.loader.lock import read_dependencies
-from kernel_builder.loader.locked import cache_fix, choose_variant, fetch_locked_variant
+from kernel_builder.loader.locked import cache_fix, fetch_locked_variant
 
 __all__ = ["DownloadOutcome", "download_locked"]
 
@@ -105,7 +106,8 @@ def download_locked(
                 chosen = sorted(entry.variants) if entry.legacy else sorted(trees)
             else:
                 target = Target(repo, entry.sha, None)
-                chosen = [choose_variant(trees, operation, subject, partial(variant_metadata, hub, target))]
+                lookup = partial(variant_metadata, hub, target)
+                chosen = [choose_variant(trees, operation.env, operation.backend, lookup, subject=subject)]
             fix = cache_fix(hub, repo, directory)
             paths = []
             problems: list[str] = []

@@ -15,12 +15,12 @@ from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundErro
 
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.loader.arguments import check_trust_argument
-from kernel_builder.loader.dependencies import Located
 from kernel_builder.loader.hub_steps import (  # get_kernel's sequence: a dependency loads exactly like a kernel
-    choose_variant,
+    choose_on_hub,
     start_operation,
     trust_gate,
 )
+from kernel_builder.loader.sequence import Located
 
 __all__ = ["HubSource"]
 
@@ -37,11 +37,13 @@ class HubSource:
         verify_digest: bool | None,
         offline: bool | None,
         revision_for: Callable[[KernelDependency], str] | None,
+        check_arch: bool = True,
     ) -> None:
         self.operation = start_operation(backend, user_agent, offline)
         self.trust_remote_code = trust_remote_code
         self.verify_digest = verify_digest
         self.revision_for = revision_for
+        self.check_arch = check_arch
 
     def locate(self, dependency: KernelDependency) -> Located:
         operation = self.operation
@@ -52,7 +54,9 @@ class HubSource:
         if self.revision_for is not None:
             version, revision = None, self.revision_for(dependency)
         try:
-            chosen = choose_variant(operation, dependency.repo_id, version, revision, gate=gate)
+            chosen = choose_on_hub(
+                operation, dependency.repo_id, version, revision, gate=gate, check_arch=self.check_arch
+            )
         except RepositoryNotFoundError as error:
             raise LookupError(
                 f"repository {dependency.repo_id} does not exist on {hub.endpoint}, or is not visible with "

@@ -2,10 +2,12 @@
 follow redirects), choose the variant from the listing and its ``metadata.json`` alone, check it, then download
 only that variant and verify its digest.
 
-:func:`choose_variant` (trust for redirects, resolve, choose, check) and :func:`fetch_variant` (fetch, verify)
-are the sequence; ``get_kernel``'s Hub path, ``install_kernel``
-and a kernel dependency from the Hub (:mod:`~kernel_builder.loader.hub_dependencies`) run it, and the commands
-over the loader (``describe``, ``download``, ``lock``) use its steps. Each call works on one
+:func:`choose_on_hub` (trust for redirects, resolve, choose with the one chooser of
+:mod:`~kernel_builder.loader.choose`) and :meth:`Chosen.located` (the checks of :mod:`~kernel_builder.loader.sequence`,
+with :func:`fetch_variant`: fetch, verify) are the Hub's part of the one load sequence; ``get_kernel``'s Hub path,
+``install_kernel``, ``has_kernel`` and a kernel dependency from the Hub
+(:mod:`~kernel_builder.loader.hub_dependencies`) run it, and the commands over the loader (``describe``,
+``download``, ``lock``) use its steps. Each call works on one
 :class:`~kernel_builder.hub.Hub` (endpoint, cache and offline mode read once) and one :class:`Target`: the
 repository actually used (after the ``kernel``→``model`` fallback and redirects) and the commit SHA every later
 request pins.
@@ -21,9 +23,9 @@ from pathlib import Path
 
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 
+import kernel_builder.loader.choose as chooser
 import kernel_builder.loader.resolve as resolve
 from kernel_builder.common import toml
-from kernel_builder.common.env import env_flag
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.formats import runtime
 from kernel_builder.formats.files import variant_directories
@@ -33,19 +35,9 @@ from kernel_builder.formats.variants import compute_name
 from kernel_builder.hub import Hub, RemoteRepo, environment_details
 from kernel_builder.hub import user_agent as build_user_agent
 from kernel_builder.loader.arguments import trusted_by_caller
-from kernel_builder.loader.dependencies import Located
-from kernel_builder.loader.errors import NoCompatibleVariantError
-from kernel_builder.loader.hubcache import (
-    check_agreement,
-    verify_download,
-)
-from kernel_builder.loader.importer import (
-    RepoInfo,
-    check_python_dependencies,
-    read_variant_metadata,
-    warn,
-)
-from kernel_builder.loader.minver import check_kernels_minver
+from kernel_builder.loader.hubcache import verify_download
+from kernel_builder.loader.importer import RepoInfo, read_variant_metadata, warn
+from kernel_builder.loader.sequence import Located, check_agreement, locate
 from kernel_builder.loader.trust import require_trusted
 
 __all__ = [
@@ -56,7 +48,7 @@ __all__ = [
     "VersionNotFound",
     "check_variant_agreement",
     "choose",
-    "choose_variant",
+    "choose_on_hub",
     "decide",
     "default_name",
     "download_variant",
@@ -341,30 +333,30 @@ def decide(
     first_only: bool,
     check_arch: bool = True,
 ) -> tuple[list[resolve.Decision], resolve.GpuProbe]:
-    probe = resolve.GpuProbe(lambda: resolve.probe_gpus(backend))
-    decisions = resolve.resolve_variants(
+    """Every variant at the target's commit with its verdict (:func:`kernel_builder.loader.choose.decide`)."""
+    return chooser.decide(
         _variant_names(hub, target),
         env,
         backend,
         lambda variant: variant_metadata(hub, target, variant),
-        gpus=probe,
-        check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
+        check_arch=check_arch,
         first_only=first_only,
     )
-    return decisions, probe
 
 
 def choose(
     hub: Hub, target: Target, env: runtime.Environment, backend: str, *, check_arch: bool = True
 ) -> str:
-    """The preferred variant's directory name, or :class:`NoCompatibleVariantError` with the trace."""
-    decisions, probe = decide(hub, target, env, backend, first_only=True, check_arch=check_arch)
-    if decisions and isinstance(decisions[0], resolve.VariantAccepted):
-        chosen = decisions[0].variant.variant_str
-        logger.debug("%s: chose variant %s", target.label, chosen)
-        return chosen
-    line = resolve.environment_line(env, backend, probe.probed)
-    raise NoCompatibleVariantError(resolve.describe_no_compatible(target.label, line, decisions), decisions)
+    """The preferred variant's directory name (the one chooser), or :class:`NoCompatibleVariantError` with the
+    trace."""
+    return chooser.choose_variant(
+        _variant_names(hub, target),
+        env,
+        backend,
+        lambda variant: variant_metadata(hub, target, variant),
+        subject=target.label,
+        check_arch=check_arch,
+    )
 
 
 # --- the operations -----------------------------------------------------------------------------------------
@@ -392,7 +384,8 @@ def start_operation(
 
 def check_variant_agreement(target: Target, variant: str, metadata: Metadata | None) -> None:
     """Refuse a variant whose ``metadata.json`` contradicts its directory name (before and after download)."""
-    check_agreement(target.label, variant, metadata)
+    if metadata is not None:
+        check_agreement(f"{target.label}, build/{variant}", variant, metadata)
 
 
 def download_variant(operation: Operation, target: Target, variant: str) -> tuple[Path, Metadata]:
@@ -409,7 +402,7 @@ def download_variant(operation: Operation, target: Target, variant: str) -> tupl
 def verify_download_of(
     operation: Operation, target: Target, variant_dir: Path, metadata: Metadata, verify: bool | None
 ) -> None:
-    """The digest check of a Hub download; a missing digest is refused unless the user allows it."""
+    """The digest check of a Hub download; a missing digest warns (refused with ``KERNEL_BUILDER_REQUIRE_DIGEST``)."""
     folder = operation.hub.repo_folder(target.repo)
     verify_download(target.label, variant_dir, metadata, verify, folder=folder, repo_id=target.repo.repo_id)
 
@@ -427,7 +420,7 @@ def trust_gate(hub: Hub, trust: bool | frozenset[str]) -> Callable[[str], None]:
 
 @dataclass
 class Chosen:
-    """A variant chosen and checked, not yet downloaded: what :func:`fetch_variant` needs."""
+    """A variant chosen, not yet downloaded: what :func:`fetch_variant` needs."""
 
     operation: Operation
     target: Target
@@ -438,13 +431,28 @@ class Chosen:
     def where(self) -> str:
         return f"{self.target.label}, build/{self.variant}"
 
-    def located(self, verify_digest: bool | None) -> Located:
-        """The variant as the load sequence takes it (:mod:`~kernel_builder.loader.sequence`)."""
-        repo_info = RepoInfo(self.target.repo.repo_id, self.target.sha)
-        return Located(self.where, self.metadata, lambda: fetch_variant(self, verify_digest), repo_info)
+    def located(
+        self,
+        verify_digest: bool | None,
+        *,
+        python_dependencies: bool = True,
+        loader_version: bool = True,
+    ) -> Located:
+        """The variant checked as every load checks it (:func:`~kernel_builder.loader.sequence.locate`), as the
+        load sequence takes it; fetching it downloads and verifies it."""
+        return locate(
+            self.where,
+            self.variant,
+            self.metadata,
+            lambda: fetch_variant(self, verify_digest),
+            backend=self.operation.backend,
+            repo_info=RepoInfo(self.target.repo.repo_id, self.target.sha),
+            python_dependencies=python_dependencies,
+            loader_version=loader_version,
+        )
 
 
-def choose_variant(
+def choose_on_hub(
     operation: Operation,
     repo_id: str,
     version: int | None,
@@ -453,23 +461,17 @@ def choose_variant(
     gate: Callable[[str], None] | None,
     check_arch: bool = True,
     warn_outdated: bool = False,
-    check_python: bool = True,
 ) -> Chosen:
-    """Resolve → choose → check: the commit (redirects followed through ``gate``), the preferred variant, its
-    ``metadata.json`` against its name, the loader version it needs and (``check_python``) its Python
-    dependencies. Nothing of the variant is downloaded but its metadata."""
+    """Resolve → choose: the commit (redirects followed through ``gate``), the preferred variant (the one
+    chooser), its ``metadata.json``. Nothing of the variant is downloaded but its metadata; :meth:`Chosen.located`
+    checks it."""
     hub = operation.hub
     target = resolve_target(hub, repo_id, version, revision, warn_outdated=warn_outdated, gate=gate)
     variant = choose(hub, target, operation.env, operation.backend, check_arch=check_arch)
     metadata = variant_metadata(hub, target, variant)
     if metadata is None:  # pragma: no cover - resolution rejects GPU candidates without metadata
         raise FileNotFoundError(f"{target.label}: build/{variant}/{METADATA_FILE} not found")
-    check_variant_agreement(target, variant, metadata)
-    chosen = Chosen(operation, target, variant, metadata)
-    check_kernels_minver(metadata, variant, chosen.where)
-    if check_python:
-        check_python_dependencies(metadata, operation.backend, chosen.where)
-    return chosen
+    return Chosen(operation, target, variant, metadata)
 
 
 def fetch_variant(chosen: Chosen, verify_digest: bool | None) -> tuple[Path, Metadata]:

@@ -17,7 +17,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.env import env_flag
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded, write_inside
 from kernel_builder.errors import UsageError
@@ -31,9 +30,9 @@ __all__ = [
     "ALLOW_NO_DIGEST",
     "CACHE_TTL",
     "DEFAULT_TTL",
+    "REQUIRE_DIGEST",
     "RESOLVED",
     "Resolution",
-    "check_agreement",
     "label",
     "recalled",
     "remember",
@@ -47,7 +46,11 @@ logger = logging.getLogger("kernel_builder")
 #: Seconds a version or branch resolved online is trusted without asking the Hub again; 0: always ask.
 CACHE_TTL = "KERNEL_BUILDER_CACHE_TTL"
 DEFAULT_TTL = 600
-#: Set to 1 to load Hub variants whose metadata.json has no digest (older upstream builds), with a warning.
+#: Set to 1 to refuse Hub variants whose metadata.json has no digest (by default they load with a warning, as in
+#: upstream's kernels 0.19).
+REQUIRE_DIGEST = "KERNEL_BUILDER_REQUIRE_DIGEST"
+#: Before kernels 0.19's policy this loader refused them unless this was set; it is the default now, and the
+#: variable changes nothing.
 ALLOW_NO_DIGEST = "KERNEL_BUILDER_ALLOW_NO_DIGEST"
 #: The record of online resolutions, relative to the cache directory: one small JSON file per request.
 RESOLVED = ".kernel-builder/resolved"
@@ -87,31 +90,24 @@ def label(repo_id: str, sha: str, version: int | None) -> str:
 # --- checks shared with the Hub path (remote.py) ----------------------------------------------------------
 
 
-def check_agreement(where: str, variant: str, metadata: Metadata | None) -> None:
-    """Refuse a variant whose ``metadata.json`` contradicts its directory name (before and after download)."""
-    problem = None if metadata is None else resolve.metadata_disagreement(variant, metadata)
-    if problem is not None:
-        raise ValueError(
-            f"{where}, build/{variant}: {problem}; refusing a variant whose metadata disagrees with its name"
-        )
-
-
 def verify_download(
     where: str, variant_dir: Path, metadata: Metadata, verify: bool | None, *, folder: Path, repo_id: str
 ) -> None:
-    """The digest check of a variant from the Hub (downloaded now or earlier); a missing digest is refused
-    unless the user allows it. ``folder`` is the repository's cache folder, named in the remedy."""
+    """The digest check of a variant from the Hub (downloaded now or earlier). A variant without a digest (built
+    before digests existed) loads with a warning, as upstream's loader loads it; :data:`REQUIRE_DIGEST` refuses
+    it. ``folder`` is the repository's cache folder, named in the remedy."""
     enabled = env_flag("KERNEL_BUILDER_VERIFY_DIGEST", default=True) if verify is None else verify
     if enabled and metadata.digest is None:
         place = f"{where}, build/{variant_dir.name}"
-        if not env_flag(ALLOW_NO_DIGEST):
+        if env_flag(REQUIRE_DIGEST):
             raise KernelIntegrityError(
-                f"{place}: {METADATA_FILE} has no digest, so its files cannot be verified; refusing to load it. "
-                f"If you trust this repository (older builds of upstream kernel-builder have no digest), set "
-                f"{ALLOW_NO_DIGEST}=1."
+                f"{place}: {METADATA_FILE} has no digest, so its files cannot be verified; refusing to load it "
+                f"because {REQUIRE_DIGEST} is set. Unset it to load such a variant with a warning (builds "
+                f"made before digests existed have none)."
             )
         warn(
-            f"{place}: {METADATA_FILE} has no digest; loading it unverified because {ALLOW_NO_DIGEST} is set"
+            f"{place}: {METADATA_FILE} has no digest, so its files cannot be verified; loading it unverified "
+            f"(set {REQUIRE_DIGEST}=1 to refuse such variants)"
         )
         return
     remedy = f"delete {folder} (the cached download of {repo_id}) and download it again"

@@ -10,7 +10,9 @@ module for the same build (:mod:`kernel_builder.loader.share`). :func:`check_pyt
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.abc
 import importlib.machinery
 import importlib.util
 import logging
@@ -19,6 +21,8 @@ import re
 import sys
 import threading
 import warnings
+import zipfile
+import zipimport
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,6 +39,11 @@ from kernel_builder.formats.dependencies import (
 from kernel_builder.formats.files import skipped_directory
 from kernel_builder.formats.identifiers import Oid
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata, read_metadata, verify_digest
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import TraversableResources
+else:  # pragma: no cover - Python 3.10
+    from importlib.abc import TraversableResources
 from kernel_builder.loader.dependency_context import providing
 from kernel_builder.loader.errors import KernelIntegrityError, MissingPythonDependencyError
 from kernel_builder.loader.minver import check_kernels_minver
@@ -55,6 +64,8 @@ logger = logging.getLogger("kernel_builder")
 
 #: ``signatures.REQUIRE_SIGNATURE``, named here so that a load with the policy unset does not import that module.
 SIGNATURE_SWITCH = "KERNEL_BUILDER_REQUIRE_SIGNATURE"
+#: ``signatures.BUNDLE_FILE``, for the same reason.
+_BUNDLE = METADATA_FILE + ".sigstore"
 
 _INIT = "__init__.py"
 _PACKAGE = __name__.partition(".")[0]
@@ -270,7 +281,10 @@ class _KernelFinder:
         if not dot or top not in self.ids:
             return None
         for entry in path or ():
-            spec = importlib.machinery.FileFinder(entry, *_LOADER_DETAILS).find_spec(fullname, target)
+            if os.path.isdir(entry):
+                spec = importlib.machinery.FileFinder(entry, *_LOADER_DETAILS).find_spec(fullname, target)
+            else:
+                spec = _zip_find_spec(entry, fullname, target)
             if spec is not None:
                 return spec
         raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
@@ -280,6 +294,78 @@ class _KernelFinder:
 
 
 _finder = _KernelFinder()
+
+
+def _zip_find_spec(
+    entry: str, fullname: str, target: ModuleType | None
+) -> importlib.machinery.ModuleSpec | None:
+    """A submodule inside a ``zip`` build's archive (``<id>.zip`` or a folder in it), found by ``zipimport``: the
+    archive is one file of the digest, so what it holds was verified with it."""
+    try:
+        importer = zipimport.zipimporter(entry)
+    except zipimport.ZipImportError:
+        return None
+    return importer.find_spec(fullname, target)
+
+
+class _ZipResources(TraversableResources):
+    """``importlib.resources`` for a ``zip`` build's package: the files of its archive."""
+
+    def __init__(self, archive: Path) -> None:
+        self._archive = archive
+
+    def files(self) -> zipfile.Path:
+        return zipfile.Path(self._archive)
+
+
+class _ZipPackageLoader(importlib.abc.Loader):
+    """Runs the ``__init__`` of a ``zip`` build's archive (``build-layout: "zip"``, kernels 0.19) as the package,
+    with the archive's files as its resources."""
+
+    def __init__(self, archive: Path) -> None:
+        self._archive = archive
+        self._importer = zipimport.zipimporter(str(archive))
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None
+
+    def exec_module(self, module: ModuleType) -> None:
+        code = self._importer.get_code("__init__")
+        exec(code, module.__dict__)  # noqa: S102 - importing the verified kernel is the point
+
+    def get_source(self, fullname: str) -> str | None:
+        return self._importer.get_source("__init__")
+
+    def get_data(self, path: str) -> bytes:
+        return self._importer.get_data(path)
+
+    def get_resource_reader(self, fullname: str) -> _ZipResources:
+        return _ZipResources(self._archive)
+
+
+def _zip_spec(module_id: str, directory: Path) -> importlib.machinery.ModuleSpec:
+    """The package of a ``zip`` build: ``<id>.zip`` in the variant directory, with submodules looked for in the
+    directory first (compiled extensions beside the archive), then in the archive, as upstream does."""
+    archive = directory / f"{module_id}.zip"
+    if not archive.is_file():
+        raise FileNotFoundError(
+            f'{directory}: no package archive {archive.name} for a build-layout "zip" build (its id is {module_id})'
+        )
+    try:
+        zipimport.zipimporter(str(archive)).find_spec("__init__")
+    except zipimport.ZipImportError as error:
+        raise ImportError(
+            f"{archive}: not a zip archive Python can import from ({error})", name=module_id
+        ) from None
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+    _finder.ids.add(module_id)
+    spec = importlib.machinery.ModuleSpec(
+        module_id, _ZipPackageLoader(archive), origin=f"{archive}/__init__.py", is_package=True
+    )
+    spec.submodule_search_locations = [str(directory), str(archive)]
+    spec.has_location = True
+    return spec
 
 
 def _source_only_spec(module_id: str, init: Path) -> importlib.machinery.ModuleSpec:
@@ -292,6 +378,36 @@ def _source_only_spec(module_id: str, init: Path) -> importlib.machinery.ModuleS
     )
     assert spec is not None  # a location and a loader always give a spec
     return spec
+
+
+@functools.cache
+def _sigstore_installed() -> bool:
+    try:
+        return importlib.util.find_spec("sigstore") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _check_signature(directory: Path, metadata: Metadata, repo_info: RepoInfo) -> None:
+    """Every Hub load (docs/security.md): with ``KERNEL_BUILDER_REQUIRE_SIGNATURE`` on, a variant whose signature
+    does not verify is refused; otherwise, when ``sigstore`` is installed, its signature is checked and a
+    failure (an unsigned variant included) is logged as a warning, as upstream's loader does since 0.18. Sigstore's
+    modules are imported only for a variant that carries a bundle, or when the policy is asked for."""
+    where = _where(directory, repo_info)
+    if os.environ.get(SIGNATURE_SWITCH):
+        from kernel_builder.loader.signatures import require_signature, required
+
+        if required():
+            require_signature(directory, metadata, where)
+            return
+    if not _sigstore_installed():
+        return
+    if not (directory / _BUNDLE).is_file():
+        logger.warning("%s: not signed (no %s), so its integrity cannot be verified", where, _BUNDLE)
+        return
+    from kernel_builder.loader.signatures import check_signature
+
+    check_signature(directory, metadata, where, repo_info.repo_id, repo_info.revision)
 
 
 def _where(directory: Path, repo_info: RepoInfo | None) -> str:
@@ -360,12 +476,8 @@ def load_variant(
         if metadata is None:
             metadata = read_variant_metadata(directory)
         check_kernels_minver(metadata, directory.name, _where(directory, repo_info))
-        if repo_info is not None and os.environ.get(SIGNATURE_SWITCH):
-            # A Hub download: the opt-in signature policy (docs/security.md). Its module (Sigstore's formats)
-            # is imported only when the switch is set at all; unset or empty, the policy is off.
-            from kernel_builder.loader.signatures import require_signature
-
-            require_signature(directory, metadata, _where(directory, repo_info))
+        if repo_info is not None:
+            _check_signature(directory, metadata, repo_info)
         dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
         if dirty:
             keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
@@ -373,8 +485,13 @@ def load_variant(
                 f"kernel {metadata.name} at {directory} was built from uncommitted changes ({keys}); "
                 f"its id does not identify its sources"
             )
-        init = _find_package(directory, metadata)
+        zipped = metadata.build_layout == "zip"
+        init = None if zipped else _find_package(directory, metadata)
         module_id = metadata.id
+        if module_id is None and zipped:
+            raise ValueError(
+                f"{directory / METADATA_FILE}: a build-layout \"zip\" build needs an 'id' (its archive is <id>.zip)"
+            )
         if module_id is None:
             module_id = _legacy_id(metadata, real_path)
             metadata = replace(metadata, id=module_id)
@@ -415,7 +532,10 @@ def load_variant(
                 path=str(directory),
             )
 
-        spec = _source_only_spec(module_id, init)
+        if init is None:
+            spec = _zip_spec(module_id, directory)
+        else:
+            spec = _source_only_spec(module_id, init)
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_id] = module

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 import kernel_builder.loader.resolve as resolve
 import kernel_builder.loader.stale as stale
-from kernel_builder.common.env import env_flag
 from kernel_builder.formats import runtime
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
@@ -26,17 +25,15 @@ from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.arguments import check_trust_argument
+from kernel_builder.loader.choose import choose_variant
 from kernel_builder.loader.errors import NoCompatibleVariantError
-from kernel_builder.loader.importer import (
-    check_digest,
-    check_python_dependencies,
-    read_variant_metadata,
-)
+from kernel_builder.loader.importer import check_digest, read_variant_metadata
+from kernel_builder.loader.sequence import Located, load_located, locate
 
 if TYPE_CHECKING:
     # Kernel dependencies (``loader.dependencies``) are imported where a load resolves them: a warm
     # ``get_kernel`` with none never does (docs/performance.md).
-    from kernel_builder.loader.dependencies import Located, Source
+    from kernel_builder.loader.dependencies import Source, Sources
 
 __all__ = [
     "LOCAL_KERNELS",
@@ -103,40 +100,26 @@ def _load_local(
     variant_dir, selected = _resolve(repo_path, backend, check_arch)
     located = _located(variant_dir, selected, verify_digest, str(variant_dir))
     sources = dependency_sources(
-        selected, trust_remote_code=trust_remote_code, user_agent=user_agent, verify_digest=verify_digest
+        selected,
+        trust_remote_code=trust_remote_code,
+        user_agent=user_agent,
+        verify_digest=verify_digest,
+        check_arch=check_arch,
     )
-    from kernel_builder.loader.sequence import load_located  # not on the warm get_kernel path
-
     return load_located(root or str(variant_dir), located, sources)
 
 
 def _located(variant_dir: Path, backend: str, verify_digest: bool | None, label: str) -> Located:
-    """A local variant as the load sequence takes it: its metadata read and checked against its name and this
-    environment's Python packages; fetching it is verifying its digest."""
-    from kernel_builder.loader.dependencies import Located
-
+    """A local variant as the load sequence takes it: its metadata read and checked as every load checks it
+    (against its directory name, when it is named like a variant; the loader's version; this environment's Python
+    packages); fetching it is verifying its digest."""
     metadata = read_variant_metadata(variant_dir)
-    _check_agreement(variant_dir, metadata)
-    check_python_dependencies(metadata, backend, variant_dir)
 
     def fetch() -> tuple[Path, Metadata]:
         check_digest(variant_dir, metadata, verify_digest)
         return variant_dir, metadata
 
-    return Located(label, metadata, fetch)
-
-
-def _check_agreement(variant_dir: Path, metadata: Metadata) -> None:
-    """A directory named like a variant must hold that variant (``resolve.metadata_disagreement``)."""
-    try:
-        parse_variant(variant_dir.name)
-    except ValueError:
-        return  # not a variant name (a copy, a temporary directory): there is nothing to compare
-    problem = resolve.metadata_disagreement(variant_dir.name, metadata)
-    if problem is not None:
-        raise ValueError(
-            f"{variant_dir}: {problem}; refusing a variant whose metadata disagrees with its name"
-        )
+    return locate(label, variant_dir.name, metadata, fetch, backend=backend)
 
 
 def local_variant_dir(
@@ -167,6 +150,10 @@ def _has_variant(names: list[str]) -> bool:
 
 
 def _locate(root: Path, env: runtime.Environment, backend: str, check_arch: bool) -> Path:
+    """As upstream's ``kernels`` 0.19 looks: the preferred compatible variant among ``root``'s directories, else
+    among ``root/build``'s, else ``root`` itself when it holds a ``metadata.json``. A project root's source
+    directories (``torch-ext`` parses as a noarch variant) never stop the search."""
+    refused: list[NoCompatibleVariantError] = []
     for base in (root, root / "build"):
         names = variant_directories(base)
         if not _has_variant(names):
@@ -177,24 +164,21 @@ def _locate(root: Path, env: runtime.Environment, backend: str, check_arch: bool
                 return None
             return read_variant_metadata(base / name)
 
-        probe = resolve.GpuProbe(lambda: resolve.probe_gpus(backend))
-        decisions = resolve.resolve_variants(
-            names,
-            env,
-            backend,
-            lookup,
-            gpus=probe,
-            check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
-            first_only=True,
-        )
-        if decisions and isinstance(decisions[0], resolve.VariantAccepted):
-            chosen = decisions[0].variant.variant_str
-            logger.debug("%s: chose variant %s", base, chosen)
-            return base / chosen
-        line = resolve.environment_line(env, backend, probe.probed)
-        raise NoCompatibleVariantError(resolve.describe_no_compatible(str(base), line, decisions), decisions)
+        try:
+            return base / choose_variant(
+                names, env, backend, lookup, subject=str(base), check_arch=check_arch
+            )
+        except NoCompatibleVariantError as error:
+            refused.append(error)
     if (root / METADATA_FILE).is_file():
         return root
+    if len(refused) == 1:
+        raise refused[0]
+    if refused:
+        decisions = [decision for error in refused for decision in error.decisions]
+        line = resolve.environment_line(env, backend)
+        subject = f"{root} or {root / 'build'}"
+        raise NoCompatibleVariantError(resolve.describe_no_compatible(subject, line, decisions), decisions)
     state = "does not exist" if not root.exists() else "holds no kernel"
     raise FileNotFoundError(f"{root} {state}: expected {_SHAPES}")
 
@@ -316,15 +300,16 @@ def load_local_override(
 class LocalKernelsSource:
     """Kernel dependencies that ``LOCAL_KERNELS`` maps to a local path (no trust check, as for ``get_kernel``)."""
 
-    def __init__(self, backend: str | None, verify_digest: bool | None) -> None:
+    def __init__(self, backend: str | None, verify_digest: bool | None, check_arch: bool = True) -> None:
         self.backend = backend
         self.verify_digest = verify_digest
+        self.check_arch = check_arch
 
     def locate(self, dependency: KernelDependency) -> Located | None:
         path = local_kernel_path(dependency.repo_id)
         if path is None:
             return None
-        variant_dir, selected = _resolve(path, self.backend)
+        variant_dir, selected = _resolve(path, self.backend, self.check_arch)
         logger.debug("%s: dependency from %s (%s)", dependency.repo_id, variant_dir, LOCAL_KERNELS)
         label = f"{dependency.repo_id} ({LOCAL_KERNELS}: {variant_dir})"
         return _located(variant_dir, selected, self.verify_digest, label)
@@ -339,13 +324,15 @@ def dependency_sources(
     offline: bool | None = None,
     revision_for: Callable[[KernelDependency], str] | None = None,
     local_kernels: bool = True,
-) -> list[Source]:
+    check_arch: bool = True,
+) -> Sources:
     """Where kernel dependencies are found, in order: ``LOCAL_KERNELS`` (unless ``local_kernels`` is false, as
     for ``install_kernel``, which downloads), then the Hub (made on first use).
 
     The Hub source applies the trust gate per dependency (``trust_remote_code`` as for ``get_kernel``) and
     verifies each digest (``verify_digest``). ``offline=None`` follows ``HF_HUB_OFFLINE``. ``revision_for``,
     for locked loads, gives the commit to use for each dependency instead of its version or revision.
+    ``check_arch`` is the kernel's: upstream checks the whole tree's architectures, or none of them.
     """
 
     def hub() -> Source:
@@ -358,9 +345,11 @@ def dependency_sources(
             verify_digest=verify_digest,
             offline=offline,
             revision_for=revision_for,
+            check_arch=check_arch,
         )
 
-    from kernel_builder.loader.dependencies import LazySource
+    from kernel_builder.loader.dependencies import LazySource, Sources
 
-    sources: list[Source] = [LocalKernelsSource(backend, verify_digest)] if local_kernels else []
-    return [*sources, LazySource(hub)]
+    sources = Sources([LocalKernelsSource(backend, verify_digest, check_arch)] if local_kernels else [])
+    sources.append(LazySource(hub))
+    return sources

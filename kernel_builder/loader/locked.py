@@ -26,7 +26,6 @@ from functools import partial
 from pathlib import Path
 from types import ModuleType
 
-import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.env import env_flag
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.formats.files import variant_directories
@@ -35,27 +34,22 @@ from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.hub import Hub, RemoteFile, RemoteRepo
 from kernel_builder.loader.arguments import check_trust_argument, trusted_by_caller
 from kernel_builder.loader.caller import LockMatch, find_locked
-from kernel_builder.loader.dependencies import Located
-from kernel_builder.loader.errors import KernelNotLockedError, NoCompatibleVariantError
+from kernel_builder.loader.choose import choose_variant
+from kernel_builder.loader.dependencies import Sources
+from kernel_builder.loader.errors import KernelNotLockedError
 from kernel_builder.loader.hub_steps import Operation, Target, start_operation, variant_metadata
-from kernel_builder.loader.importer import (
-    RepoInfo,
-    check_digest,
-    check_python_dependencies,
-    read_variant_metadata,
-)
+from kernel_builder.loader.importer import RepoInfo, check_digest, read_variant_metadata
 from kernel_builder.loader.lockcheck import (
     check_cache_hash,
     check_files_against_tree,
     check_tree_hash,
     require_covered,
 )
-from kernel_builder.loader.sequence import run_load
+from kernel_builder.loader.sequence import Located, load_located, locate, run_load
 from kernel_builder.loader.trust import require_trusted
 
 __all__ = [
     "cache_fix",
-    "choose_variant",
     "fetch_locked_variant",
     "get_locked_kernel",
     "get_locked_match",
@@ -85,32 +79,6 @@ _LOAD_ANYWAY = "To load it anyway, pass verify_digest=False or set KERNEL_BUILDE
 def variant_tree(files: Iterable[RemoteFile], variant: str) -> dict[str, RemoteFile]:
     """The tree entries of ``build/<variant>/`` that are variant files (docs/layout.md), by path relative to it."""
     return group_variant_files((file.path, file) for file in files).get(variant, {})
-
-
-def choose_variant(
-    names: Iterable[str],
-    operation: Operation,
-    subject: str,
-    lookup: resolve.MetadataLookup,
-    *,
-    check_arch: bool = True,
-) -> str:
-    """The preferred compatible variant among ``names``; :class:`NoCompatibleVariantError` with the trace.
-    ``check_arch=False`` skips the GPU-architecture check, as for ``get_kernel``."""
-    probe = resolve.GpuProbe(lambda: resolve.probe_gpus(operation.backend))
-    decisions = resolve.resolve_variants(
-        sorted(set(names)),
-        operation.env,
-        operation.backend,
-        lookup,
-        gpus=probe,
-        check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
-        first_only=True,
-    )
-    if decisions and isinstance(decisions[0], resolve.VariantAccepted):
-        return decisions[0].variant.variant_str
-    line = resolve.environment_line(operation.env, operation.backend, probe.probed)
-    raise NoCompatibleVariantError(resolve.describe_no_compatible(subject, line, decisions), decisions)
 
 
 def fetch_locked_variant(
@@ -235,9 +203,35 @@ class _Chosen:
     def repo_info(self) -> RepoInfo:
         return RepoInfo(self.repo.repo_id, self.entry.sha)
 
+    def located(self, where: str, backend: str) -> Located:
+        """The variant checked as every load checks it (:func:`~kernel_builder.loader.sequence.locate`)."""
+        if self.metadata is None:
+            raise FileNotFoundError(f"{where}: {METADATA_FILE} not found")
+        return locate(
+            where,
+            self.variant,
+            self.metadata,
+            self.fetch,
+            backend=backend,
+            repo_info=self.repo_info,
+        )
+
 
 _Choose = Callable[[_Locked], _Chosen]
 _Gate = Callable[[_Locked], None]
+
+
+def _choose(locked: _Locked, names: Iterable[str], target: Target, check_arch: bool) -> str:
+    """The one chooser over the locked commit's variants."""
+    operation = locked.operation
+    return choose_variant(
+        names,
+        operation.env,
+        operation.backend,
+        partial(variant_metadata, operation.hub, target),
+        subject=_subject(locked),
+        check_arch=check_arch,
+    )
 
 
 def _choose_cached(locked: _Locked, verify_digest: bool | None, check_arch: bool = True) -> _Chosen:
@@ -247,13 +241,7 @@ def _choose_cached(locked: _Locked, verify_digest: bool | None, check_arch: bool
     repo = locked.repo
     hub = locked.operation.hub
     target = Target(repo, locked.entry.sha, None)
-    variant = choose_variant(
-        _candidates(locked),
-        locked.operation,
-        _subject(locked),
-        partial(variant_metadata, hub, target),
-        check_arch=check_arch,
-    )
+    variant = _choose(locked, _candidates(locked), target, check_arch)
     if not _downloaded(hub, repo, locked.entry.sha, variant):
         raise _not_cached(locked, variant)
     return _Chosen(
@@ -267,28 +255,19 @@ def _choose_cached(locked: _Locked, verify_digest: bool | None, check_arch: bool
 
 def _choose_or_download(locked: _Locked, verify_digest: bool | None, check_arch: bool = True) -> _Chosen:
     """``get_locked_kernel``'s steps after the trust gate: the cached variant, else (online) the one at the
-    locked commit, to be downloaded; its Python dependencies checked."""
+    locked commit, to be downloaded."""
     hub = locked.operation.hub
     entry = locked.entry
     if locked.repo is None and hub.offline:
         raise _not_cached(locked)
     repo = locked.repo or RemoteRepo(entry.repo_id)
     target = Target(repo, entry.sha, None)
-    subject = _subject(locked)
-    variant = choose_variant(
-        _candidates(locked, None if hub.offline else repo),
-        locked.operation,
-        subject,
-        partial(variant_metadata, hub, target),
-        check_arch=check_arch,
-    )
+    variant = _choose(locked, _candidates(locked, None if hub.offline else repo), target, check_arch)
     cached = locked.repo is not None and _downloaded(hub, repo, entry.sha, variant)
     if not cached and hub.offline:
         raise _not_cached(locked, variant)
     require_covered(entry, variant, lock=locked.match.source)
     metadata = variant_metadata(hub, target, variant)
-    if metadata is not None:
-        check_python_dependencies(metadata, locked.operation.backend, f"{subject}, build/{variant}")
     if cached:
         return _Chosen(
             repo, entry, variant, metadata, partial(_verify_cached, locked, repo, variant, verify_digest)
@@ -352,9 +331,7 @@ class _LockedSource:
         self.gate(locked)
         chosen = self.choose(locked)
         where = f"{_subject(locked)}, build/{chosen.variant}"
-        if chosen.metadata is None:
-            raise FileNotFoundError(f"{where}: {METADATA_FILE} not found")
-        return Located(where, chosen.metadata, chosen.fetch, chosen.repo_info)
+        return chosen.located(where, self.operation.backend)
 
 
 def _load_locked(match: LockMatch, operation: Operation, choose: _Choose, gate: _Gate) -> ModuleType:
@@ -366,7 +343,10 @@ def _load_locked(match: LockMatch, operation: Operation, choose: _Choose, gate: 
     chosen = choose(locked)
     source = _LockedSource(match, operation, choose, gate)
     where = f"{_subject(locked)}, build/{chosen.variant}"
-    return run_load(match.entry.repo_id, where, chosen.depends, chosen.fetch, chosen.repo_info, [source])
+    if chosen.metadata is None:  # a legacy locked variant without metadata.json: checked once fetched
+        return run_load(match.entry.repo_id, where, (), chosen.fetch, chosen.repo_info, Sources([source]))
+    located = chosen.located(where, operation.backend)
+    return load_located(match.entry.repo_id, located, Sources([source]))
 
 
 def load_kernel(
@@ -374,8 +354,8 @@ def load_kernel(
     *,
     lockfile: Path | None = None,
     backend: str | None = None,
-    verify_digest: bool | None = None,
     check_arch: bool = True,
+    verify_digest: bool | None = None,
 ) -> ModuleType:
     """Import the locked build of ``repo_id`` from the cache, without any network access.
 
@@ -385,16 +365,13 @@ def load_kernel(
     ``verify_digest=False`` / ``KERNEL_BUILDER_VERIFY_DIGEST=0``. No trust gate: trust is checked when locking.
     Its kernel dependencies load the same way, each at the commit the same lock pins for it
     (:class:`KernelDependencyError` names the chain when one is not pinned or not downloaded).
-    ``check_arch=False`` skips the GPU-architecture check of the variant choice, as for ``get_kernel``.
+    ``check_arch=False`` skips the GPU-architecture check (of the kernel and its dependencies), as for
+    ``get_kernel``.
     """
     match = find_locked(repo_id, lockfile, sys._getframe(1))
     operation = start_operation(backend, None, offline=True)
-    return _load_locked(
-        match,
-        operation,
-        partial(_choose_cached, verify_digest=verify_digest, check_arch=check_arch),
-        lambda _: None,
-    )
+    choose = partial(_choose_cached, verify_digest=verify_digest, check_arch=check_arch)
+    return _load_locked(match, operation, choose, lambda _: None)
 
 
 def get_locked_kernel(
@@ -404,8 +381,8 @@ def get_locked_kernel(
     trust_remote_code: bool | list[str] = False,
     backend: str | None = None,
     user_agent: str | dict[str, object] | None = None,
-    verify_digest: bool | None = None,
     check_arch: bool = True,
+    verify_digest: bool | None = None,
 ) -> ModuleType:
     """Import the locked build of ``repo_id``, downloading its variant first when it is not cached.
 

@@ -12,14 +12,19 @@ from __future__ import annotations
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.loader.errors import LoaderTooOldError
 
-__all__ = ["KERNELS_API_VERSION", "check_kernels_minver"]
+__all__ = ["KERNELS_API_VERSION", "KERNELS_REQUIREMENT", "check_kernels_minver"]
 
-#: The upstream ``kernels`` release whose loading API this loader implements (and is tested against).
-KERNELS_API_VERSION = (0, 17, 2)
+#: The upstream ``kernels`` release whose loading API this loader implements (and is tested against): the one
+#: place the level is written (``kernel-builder test`` installs that release, docs/loading.md compares with it).
+KERNELS_API_VERSION = (0, 19, 1)
 
 
 def _dotted(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
+
+
+#: The ``kernels`` release as a pip requirement (``kernels==0.19.1``).
+KERNELS_REQUIREMENT = f"kernels=={_dotted(KERNELS_API_VERSION)}"
 
 
 def check_kernels_minver(metadata: Metadata, variant: str, where: str) -> None:

@@ -25,45 +25,39 @@ from kernel_builder.formats.metadata import METADATA_FILE
 from kernel_builder.hub import KERNEL, Hub
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments, check_trust_argument, trusted_by_caller
-from kernel_builder.loader.dependencies import resolve_dependencies
 from kernel_builder.loader.hub_steps import (
     MAX_REDIRECTS,
     Chosen,
     Operation,
     Target,
     VersionNotFound,
-    check_variant_agreement,
-    choose,
-    choose_variant,
+    choose_on_hub,
     decide,
-    download_variant,
     follow_redirects_from_main,
     resolve_target,
     resolve_version,
     start_operation,
     trust_gate,
     variant_metadata,
-    verify_download_of,
 )
 from kernel_builder.loader.hubcache import (
     ALLOW_NO_DIGEST,
+    REQUIRE_DIGEST,
     Resolution,
     remember,
     request_key,
-)
-from kernel_builder.loader.importer import (
-    check_python_dependencies,
 )
 from kernel_builder.loader.local import (
     dependency_sources,
     local_kernel_path,
     local_variant_dir,
 )
-from kernel_builder.loader.sequence import load_located
+from kernel_builder.loader.sequence import install_located, load_located
 
 __all__ = [
     "ALLOW_NO_DIGEST",
     "MAX_REDIRECTS",
+    "REQUIRE_DIGEST",
     "Chosen",
     "Operation",
     "Target",
@@ -100,17 +94,19 @@ def load_from_hub(
     hub = operation.hub
     gate = trust_gate(hub, trust)
     gate(repo_id)
-    chosen = choose_variant(
+    chosen = choose_on_hub(
         operation, repo_id, version, revision, gate=gate, check_arch=check_arch, warn_outdated=True
     )
+    located = chosen.located(verify_digest)
     sources = dependency_sources(
         operation.backend,
         trust_remote_code=trust_remote_code,
         user_agent=user_agent,
         verify_digest=verify_digest,
         offline=hub.offline,
+        check_arch=check_arch,
     )
-    module = load_located(repo_id, chosen.located(verify_digest), sources)  # docs/loading.md
+    module = load_located(repo_id, located, sources)  # docs/loading.md
     _remember(
         hub,
         repo_id,
@@ -247,12 +243,10 @@ def install_kernel(
     operation = start_operation(backend, user_agent, offline=True if local_files_only else None)
     gate = trust_gate(operation.hub, trust)
     gate(repo_id)
-    target = resolve_target(operation.hub, repo_id, version, revision, gate=gate)
-    variant = choose(operation.hub, target, operation.env, operation.backend)
-    metadata = variant_metadata(operation.hub, target, variant)
-    check_variant_agreement(target, variant, metadata)  # install_kernel's checks: no loader-version check
-    if validate_dependencies and metadata is not None:
-        check_python_dependencies(metadata, operation.backend, f"{target.label}, build/{variant}")
+    chosen = choose_on_hub(operation, repo_id, version, revision, gate=gate)
+    # The one load sequence without the import: no loader-version check (what is installed may be for another
+    # loader), the Python dependencies only when asked.
+    located = chosen.located(verify_digest, python_dependencies=validate_dependencies, loader_version=False)
     # Its kernel dependencies are downloaded too, from the Hub (LOCAL_KERNELS does not apply), behind the same
     # trust gate as the kernel itself.
     sources = dependency_sources(
@@ -263,8 +257,4 @@ def install_kernel(
         offline=operation.hub.offline,
         local_kernels=False,
     )
-    dependencies = resolve_dependencies(repo_id, () if metadata is None else metadata.kernel_depends, sources)
-    variant_dir, downloaded = download_variant(operation, target, variant)
-    verify_download_of(operation, target, variant_dir, downloaded, verify_digest)
-    dependencies.install()
-    return variant_dir.absolute()
+    return install_located(repo_id, located, sources).absolute()

@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 import kernel_builder.backends as backends
 from kernel_builder.formats.metadata import Metadata
 from kernel_builder.formats.runtime import Environment
-from kernel_builder.formats.variants import Variant, compute_name, parse_variant
+from kernel_builder.formats.variants import ARCH_KINDS, Variant, compute_name, parse_variant
 
 __all__ = [
     "Decision",
@@ -44,10 +44,7 @@ Device: TypeAlias = tuple[int, int] | str
 MetadataLookup: TypeAlias = Callable[[str], Metadata | None]
 """Variant directory name → its ``metadata.json``, or ``None`` when the variant has none."""
 
-_ARCH_KINDS = ("torch-stable-abi", "torch", "tvm-ffi")
-# Preference of each kind, lower first (docs/loading.md, "How a variant is chosen").
-_KIND_RANK = {"torch-stable-abi": 0, "torch": 1, "tvm-ffi": 2, "noarch": 3, "universal": 4}
-_FREE_THREADING_OK = (3, 15)
+_FRAMEWORK_RANK = {"torch-stable-abi": 0, "torch": 1, "tvm-ffi": 2}
 
 
 @dataclass(frozen=True)
@@ -136,21 +133,39 @@ def _compute_label(backend: str, version: tuple[int, int] | None) -> str:
         return f"{backend} (version unknown)" if version is None else f"{backend} {_version(version)}"
 
 
-# --- name-based checks (docs/loading.md) -------------------------------------------------------------------------------
+# --- name-based checks (docs/loading.md; upstream kernels 0.19's rules) -------------------------------------
 
 
-def _check_arch(variant: Variant, env: Environment, backend: str) -> str | None:
-    assert variant.framework_version is not None
-    version = _version(variant.framework_version)
-    if env.free_threaded and env.python_version < _FREE_THREADING_OK:
+def _check_python(variant: Variant, env: Environment) -> str | None:
+    """Compiled code needs a CPython that loads its stable ABI: ``abi3`` never loads in a free-threaded build,
+    and the interpreter must be at least the version the name gives (3.9 for a legacy name)."""
+    required = variant.requires_python
+    if required is None:
+        return None
+    if variant.abi == "abi3" and env.free_threaded:
         return (
-            f"compiled variants cannot load in free-threaded CPython {_version(env.python_version)} "
-            f"(supported from {_version(_FREE_THREADING_OK)}); only noarch variants can"
+            f"built for the abi3 stable ABI, which free-threaded CPython {_version(env.python_version)} cannot "
+            f"load (it needs an abi3t variant)"
         )
+    if env.python_version < required:
+        return (
+            f"built for CPython {_version(required)} or later ({variant.abi}); this is CPython "
+            f"{_version(env.python_version)}"
+        )
+    return None
+
+
+def _check_system(variant: Variant, env: Environment) -> str | None:
     if variant.cpu != env.cpu:
         return f"built for CPU {variant.cpu}; this machine is {env.cpu}"
     if variant.os != env.os:
         return f"built for OS {variant.os}; this machine runs {env.os}"
+    return None
+
+
+def _check_framework(variant: Variant, env: Environment) -> str | None:
+    assert variant.framework_version is not None
+    version = _version(variant.framework_version)
     torch = env.torch_version
     if variant.kind == "torch":
         if torch is None:
@@ -173,10 +188,13 @@ def _check_arch(variant: Variant, env: Environment, backend: str) -> str | None:
             return f"built for tvm-ffi {version}; tvm-ffi is not installed"
         if variant.framework_version != tvm_ffi:
             return f"built for tvm-ffi {version}; this environment has tvm-ffi {_version(tvm_ffi)}"
-    return _check_backend(variant, env, backend)
+    return None
 
 
 def _check_backend(variant: Variant, env: Environment, backend: str) -> str | None:
+    """A compiled variant's backend against the selected one: the same backend; for CUDA and ROCm the same major
+    and a minor not newer than the environment's, for other versioned backends the same version; Metal also
+    needs a recent enough macOS."""
     env_version = _selected_version(env, backend)
     env_label = _compute_label(backend, env_version)
     compute = variant.compute
@@ -185,7 +203,7 @@ def _check_backend(variant: Variant, env: Environment, backend: str) -> str | No
     spec = backends.find(backend)
     if spec is not None and spec.abi_compatible_minor:
         return _check_minor_compatible(variant, spec, env_version)
-    if compute != env_label:
+    if spec is not None and spec.versioned and variant.backend_version != env_version:
         return f"built for {compute}; the environment has {env_label}"
     if spec is not None and spec.min_macos is not None:
         macos = env.macos_version
@@ -199,7 +217,8 @@ def _check_backend(variant: Variant, env: Environment, backend: str) -> str | No
 def _check_minor_compatible(
     variant: Variant, spec: backends.Backend, env_version: tuple[int, int] | None
 ) -> str | None:
-    """Backends with minor-version compatibility (CUDA): same major, a minor not newer than the environment's."""
+    """Backends with minor-version compatibility (CUDA, ROCm): same major, a minor not newer than the
+    environment's."""
     assert variant.backend_version is not None
     title = spec.title or spec.name
     built = f"{title} {_version(variant.backend_version)} ({variant.compute})"
@@ -216,26 +235,94 @@ def _check_minor_compatible(
     return None
 
 
-def _check_name(variant: Variant, env: Environment, backend: str) -> str | None:
-    """The first failed name-based check (docs/loading.md), or ``None``."""
-    if variant.kind in _ARCH_KINDS:
-        return _check_arch(variant, env, backend)
+def _check_noarch(variant: Variant, env: Environment, backend: str) -> str | None:
+    if variant.framework == "mlx" and not env.mlx:
+        return f"an {variant.framework} variant; MLX is not installed"
     if variant.kind == "universal" or variant.backend == backend:
         return None
-    token = variant.variant_str.removeprefix("torch-")
-    return f"noarch variant for {token}; the selected backend is {backend}"
+    return f"noarch variant for {variant.backend}; the selected backend is {backend}"
 
 
-def _preference(variant: Variant) -> tuple[int, int, int, int, int, str]:
-    """The sort key among accepted variants (docs/loading.md): kind, newer stable ABI, tagless, newer backend, name."""
-    abi = variant.framework_version if variant.kind == "torch-stable-abi" else None
-    backend_version = variant.backend_version or (0, 0)
+def _check_sdk(variant: Variant, env: Environment, backend: str) -> str | None:
+    reason = _check_python(variant, env)
+    if reason is None and variant.cpu is not None:
+        reason = _check_system(variant, env)
+    if reason is not None or variant.backend is None:
+        return reason
+    if variant.cpu is None:  # sdk-<backend>: the backend's name only
+        return (
+            None
+            if variant.backend == backend
+            else f"sdk for {variant.backend}; the selected backend is {backend}"
+        )
+    return _check_backend(variant, env, backend)
+
+
+def _check_name(variant: Variant, env: Environment, backend: str) -> str | None:
+    """The first failed name-based check (docs/loading.md), or ``None``; the checks and their order are
+    upstream ``kernels`` 0.19's: Python ABI, CPU and OS, framework, backend."""
+    if variant.kind in ARCH_KINDS:
+        return (
+            _check_python(variant, env)
+            or _check_system(variant, env)
+            or _check_framework(variant, env)
+            or _check_backend(variant, env, backend)
+        )
+    if variant.kind == "sdk":
+        return _check_sdk(variant, env, backend)
+    return _check_noarch(variant, env, backend)
+
+
+def _python_order(variant: Variant) -> tuple[int, int, int]:
+    """``abi3`` before ``abi3t``, then the newer Python first."""
+    abi = variant.abi or "abi3"
+    required = variant.requires_python or (0, 0)
+    return (0 if abi == "abi3" else 1, -required[0], -required[1])
+
+
+def _backend_order(variant: Variant) -> int:
+    """A newer minor first among versioned backends (upstream compares the minor only: accepted variants of one
+    versioned backend share the major)."""
+    spec = None if variant.backend is None else backends.find(variant.backend)
+    if spec is None or not spec.versioned or variant.backend_version is None:
+        return 0
+    return -variant.backend_version[1]
+
+
+def _preference(variant: Variant) -> tuple[int | str, ...]:
+    """The sort key among accepted variants (docs/loading.md), upstream ``kernels`` 0.19's order: compiled
+    variants (stable ABI, newest first; then Torch, tagless before ``cxx11``; then tvm-ffi; each with the newest
+    compatible backend minor, then ``abi3`` before ``abi3t`` and the newest Python), compiled SDKs (a backend's
+    before the agnostic one), noarch variants (``universal`` last), then backend-only SDKs, then ``sdk``.
+
+    Where upstream's order has a tie its choice depends on Python's string hashing; ours then takes the new
+    format before the legacy one (the same build under both names), ``torch`` before ``mlx``, then the name.
+    """
+    if variant.kind in ARCH_KINDS:
+        if variant.kind == "torch-stable-abi":
+            assert variant.framework_version is not None
+            abi_version: tuple[int, int] = (-variant.framework_version[0], -variant.framework_version[1])
+        elif variant.kind == "torch":
+            abi_version = (0, 1 if variant.cxx_abi is not None else 0)
+        else:
+            abi_version = (0, 0)
+        key: tuple[int, ...] = (
+            _FRAMEWORK_RANK[variant.kind],
+            *abi_version,
+            _backend_order(variant),
+            *_python_order(variant),
+        )
+    elif variant.kind == "sdk" and variant.cpu is not None:
+        backend_order = 1 if variant.backend is None else _backend_order(variant)
+        key = (3, 0, 0, backend_order, *_python_order(variant))
+    elif variant.kind == "sdk":
+        key = (5 if variant.backend is not None else 6, 0, 0, 0, 0, 0, 0)
+    else:
+        key = (4, 0, 0, 1 if variant.kind == "universal" else 0, 0, 0, 0)
     return (
-        _KIND_RANK[variant.kind],
-        -(abi[0] * 1000 + abi[1]) if abi else 0,
-        1 if variant.cxx_abi is not None else 0,
-        -backend_version[0],
-        -backend_version[1],
+        *key,
+        1 if variant.legacy and variant.kind in ARCH_KINDS else 0,
+        variant.framework != "torch",
         variant.variant_str,
     )
 
@@ -246,20 +333,27 @@ def _preference(variant: Variant) -> tuple[int, int, int, int, int, str]:
 def metadata_disagreement(name: str, metadata: Metadata) -> str | None:
     """Why a variant's ``metadata.json`` contradicts its directory name ``name``, or ``None``.
 
-    Resolution trusts the name; the metadata must then say the same: the backend the name gives (any, for
-    ``torch-universal``), and GPU architectures only for a GPU backend. ``metadata.json`` records no Torch
-    version, so that part of the name cannot be cross-checked here.
+    Resolution trusts the name; the metadata must then say the same: the backend the name gives, and GPU
+    architectures only for a GPU backend. A ``torch-universal`` variant or an SDK may hold any backend, and
+    metadata of a backend-agnostic build (``"agnostic"``) or of a backend this loader does not know (a newer
+    builder's) cannot be compared: upstream's loader reads such a backend only where it needs it, and loading
+    does not. ``metadata.json`` records no Torch version, so that part of the name cannot be cross-checked here.
     """
     variant = parse_variant(name)
-    if variant.kind != "universal" and metadata.backend_type != variant.backend:
+    declared = metadata.backend_type
+    if declared is None or not metadata.backend_known or variant.kind in ("universal", "sdk"):
+        return None
+    if variant.kind == "noarch" and (variant.backend is None or backends.find(variant.backend) is None):
+        return None  # a word that names no backend (a copy's name, torch-cuda.tmp): the name says nothing
+    if declared != variant.backend:
         return (
             f"the directory name says backend {variant.backend}, but its metadata.json says backend "
-            f"{metadata.backend_type!r}"
+            f"{declared!r}"
         )
-    if metadata.backend_archs and _gpu(metadata.backend_type) is None:
+    if metadata.backend_archs and _gpu(declared) is None:
         return (
             f"its metadata.json lists backend.archs {list(metadata.backend_archs)!r}, but a "
-            f"{metadata.backend_type} variant has no GPU architectures"
+            f"{declared} variant has no GPU architectures"
         )
     return None
 

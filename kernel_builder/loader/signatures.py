@@ -4,16 +4,19 @@ A signed variant ships ``metadata.json.sigstore`` next to its ``metadata.json``:
 certificate names the GitHub Actions workflow that signed it. ``metadata.json`` lists the digest of every other
 file of the variant, so a verified ``metadata.json`` plus the digest check covers the whole variant.
 
-This module verifies such a variant (:func:`verify_variant`) and applies the opt-in load policy
-(:func:`require_signature`, ``KERNEL_BUILDER_REQUIRE_SIGNATURE=1``), which the importer calls before it imports
-anything downloaded from the Hub. The ``sigstore`` package is imported only when a signature is actually
+This module verifies such a variant (:func:`verify_variant`) and applies the load policies, which the importer
+calls before it imports anything downloaded from the Hub: by default, as upstream's ``kernels`` since 0.18, every
+Hub load with ``sigstore`` installed checks the signature and only warns when it fails (:func:`check_signature`,
+remembering a pass in the cache so that later loads of that commit skip the check); with
+``KERNEL_BUILDER_REQUIRE_SIGNATURE=1`` a failure refuses the load (:func:`require_signature`). The ``sigstore`` package is imported only when a signature is actually
 checked: ``import kernel_builder`` and the command line stay fast, and machines that never verify need not
 install it (``pip install 'kernel-builder[signatures]'``).
 
 Accepted signers, as upstream's ``kernels`` accepts them: a certificate issued to a GitHub Actions workflow
 (issuer ``https://token.actions.githubusercontent.com``, in both of Fulcio's issuer extensions) whose source
 repository is the workflow's repository and whose build signer URI is one of the accepted workflow URIs. Without
-configuration those are upstream's: the build workflows of ``huggingface/kernels-community``.
+configuration those are upstream's: the build workflows of ``huggingface/kernels-community`` and
+``huggingface/kernels-community-rs``.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "SignatureCheck",
     "SignatureConfigError",
     "SignatureError",
+    "check_signature",
     "Rejected",
     "Signer",
     "SigstoreMissingError",
@@ -78,12 +82,15 @@ SIGNERS = "KERNEL_BUILDER_SIGNERS"
 TRUSTED_ROOT = "KERNEL_BUILDER_SIGSTORE_TRUSTED_ROOT"
 GITHUB_ACTIONS_ISSUER = "https://token.actions.githubusercontent.com"
 _KERNELS_COMMUNITY = "https://github.com/huggingface/kernels-community/.github/workflows"
-#: Upstream's curated signers: the workflows that build (and signed older builds of) kernels-community.
+_KERNELS_COMMUNITY_RS = "https://github.com/huggingface/kernels-community-rs/.github/workflows"
+#: Upstream's curated signers (kernels 0.19): the workflows that build (and signed older builds of)
+#: kernels-community, and the one that builds kernels-community-rs.
 DEFAULT_SIGNERS = (
     f"{_KERNELS_COMMUNITY}/build.yaml@refs/heads/main",
     f"{_KERNELS_COMMUNITY}/build-mac.yaml@refs/heads/main",
     f"{_KERNELS_COMMUNITY}/build-windows.yaml@refs/heads/main",
     f"{_KERNELS_COMMUNITY}/sign-old-builds.yaml@refs/heads/main",
+    f"{_KERNELS_COMMUNITY_RS}/build.yaml@refs/heads/main",
 )
 #: Far above any real bundle (a certificate, a log entry and its proof: about 10 KiB).
 BUNDLE_LIMIT = 1 << 20
@@ -388,7 +395,67 @@ def verify_variant(
     return SignatureCheck("verified", signer, metadata)
 
 
-# --- the load policy ----------------------------------------------------------------------------------------
+# --- the load policies --------------------------------------------------------------------------------------
+
+#: Passes of the default check, in the cache: one empty file per repository, commit, variant, bundle, metadata and
+#: signers (what upstream calls a receipt), so that a later load of the same download skips Sigstore.
+RECEIPTS = ".kernel-builder/signatures"
+
+
+def _receipt(where_parts: tuple[str, ...]) -> Path | None:
+    from kernel_builder.common.hub_env import cache_location
+
+    key = hashlib.sha256("\n".join(where_parts).encode("utf-8", "surrogateescape")).hexdigest()[:40]
+    try:
+        return cache_location()[0] / RECEIPTS / key
+    except RuntimeError:  # no home directory to find the cache in
+        return None
+
+
+def check_signature(
+    variant_dir: str | os.PathLike[str], metadata: Metadata, where: str, repo_id: str, revision: str
+) -> bool:
+    """The default policy on a Hub load (upstream kernels 0.18+): verify the variant's signature and files with the
+    accepted signers, and log a warning naming ``where`` and what failed when it does not verify (the load goes
+    on). A pass is remembered in the cache (:data:`RECEIPTS`) for this repository, commit, variant, bundle,
+    metadata and signers. Returns whether it verified."""
+    directory = Path(variant_dir)
+    try:
+        signers = signers_from_env()
+        parts = (
+            repo_id,
+            revision,
+            directory.name,
+            _fingerprint(directory / BUNDLE_FILE, BUNDLE_LIMIT),
+            _fingerprint(directory / METADATA_FILE, METADATA_LIMIT),
+            *(signer.workflow for signer in signers),
+        )
+        receipt = _receipt(parts)
+        if receipt is not None and receipt.is_file():
+            logger.debug("%s: signature verified before (%s)", where, receipt)
+            return True
+        check = verify_variant(directory, signers, default_name=metadata.name)
+        if check.ok and check.metadata != metadata:
+            check = SignatureCheck("bad-signature", f"{METADATA_FILE} changed after it was read")
+    except (
+        KernelBuilderError,
+        UnsafeFileError,
+        OSError,
+    ) as error:  # no trust root, a bad setting, a bad file
+        logger.warning("%s: the signature could not be checked: %s", where, error)
+        return False
+    if not check.ok:
+        logger.warning("%s: %s", where, check.describe())
+        return False
+    logger.debug("%s: metadata.json signed by %s", where, check.detail)
+    if receipt is not None:
+        try:
+            receipt.parent.mkdir(parents=True, exist_ok=True)
+            receipt.touch()
+        except OSError as error:
+            logger.debug("%s: cannot record the verified signature in %s: %s", where, receipt, error)
+    return True
+
 
 _passed: set[tuple[str, str, str, tuple[Signer, ...]]] = set()
 _passed_lock = threading.Lock()

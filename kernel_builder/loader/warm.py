@@ -31,7 +31,6 @@ from types import ModuleType
 from typing import NamedTuple
 
 import kernel_builder.loader.resolve as resolve
-from kernel_builder.common.env import env_flag
 from kernel_builder.common.hub_env import cache_location, endpoint, offline_requested, repo_folder_name
 from kernel_builder.common.safe_fs import UnsafeFileError, read_bounded
 from kernel_builder.formats import runtime
@@ -44,26 +43,21 @@ from kernel_builder.loader.arguments import (
     check_trust_argument,
     trusted_by_caller,
 )
-from kernel_builder.loader.errors import KernelIntegrityError
+from kernel_builder.loader.choose import choose_variant
+from kernel_builder.loader.errors import KernelIntegrityError, NoCompatibleVariantError
 from kernel_builder.loader.hubcache import (
     CACHE_TTL,
     DEFAULT_TTL,
     RESOLVED,
-    check_agreement,
     label,
     recalled,
     request_key,
     ttl,
     verify_download,
 )
-from kernel_builder.loader.importer import (
-    RepoInfo,
-    check_python_dependencies,
-    load_variant,
-    read_variant_metadata,
-)
+from kernel_builder.loader.importer import RepoInfo, read_variant_metadata
 from kernel_builder.loader.local import load_local_override
-from kernel_builder.loader.minver import check_kernels_minver
+from kernel_builder.loader.sequence import load_located, locate
 from kernel_builder.loader.trust import recorded_verdict, require_recorded
 
 __all__ = ["CACHE_TTL", "DEFAULT_TTL", "RESOLVED", "get_kernel"]
@@ -262,31 +256,33 @@ def _load_cached(
     env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     lookup = _metadata_lookup(snapshot, repo_id)
-    decisions = resolve.resolve_variants(
-        found.variants,
-        env,
-        selected,
-        lookup,
-        gpus=resolve.GpuProbe(lambda: resolve.probe_gpus(selected)),
-        check_gpu_arch=check_arch and env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True),
-        first_only=True,
-    )
-    if not decisions or not isinstance(decisions[0], resolve.VariantAccepted):
+    try:
+        variant = choose_variant(found.variants, env, selected, lookup, subject=where, check_arch=check_arch)
+    except NoCompatibleVariantError:
         return None  # the Hub path says why, with the whole listing
-    variant = decisions[0].variant.variant_str
     variant_dir = snapshot / "build" / variant
     if not _downloaded(variant_dir):
         return None
     _check_files(folder, snapshot, variant_dir, repo_id)
     metadata = read_variant_metadata(variant_dir)
-    check_agreement(where, variant, metadata)
     if metadata.kernel_depends:
         return None  # kernel dependencies are resolved, and trust-checked, by the Hub path
-    check_kernels_minver(metadata, variant, f"{where}, build/{variant}")
-    check_python_dependencies(metadata, selected, f"{where}, build/{variant}")
-    verify_download(where, variant_dir, metadata, verify_digest, folder=folder, repo_id=repo_id)
+
+    def fetch() -> tuple[Path, Metadata]:  # in the cache already: verifying it is all there is to do
+        verify_download(where, variant_dir, metadata, verify_digest, folder=folder, repo_id=repo_id)
+        return variant_dir, metadata
+
+    located = locate(
+        f"{where}, build/{variant}",
+        variant,
+        metadata,
+        fetch,
+        backend=selected,
+        repo_info=RepoInfo(repo_id, found.sha),
+    )
+    module = load_located(repo_id, located, None)
     logger.debug("%s: loaded %s from the cache without asking the Hub", where, variant)
-    return load_variant(variant_dir, metadata=metadata, repo_info=RepoInfo(repo_id, found.sha))
+    return module
 
 
 def get_kernel(
