@@ -1,6 +1,6 @@
 """The xpu backend (Intel GPUs, SYCL): validated in build.toml and loaded, not built by this kernel-builder yet."""
 
-from kernel_builder.backends.registry import MAJOR_MINOR, Backend, TorchBuild
+from kernel_builder.backends.registry import Backend, TorchBuild
 
 BACKEND = Backend(
     name="xpu",
@@ -12,6 +12,7 @@ BACKEND = Backend(
     cmake_define="XPU_KERNEL",
     use_define="USE_XPU=1",
     ships_triton=True,
-    # torch.version.xpu: `2025.3`, or the oneAPI release as digits, `20250300` (no dot anywhere).
-    torch_build=TorchBuild("xpu", (MAJOR_MINOR, r"(?!.*\.)([0-9]{4})([0-9]{2})")),
+    # torch.version.xpu: `2025.3`, or the oneAPI release as digits, `20250300`. Read as `kernels` 0.19 reads it:
+    # the first four characters are the major version and the sixth is the minor one.
+    torch_build=TorchBuild("xpu", (r"([0-9]{4}).([0-9])",)),
 )
