@@ -19,7 +19,7 @@ import pytest
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
 from publish_fixtures import CPU, CUDA, cpu_machine, run_cli  # noqa: F401 (fixture)
-from upstream_releases import INSTALLED, KERNELS_0_17_2, release_env
+from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env
 
 from kernel_builder.formats.lockfile import (
     LOCK_LIMIT,
@@ -100,7 +100,7 @@ def upstream_env(cache: Path, factory: pytest.TempPathFactory, release: str) -> 
         # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
         "HF_HUB_DISABLE_TELEMETRY": "0",
     }
-    return release_env(factory, release, env)
+    return child_env(factory, release, env)
 
 
 def upstream(

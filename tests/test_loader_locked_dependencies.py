@@ -24,7 +24,7 @@ import torch
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import FILES, reset_loader, write_variant
 from publish_fixtures import CPU, cpu_machine, run_cli  # noqa: F401 (fixture)
-from upstream_releases import INSTALLED, KERNELS_0_17_2, release_env
+from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env
 
 from kernel_builder.layers import LockedLayerRepository
 from kernel_builder.loader import (
@@ -206,7 +206,7 @@ def upstream(
     }
     result = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(UPSTREAM), function, str(lock)],
-        env=release_env(factory, release, environment), capture_output=True, text=True, timeout=300, check=False,
+        env=child_env(factory, release, environment), capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
     loaded: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])

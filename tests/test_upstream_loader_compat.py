@@ -1,7 +1,7 @@
 """The same loading calls through upstream's ``kernels`` and through ``kernel_builder``, against the Hub double,
 have the same outcome (``loader_compat.py`` runs them, one fresh interpreter per package, because upstream reads
 the Hub endpoint and cache when it is imported). Upstream is the release the test extra pins (0.19.1, whose API
-level this loader implements) and, for the scenarios older than it, 0.17.2 too (tests/upstream_releases.py).
+level this loader implements) and, for the scenarios older than it, 0.17.2 too (tests/upstream_kernels.py).
 
 Covered: ``trust_remote_code`` as an allowlist of repo ids, ``check_arch`` (with a faked CUDA device) of the
 loading functions and of the layer repositories,
@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
-from upstream_releases import INSTALLED, KERNELS_0_17_2, release_env
+from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env
 
 SCRIPT = Path(__file__).resolve().parent / "loader_compat.py"
 PROJECT = Path(__file__).resolve().parents[1]
@@ -145,7 +145,7 @@ def compare(
     else:
         assert factory is not None
         theirs = run_script(
-            "kernels", config, tmp_path / f"kernels-{release}", lambda env: release_env(factory, release, env)
+            "kernels", config, tmp_path / f"kernels-{release}", lambda env: child_env(factory, release, env)
         )
     known_here = {**KNOWN_DIFFERENCES, **RELEASE_DIFFERENCES.get(release, {})}
     differences = []

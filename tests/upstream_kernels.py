@@ -1,5 +1,6 @@
 """Older releases of upstream's ``kernels`` package, beside the pinned one, for the tests that must hold for each
-release line (sharing one module between both loaders: tests/test_loader_share.py).
+release line (sharing one module between both loaders: tests/test_loader_share.py) and the differential tests
+that compare against 0.17.2 as well as the pinned release (:func:`child_env`).
 
 The test extra pins ``kernels`` 0.19.1 into ``.venv``. Each older release is installed once, without its
 dependencies (the pinned release's are a superset), into a directory of its own: a fresh interpreter started
@@ -16,6 +17,7 @@ worker asks first.
 from __future__ import annotations
 
 import fcntl
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -23,11 +25,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from build_runs import run_dir
 
 #: The pinned release (pyproject.toml's test extra) and the older ones each release-line test also runs with.
 PINNED = "0.19.1"
 OLDER = ("0.17.2", "0.18.3")
 RELEASES = (*OLDER, PINNED)
+#: The release installed in this interpreter (the test extra's pin), and the one kernel-builder was a drop-in for
+#: before 0.19, which the differential tests still compare against where they say so.
+INSTALLED = importlib.metadata.version("kernels")
+KERNELS_0_17_2 = "0.17.2"
 
 CACHE_VARIABLE = "KB_TEST_KERNEL_BUILDER_CACHE"
 REPO = Path(__file__).resolve().parent.parent
@@ -68,6 +75,24 @@ def release_env(version: str, root: Path) -> dict[str, str]:
     first = [] if version == PINNED else [str(install_release(version, root))]
     path = [*first, str(REPO), os.environ.get("PYTHONPATH")]
     return {"PYTHONPATH": os.pathsep.join(p for p in path if p)}
+
+
+def child_env(factory: pytest.TempPathFactory, version: str, env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a child interpreter that imports ``kernels`` ``version`` (unchanged for the installed one),
+    checked by asking such a child: the release is kept in the tests' cache, else in the run's shared directory."""
+    if version == INSTALLED:
+        return env
+    site = install_release(version, cache_root() or run_dir(factory) / "upstream-kernels")
+    child = {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)}
+    probe = subprocess.run(
+        [sys.executable, "-c", "import kernels; print(kernels.__version__)"],
+        capture_output=True,
+        text=True,
+        env=child,
+        check=False,
+    )
+    assert probe.stdout.strip() == version, probe.stderr
+    return child
 
 
 def upstream_cli(*args: str) -> str:
