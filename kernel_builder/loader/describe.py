@@ -377,14 +377,17 @@ def describe_kernel(
 
 
 def _local_base(root: Path) -> Path:
-    """The directory holding the variants: ``root`` itself or ``root/build`` (as a local load finds them)."""
+    """The directory holding the variants: ``root`` itself or ``root/build`` (as a local load finds them). A
+    directory counts when it holds a built variant, named as one and with its ``metadata.json``: a project root's
+    ``torch-ext/`` is named like a noarch variant but holds none."""
     for base in (root, root / "build"):
         for name in variant_directories(base):
             try:
                 parse_variant(name)
             except ValueError:
                 continue
-            return base
+            if (base / name / "metadata.json").is_file():
+                return base
     raise UsageError(f"{root} holds no build variants: expected <variant>/ or build/<variant>/ directories")
 
 
