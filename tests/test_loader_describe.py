@@ -288,7 +288,8 @@ def test_info_describes_a_local_build(tmp_path: Path, capsys: pytest.CaptureFixt
     write_variant(build / CU130, backend="cuda", extra=BUILDER)
     write_variant(build / CU126, backend="cuda", kernel_id="_relu_cu126_0123")
     (build / CU130 / "metadata.json.sigstore").write_bytes(FOREIGN_BUNDLE.read_bytes())
-    (tmp_path / "kernel" / "torch-ext" / "relu").mkdir(parents=True)  # a project's sources: named like a variant
+    # a project's sources: named like a variant
+    (tmp_path / "kernel" / "torch-ext" / "relu").mkdir(parents=True)
     assert main(["info", str(tmp_path / "kernel"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["path"], data["loads"], "repo_id" in data) == (str(build), CU130, False)
