@@ -15,6 +15,10 @@ outcome is
   ``TAG`` (a function repository's class is named differently by each package);
 - ``path:<name>``: the call returned a path (``install_kernel``), by its last component (the variant);
 - ``True`` / ``False``: what ``has_kernel`` answered;
+- ``variants:<JSON>``: the call returned a list of decisions (``get_kernel_variants``): ``[decision class,
+  variant structure]`` for each, by variant name (``variant_structure.structure``: the class of each part of
+  ``decision.variant``, its versions, flags and ``variant_str``); the reasons of rejected variants are each
+  package's own words, and are left out;
 - ``error:<builtin>``: the call raised; ``<builtin>`` is the first builtin class in the exception's MRO (the
   type both packages promise), and the message is kept under ``messages`` for the assertion output.
 
@@ -35,6 +39,8 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from variant_structure import structure
 
 PACKAGE, CONFIG = sys.argv[1], json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))
 
@@ -96,6 +102,9 @@ logging.getLogger().addHandler(SIGNATURE_WARNINGS)
 
 
 def outcome(value: Any) -> str:
+    if isinstance(value, list):
+        decisions = sorted(value, key=lambda decision: decision.variant.variant_str)
+        return "variants:" + json.dumps([[type(d).__name__, structure(d.variant)] for d in decisions])
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, os.PathLike):

@@ -27,8 +27,8 @@ from kernel_builder.formats.metadata import read_metadata
 from kernel_builder.formats.runtime import Environment, detect_backend
 from kernel_builder.formats.variants import Variant, compute_name, noarch_variant, parse_variant
 from kernel_builder.loader.resolve import (
-    VariantAccepted,
-    VariantRejected,
+    Accepted,
+    Rejected,
     allowed_backends,
     resolve_variants,
     select_backend,
@@ -264,7 +264,7 @@ def test_matrix_metadata_and_loader_know_the_toy_backend(tmp_path: Path, toyacce
     assert select_backend(env, "toy-npu") == "toyaccel"
     names = ["torch-cpu", "torch213-cxx11-toy12-x86_64-linux", "torch213-cxx11-toy13-x86_64-linux"]
     decisions = resolve_variants(names, env, "toyaccel")
-    accepted = [d.variant.name for d in decisions if isinstance(d, VariantAccepted)]
+    accepted = [d.variant.name for d in decisions if isinstance(d, Accepted)]
     assert accepted == ["torch213-cxx11-toy12-x86_64-linux"]
 
 
@@ -289,10 +289,10 @@ def test_loader_minor_compatibility_is_a_backend_fact() -> None:
         )
         names = [f"torch213-cxx11-tm{v}-x86_64-linux" for v in ("11", "12", "13", "21")]
         decisions = {d.variant.name: d for d in resolve_variants(names, env, toy.name)}
-        assert [n for n, d in decisions.items() if isinstance(d, VariantAccepted)] == [names[1], names[0]]
-        assert isinstance(rejected := decisions[names[2]], VariantRejected)
+        assert [n for n, d in decisions.items() if isinstance(d, Accepted)] == [names[1], names[0]]
+        assert isinstance(rejected := decisions[names[2]], Rejected)
         assert rejected.reason == "built for TM 1.3 (tm13), minor version newer than the environment's TM 1.2"
-        assert isinstance(rejected := decisions[names[3]], VariantRejected)
+        assert isinstance(rejected := decisions[names[3]], Rejected)
         assert (
             rejected.reason == "built for TM 2.1 (tm21), major version differs from the environment's TM 1.2"
         )

@@ -16,11 +16,13 @@ import pytest
 from loader_fixtures import make_env
 
 from kernel_builder.formats.metadata import Metadata
+from kernel_builder.formats.variant_model import Noarch, NoarchVariant, TorchNoarch
 from kernel_builder.loader import NoCompatibleVariantError
 from kernel_builder.loader import choose as choose_module
 from kernel_builder.loader import resolve as resolve_module
 from kernel_builder.loader.choose import choose_variant, decide
-from kernel_builder.loader.resolve import Device, VariantAccepted, VariantRejected
+from kernel_builder.loader.decisions import VariantRejected
+from kernel_builder.loader.resolve import Accepted, Device, Rejected
 
 LOADER = Path(__file__).resolve().parents[1] / "kernel_builder" / "loader"
 CU130 = "torch212-cxx11-cu130-x86_64-linux"
@@ -50,7 +52,13 @@ def test_none_compatible_lists_every_verdict() -> None:
         "  torch-cpu: noarch variant for cpu; the selected backend is cuda\n"
         "  torch-rocm: noarch variant for rocm; the selected backend is cuda"
     )
-    assert all(isinstance(decision, VariantRejected) for decision in caught.value.decisions)
+    # the error hands its decisions out in the public form, as get_kernel_variants does (upstream's classes)
+    decisions = caught.value.decisions
+    assert all(isinstance(decision, VariantRejected) for decision in decisions)
+    assert [decision.variant for decision in decisions] == [
+        NoarchVariant(TorchNoarch(), Noarch("cpu")),
+        NoarchVariant(TorchNoarch(), Noarch("rocm")),
+    ]
 
 
 @pytest.fixture
@@ -81,12 +89,13 @@ def test_check_arch_falls_back_or_is_skipped(gpu: list[str], monkeypatch: pytest
 def test_decide_judges_every_variant(gpu: list[str]) -> None:
     lookup = {CU130: meta(["8.0"]), "torch-cuda": meta(["9.0"])}.get
     decisions, probe = decide([CU130, "torch-cuda"], ENV, "cuda", lookup, first_only=False)
+    # the loader's own verdicts (our parsed names): a load converts nothing to the public form
     assert [(type(d).__name__, d.variant.variant_str) for d in decisions] == [
-        ("VariantAccepted", "torch-cuda"),
-        ("VariantRejected", CU130),
+        ("Accepted", "torch-cuda"),
+        ("Rejected", CU130),
     ]
     assert probe.probed == ((9, 0),)
-    assert isinstance(decisions[0], VariantAccepted)
+    assert isinstance(decisions[0], Accepted) and isinstance(decisions[1], Rejected)
 
 
 # --- every load path, in the source ----------------------------------------------------------------------------

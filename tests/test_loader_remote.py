@@ -22,10 +22,12 @@ import pytest
 from hub_server import HubServer
 from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
 from loader_fixtures import ENV, commit_variants, make_env, reset_loader, write_variant
+from packaging.version import Version
 
 import kernel_builder
 from kernel_builder.formats import runtime
 from kernel_builder.formats.runtime import Environment
+from kernel_builder.formats.variant_model import CUDA, ArchVariant, NoarchVariant, Torch, TvmFfi
 from kernel_builder.loader import (
     KernelIntegrityError,
     NoCompatibleVariantError,
@@ -217,6 +219,14 @@ def test_get_kernel_variants_order(hub: HubServer, tmp_path: Path) -> None:
         (f"tvm-ffi01-cu130-{LINUX}", "built for tvm-ffi 0.1; tvm-ffi is not installed"),
     ]
     assert summary(get_kernel_variants(REPO, revision="main", backend="cpu"))[0] == ("torch-cpu", None)
+    # each variant in its structured form, upstream's classes (compared with upstream's in
+    # test_upstream_loader_compat.py and test_loader_resolve_upstream.py)
+    first, tvm = decisions[0].variant, decisions[-1].variant
+    assert isinstance(first, ArchVariant) and isinstance(first.framework, Torch)
+    assert (first.framework.version, first.framework.cxx11_abi) == (Version("2.12"), None)
+    assert isinstance(first.backend, CUDA) and first.backend.version == Version("13.0")
+    assert isinstance(tvm, ArchVariant) and isinstance(tvm.framework, TvmFfi)
+    assert isinstance(decisions[3].variant, NoarchVariant)
 
 
 # --- get_kernel(version=N): only that variant -------------------------------------------------------

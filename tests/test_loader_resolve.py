@@ -18,11 +18,11 @@ from kernel_builder.formats.metadata import Metadata
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.resolve import (
-    Decision,
+    Accepted,
     Device,
     GpuProbe,
-    VariantAccepted,
-    VariantRejected,
+    Rejected,
+    Verdict,
     describe_no_compatible,
     environment_line,
     resolve_variants,
@@ -33,9 +33,9 @@ from kernel_builder.loader.resolve import (
 LINUX = "x86_64-linux"
 
 
-def summary(decisions: Sequence[Decision]) -> list[tuple[str, str | None]]:
+def summary(decisions: Sequence[Verdict]) -> list[tuple[str, str | None]]:
     """(name, None) for accepted, (name, reason) for rejected, in order."""
-    return [(d.variant.variant_str, d.reason if isinstance(d, VariantRejected) else None) for d in decisions]
+    return [(d.variant.variant_str, d.reason if isinstance(d, Rejected) else None) for d in decisions]
 
 
 def resolve(
@@ -547,7 +547,7 @@ def test_order_is_deterministic_and_rejected_sorted_by_name() -> None:
         shuffler.shuffle(names)
         assert resolve(names, cuda((12, 8))) == expected
     decisions = resolve_variants(names, cuda((12, 8)), "cuda")
-    assert all(isinstance(d, VariantAccepted) for d in decisions[:6])
+    assert all(isinstance(d, Accepted) for d in decisions[:6])
     assert trace(decisions) == [
         f"torch-stable-abi211-cu128-{LINUX}: compatible (preferred)",
         f"torch-stable-abi211-cu126-{LINUX}: compatible",

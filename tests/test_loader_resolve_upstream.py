@@ -1,6 +1,7 @@
 """Variant names through both loaders: upstream ``kernels`` 0.19.1's parser and resolver and ours give the same
 verdicts and the same order, for a generated set of names in both formats, every backend and framework, and
-names neither accepts (docs/loading.md, "How a variant is chosen").
+names neither accepts (docs/loading.md, "How a variant is chosen"); and each decision carries its variant in the
+same structure as upstream's (docs/loading.md, "Inspecting the variants").
 
 Each environment is simulated for both loaders the same way, at the level both read it: a stand-in ``torch``
 module in ``sys.modules`` (``torch.version.cuda``/``hip``/``rocm``/``xpu``, ``torch.accelerator``,
@@ -19,7 +20,9 @@ What "the same" means:
 - accepted: the same set of names;
 - order: ours is an order upstream's sort could give: no name comes after one upstream strictly ranks below it.
   Upstream ranks some pairs equal (a build's legacy and new-format names; ``torch-`` and ``mlx-`` noarch variants
-  of one backend) and then follows Python's string hashing; ours breaks those ties the same way every time.
+  of one backend) and then follows Python's string hashing; ours breaks those ties the same way every time;
+- structure: each name's decision is of the same class, and its ``variant`` has the same
+  ``variant_structure.structure`` (class of each part, versions, flags, ``variant_str``).
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ from typing import Any
 
 import pytest
 from fake_torch import make_fake_torch
+from variant_structure import structure
 
 from kernel_builder.formats import runtime
 from kernel_builder.formats.variants import parse_variant
-from kernel_builder.loader.resolve import VariantAccepted, resolve_variants, select_backend
+from kernel_builder.loader.decisions import public_decisions
+from kernel_builder.loader.resolve import Accepted, resolve_variants, select_backend
 
 upstream_variants: Any = pytest.importorskip(
     "kernels._internals.variants", reason="upstream kernels 0.19 (the test extra) is the reference"
@@ -293,7 +298,7 @@ def test_accepted_names_and_their_order_are_upstreams(
     simulate(monkeypatch, machine)
     env = runtime.detect_environment()
     decisions = resolve_variants(valid, env, select_backend(env, None))
-    ours = [d.variant.variant_str for d in decisions if isinstance(d, VariantAccepted)]
+    ours = [d.variant.variant_str for d in decisions if isinstance(d, Accepted)]
     theirs = upstream_accepts(valid)
     by_name = {variant.variant_str: variant for variant in theirs}
     assert sorted(ours) == sorted(by_name), "accepted sets differ"
@@ -354,6 +359,26 @@ def test_a_few_verdicts_spelled_out(
     simulate(monkeypatch, MACHINES[machine])
     env = runtime.detect_environment()
     decisions = resolve_variants(names, env, select_backend(env, None))
-    accepted = [d.variant.variant_str for d in decisions if isinstance(d, VariantAccepted)]
+    accepted = [d.variant.variant_str for d in decisions if isinstance(d, Accepted)]
     assert accepted == expected
     assert [v.variant_str for v in upstream_accepts(names)] == expected
+
+
+@pytest.mark.parametrize("machine", MACHINES.values(), ids=MACHINES.keys())
+def test_decisions_carry_upstreams_variant_structure(
+    monkeypatch: pytest.MonkeyPatch, machine: Machine | None
+) -> None:
+    """Every name's decision as users get it (our verdicts through ``public_decisions``, as ``get_kernel_variants``
+    hands them out): the same class (``VariantAccepted`` or ``VariantRejected``) and the same structure of its
+    ``variant`` (ArchVariant, NoarchVariant or SdkVariant, and their parts), ours and upstream's."""
+    valid = [name for name in NAMES if ours_parses(name)]
+    simulate(monkeypatch, machine)
+    env = runtime.detect_environment()
+    ours = {
+        d.variant.variant_str: (type(d).__name__, structure(d.variant))
+        for d in public_decisions(resolve_variants(valid, env, select_backend(env, None)))
+    }
+    _, trace = upstream_variants.resolve_variants([upstream_variants.parse_variant(name) for name in valid])
+    theirs = {d.variant.variant_str: (type(d).__name__, structure(d.variant)) for d in trace}
+    assert len(ours) == len(valid)
+    assert ours == theirs

@@ -70,9 +70,11 @@ def move_v1(hub: HubServer, tmp_path: Path, tag: str) -> str:
 NETWORK = ("huggingface_hub", "httpx", "httpx2", "httpcore", "requests", "urllib3")
 #: Modules only slower paths need (docs/performance.md): the Hub path, the signature policy (off unless
 #: KERNEL_BUILDER_REQUIRE_SIGNATURE is set), kernel dependencies (this kernel has none), the GPU-architecture
-#: rules (no GPU variant is judged) and the build side's stages.
+#: rules (no GPU variant is judged), the public form of the decisions (a load hands none out) and the build
+#: side's stages.
 SLOW_PATHS = (
     "kernel_builder.hub",
+    "kernel_builder.formats.variant_model",
     "kernel_builder.loader.remote",
     "kernel_builder.loader.signatures",
     "kernel_builder.loader.dependencies",

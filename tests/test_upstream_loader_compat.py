@@ -414,6 +414,66 @@ def test_variant_names_and_environments_as_upstream(hub: HubServer, tmp_path: Pa
     assert tpu == {"tpu": "loaded:names-v3/torch-tpu"}
 
 
+#: A repository with build variants of every form, each with its backend: compiled ones in both name formats
+#: (Torch, stable ABI, tvm-ffi; every backend class), pure-Python ones, SDKs.
+EVERY_FORM = {
+    "torch213-cxx11-cpu-x86_64-linux": "cpu",
+    "torch-2.13-cpu-cpython-3.9-abi3-x86_64-linux": "cpu",
+    "torch-stable-abi-2.11-cpu-cpython-3.12-abi3-x86_64-linux": "cpu",
+    "torch-stable-abi214-cpu-x86_64-linux": "cpu",
+    "tvm-ffi01-cpu-x86_64-linux": "cpu",
+    "torch213-cxx11-cu128-x86_64-linux": "cuda",
+    "torch-2.13-cxx98-rocm-7.1-cpython-3.15-abi3t-x86_64-linux": "rocm",
+    "torch213-cxx11-rocm72-x86_64-linux": "rocm",
+    "torch-2.13-xpu-2025.3-cpython-3.9-abi3-x86_64-linux": "xpu",
+    "torch213-cann82-aarch64-linux": "cann",
+    "torch213-metal-aarch64-darwin": "metal",
+    "torch-2.13-neuron-cpython-3.9-abi3-x86_64-linux": "neuron",
+    "torch213-tpu-x86_64-linux": "tpu",
+    "torch-cpu": "cpu",
+    "torch-rocm": "rocm",
+    "torch-universal": "cpu",
+    "mlx-metal": "metal",
+    "sdk": "cpu",
+    "sdk-cpu": "cpu",
+    "sdk-cpython-3.9-abi3-x86_64-linux": "cpu",
+    "sdk-cuda-12.8-cpython-3.9-abi3-x86_64-linux": "cuda",
+}
+
+
+@pytest.mark.slow
+def test_get_kernel_variants_decisions_as_upstream(hub: HubServer, tmp_path: Path) -> None:
+    """``get_kernel_variants`` on the Hub double: for each variant the same decision class, and a ``variant`` of
+    the same structure (ArchVariant, NoarchVariant or SdkVariant; the class of its framework, backend, Python
+    and system; versions, flags, ``variant_str``), on this CPU machine and on ROCm 7.2."""
+    hub.add_organization(TRUSTED, trusted=True)
+    every = f"{TRUSTED}/every-form"
+    commit_variants(hub, tmp_path, every, 1, {name: {"backend": b} for name, b in EVERY_FORM.items()})
+    cases = [case("variants", "get_kernel_variants", every, version=1)]
+    verdicts = {}
+    for label, machine in (("cpu", {}), ("rocm", {"rocm": "7.2"})):
+        outcome = compare({**machine, "cases": cases}, tmp_path / label)["variants"]
+        assert outcome.startswith("variants:")
+        decisions = json.loads(outcome.removeprefix("variants:"))
+        assert [form["variant_str"] for _, form in decisions] == sorted(EVERY_FORM)
+        verdicts[label] = {form["variant_str"]: (kind, form) for kind, form in decisions}
+    cpu, rocm = verdicts["cpu"], verdicts["rocm"]
+    assert {cpu[name][1]["class"] for name in EVERY_FORM} == {"ArchVariant", "NoarchVariant", "SdkVariant"}
+    assert {form["backend"]["class"] for _, form in cpu.values() if form["class"] == "ArchVariant"} == {
+        "CPU", "CUDA", "ROCm", "XPU", "CANN", "Metal", "Neuron", "TPU",
+    }  # fmt: skip
+    assert cpu["torch-cpu"][0] == "VariantAccepted" and cpu["torch-rocm"][0] == "VariantRejected"
+    assert rocm["torch213-cxx11-rocm72-x86_64-linux"][0] == "VariantAccepted"
+    backend = rocm["torch213-cxx11-rocm72-x86_64-linux"][1]["backend"]
+    assert backend == {
+        "class": "ROCm",
+        "variant_str": "rocm72",
+        "name": "rocm",
+        "version": "packaging.version.Version(7.2)",
+        "legacy": True,
+    }
+
+
 ZIP_INIT = "import importlib.resources\nfrom .helper import PREFIX\nTAG = PREFIX + importlib.resources.files(__name__).joinpath('data.txt').read_text()\n"
 
 

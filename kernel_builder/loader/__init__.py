@@ -42,9 +42,9 @@ from kernel_builder.loader.errors import (
 )
 from kernel_builder.loader.importer import LoadedKernel, RepoInfo, get_loaded_kernels
 from kernel_builder.loader.local import get_local_kernel, parse_local_kernels
-from kernel_builder.loader.resolve import VariantAccepted, VariantRejected
 
 if TYPE_CHECKING:
+    from kernel_builder.loader.decisions import VariantAccepted, VariantRejected
     from kernel_builder.loader.locked import get_locked_kernel, load_kernel
     from kernel_builder.loader.remote import get_kernel_variants, has_kernel, install_kernel
     from kernel_builder.loader.warm import get_kernel
@@ -74,8 +74,11 @@ __all__ = [
 ]
 
 # The Hub half imports huggingface_hub (a few hundred milliseconds): load it on first use, so that local loads
-# and the CLI do not pay for it. Name → module that defines it.
+# and the CLI do not pay for it; so are the decisions users inspect (their variant classes), which a load does
+# not build. Name → module that defines it.
 _LAZY = {
+    "VariantAccepted": "kernel_builder.loader.decisions",
+    "VariantRejected": "kernel_builder.loader.decisions",
     "get_kernel": "kernel_builder.loader.warm",  # the cache first, the Hub client only when needed
     "get_kernel_variants": "kernel_builder.loader.remote",
     "has_kernel": "kernel_builder.loader.remote",

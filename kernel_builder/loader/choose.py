@@ -15,14 +15,14 @@ only when a GPU variant is judged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import kernel_builder.loader.resolve as resolve
 from kernel_builder.common.env import env_flag
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.loader.errors import NoCompatibleVariantError
 
-__all__ = ["CHECK_GPU_ARCH", "choose_variant", "decide"]
+__all__ = ["CHECK_GPU_ARCH", "choose_variant", "decide", "no_compatible"]
 
 logger = logging.getLogger("kernel_builder")
 
@@ -38,13 +38,13 @@ def decide(
     *,
     check_arch: bool = True,
     first_only: bool = True,
-) -> tuple[list[resolve.Decision], resolve.GpuProbe]:
+) -> tuple[list[resolve.Verdict], resolve.GpuProbe]:
     """Every variant's verdict, in preference order, and the GPU probe (probed only if a GPU variant was judged).
 
     ``first_only`` stops the GPU check at the first accepted variant (a load takes the first); ``False`` judges
     them all (``get_kernel_variants``)."""
     probe = resolve.GpuProbe(lambda: resolve.probe_gpus(backend))
-    decisions = resolve.resolve_variants(
+    verdicts = resolve.resolve_variants(
         sorted(set(names)),
         environment,
         backend,
@@ -53,7 +53,18 @@ def decide(
         check_gpu_arch=check_arch and env_flag(CHECK_GPU_ARCH, default=True),
         first_only=first_only,
     )
-    return decisions, probe
+    return verdicts, probe
+
+
+def no_compatible(
+    subject: str, environment_line: str, verdicts: Sequence[resolve.Verdict]
+) -> NoCompatibleVariantError:
+    """The error of a load that found no variant: the trace in its message, and every verdict in ``decisions``
+    in the public form users inspect (:func:`~kernel_builder.loader.decisions.public_decisions`)."""
+    from kernel_builder.loader.decisions import public_decisions  # the public classes, only on this error
+
+    message = resolve.describe_no_compatible(subject, environment_line, verdicts)
+    return NoCompatibleVariantError(message, public_decisions(verdicts))
 
 
 def choose_variant(
@@ -71,10 +82,9 @@ def choose_variant(
     the variants are in the error. Raises :class:`NoCompatibleVariantError` (a ``FileNotFoundError``) with the
     environment and every variant's verdict when none suits.
     """
-    decisions, probe = decide(names, environment, backend, metadata, check_arch=check_arch)
-    if decisions and isinstance(decisions[0], resolve.VariantAccepted):
-        chosen = decisions[0].variant.variant_str
+    verdicts, probe = decide(names, environment, backend, metadata, check_arch=check_arch)
+    if verdicts and isinstance(verdicts[0], resolve.Accepted):
+        chosen = verdicts[0].variant.variant_str
         logger.debug("%s: chose variant %s", subject, chosen)
         return chosen
-    line = resolve.environment_line(environment, backend, probe.probed)
-    raise NoCompatibleVariantError(resolve.describe_no_compatible(subject, line, decisions), decisions)
+    raise no_compatible(subject, resolve.environment_line(environment, backend, probe.probed), verdicts)

@@ -27,6 +27,7 @@ from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.hub import REQUEST_ERRORS, Hub, RemoteRepo, describe_error
+from kernel_builder.loader.choose import no_compatible
 
 # The resolution steps of a load, shared with get_kernel so that these commands answer what a load would do.
 from kernel_builder.loader.hub_steps import (
@@ -115,7 +116,7 @@ def version_refs(hub: Hub, repo_id: str) -> tuple[RemoteRepo, dict[int, str]]:
 
 def _preferred(operation: Operation, target: Target) -> str | None:
     decisions, _ = decide(operation.hub, target, operation.env, operation.backend, first_only=True)
-    if decisions and isinstance(decisions[0], resolve.VariantAccepted):
+    if decisions and isinstance(decisions[0], resolve.Accepted):
         return decisions[0].variant.variant_str
     return None
 
@@ -289,7 +290,7 @@ def _signature_state(
 def _hub_variant_info(
     hub: Hub,
     target: Target,
-    decision: resolve.Decision,
+    decision: resolve.Verdict,
     preferred: bool,
     signed: set[str],
     signers: Sequence[Signer] | None,
@@ -308,7 +309,7 @@ def _hub_variant_info(
 
 
 def _variant_info(
-    decision: resolve.Decision,
+    decision: resolve.Verdict,
     preferred: bool,
     metadata: Metadata | None,
     problem: str | None,
@@ -316,7 +317,7 @@ def _variant_info(
     detail: str,
 ) -> VariantInfo:
     name = decision.variant.variant_str
-    if isinstance(decision, resolve.VariantRejected):
+    if isinstance(decision, resolve.Rejected):
         verdict: Literal["preferred", "compatible", "rejected"] = "rejected"
         reason: str | None = decision.reason
     else:
@@ -358,7 +359,7 @@ def describe_kernel(
         variants: list[VariantInfo] = []
         shown: Metadata | None = None
         for index, decision in enumerate(decisions):
-            preferred = index == 0 and isinstance(decision, resolve.VariantAccepted)
+            preferred = index == 0 and isinstance(decision, resolve.Accepted)
             info, metadata = _hub_variant_info(hub, target, decision, preferred, signed, signers)
             variants.append(info)
             if shown is None or preferred:
@@ -419,7 +420,7 @@ def describe_local(
     shown: Metadata | None = None
     for index, decision in enumerate(decisions):
         name = decision.variant.variant_str
-        preferred = index == 0 and isinstance(decision, resolve.VariantAccepted)
+        preferred = index == 0 and isinstance(decision, resolve.Accepted)
         metadata = lookup(name)
         state: SignatureState = "present" if (base / name / BUNDLE_FILE).is_file() else "absent"
         detail = ""
@@ -477,15 +478,11 @@ def verify_signatures(
         decisions, probe = decide(hub, target, operation.env, operation.backend, first_only=not all_variants)
         if all_variants:
             names = sorted(decision.variant.variant_str for decision in decisions)
-        elif decisions and isinstance(decisions[0], resolve.VariantAccepted):
+        elif decisions and isinstance(decisions[0], resolve.Accepted):
             names = [decisions[0].variant.variant_str]
         else:
-            from kernel_builder.loader.errors import NoCompatibleVariantError
-
             line = resolve.environment_line(operation.env, operation.backend, probe.probed)
-            raise NoCompatibleVariantError(
-                resolve.describe_no_compatible(target.label, line, decisions), decisions
-            )
+            raise no_compatible(target.label, line, decisions)
         outcomes = []
         for name in names:
             directory = hub.download_folder(target.repo, target.sha, f"build/{name}")

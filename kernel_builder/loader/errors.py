@@ -14,7 +14,7 @@ from kernel_builder.errors import KernelBuilderError
 
 if TYPE_CHECKING:
     from kernel_builder.formats.dependencies import PythonDependency
-    from kernel_builder.loader.resolve import Decision
+    from kernel_builder.loader.decisions import Decision
 
 __all__ = [
     "KernelDependencyError",

@@ -332,7 +332,7 @@ def decide(
     *,
     first_only: bool,
     check_arch: bool = True,
-) -> tuple[list[resolve.Decision], resolve.GpuProbe]:
+) -> tuple[list[resolve.Verdict], resolve.GpuProbe]:
     """Every variant at the target's commit with its verdict (:func:`kernel_builder.loader.choose.decide`)."""
     return chooser.decide(
         _variant_names(hub, target),

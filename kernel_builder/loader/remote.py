@@ -25,6 +25,7 @@ from kernel_builder.formats.metadata import METADATA_FILE
 from kernel_builder.hub import KERNEL, Hub
 from kernel_builder.loader.arguments import check_repo_id as _check_repo_id
 from kernel_builder.loader.arguments import check_revision_arguments, check_trust_argument, trusted_by_caller
+from kernel_builder.loader.decisions import Decision, public_decisions
 from kernel_builder.loader.hub_steps import (
     MAX_REDIRECTS,
     Chosen,
@@ -198,7 +199,7 @@ def has_kernel(
     decisions, _ = decide(
         hub, target, operation.env, operation.backend, first_only=True, check_arch=check_arch
     )
-    if not decisions or not isinstance(decisions[0], resolve.VariantAccepted):
+    if not decisions or not isinstance(decisions[0], resolve.Accepted):
         return False
     path = f"build/{decisions[0].variant.variant_str}/{METADATA_FILE}"
     if hub.offline:
@@ -208,15 +209,16 @@ def has_kernel(
 
 def get_kernel_variants(
     repo_id: str, *, revision: str | None = None, version: int | None = None, backend: str | None = None
-) -> list[resolve.Decision]:
+) -> list[Decision]:
     """Every variant at that version or revision with its verdict: accepted ones first (the preferred one at
-    index 0), then rejected ones by name. Works offline from the cache; no trust gate."""
+    index 0), then rejected ones by name, each variant in its structured form (upstream's classes,
+    :mod:`kernel_builder.formats.variant_model`). Works offline from the cache; no trust gate."""
     check_revision_arguments(version, revision)
     _check_repo_id(repo_id)
     operation = start_operation(backend, None)
     target = resolve_target(operation.hub, repo_id, version, revision)
-    decisions, _ = decide(operation.hub, target, operation.env, operation.backend, first_only=False)
-    return decisions
+    verdicts, _ = decide(operation.hub, target, operation.env, operation.backend, first_only=False)
+    return public_decisions(verdicts)
 
 
 def install_kernel(

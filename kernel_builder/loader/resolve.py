@@ -1,8 +1,14 @@
 """Variant resolution: judge each variant directory against the environment and sort them (docs/loading.md).
 
 :func:`resolve_variants` is a pure function of the variant names, an environment record, the selected backend,
-a metadata lookup and the visible GPUs; it never detects anything itself. Every decision keeps its reason, and
-:func:`trace` renders them for :class:`~kernel_builder.loader.NoCompatibleVariantError`. Detection lives
+a metadata lookup and the visible GPUs; it never detects anything itself. Every verdict keeps its reason, and
+:func:`trace` renders them for :class:`~kernel_builder.loader.NoCompatibleVariantError`.
+
+The verdicts here (:class:`Accepted`, :class:`Rejected`) are the loader's own: they hold our flat parsed name
+and are all a load needs. Users get them in upstream ``kernels`` 0.19's form (``VariantAccepted``,
+``VariantRejected``, each variant in upstream's structure), which :mod:`kernel_builder.loader.decisions` builds
+from these where a decision reaches a user (``get_kernel_variants``, ``NoCompatibleVariantError.decisions``), so
+that a load does not import those classes. Detection lives
 apart: ``kernel_builder.formats.runtime.detect_environment`` for the record and :func:`probe_gpus` for the
 devices, which callers hand in wrapped in a :class:`GpuProbe` so that Torch's CUDA state is touched only when
 the GPU-architecture check needs it (docs/loading.md).
@@ -14,7 +20,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import kernel_builder.backends as backends
 from kernel_builder.formats.metadata import Metadata
@@ -22,12 +28,13 @@ from kernel_builder.formats.runtime import Environment
 from kernel_builder.formats.variants import ARCH_KINDS, Variant, compute_name, parse_variant
 
 __all__ = [
-    "Decision",
+    "Accepted",
     "Device",
     "GpuProbe",
+    "Judged",
     "MetadataLookup",
-    "VariantAccepted",
-    "VariantRejected",
+    "Rejected",
+    "Verdict",
     "allowed_backends",
     "environment_line",
     "metadata_disagreement",
@@ -48,21 +55,36 @@ _FRAMEWORK_RANK = {"torch-stable-abi": 0, "torch": 1, "tvm-ffi": 2}
 
 
 @dataclass(frozen=True)
-class VariantAccepted:
-    """A variant that can load here; ``variant.variant_str`` is its directory name."""
+class Accepted:
+    """A variant that can load here, as the loader keeps it: our parsed name (cheap to build on every load)."""
 
     variant: Variant
 
 
 @dataclass(frozen=True)
-class VariantRejected:
+class Rejected:
     """A variant that cannot load here, with the first failed check naming both sides' values."""
 
     variant: Variant
     reason: str
 
 
-Decision: TypeAlias = VariantAccepted | VariantRejected
+Verdict: TypeAlias = Accepted | Rejected
+"""The loader's own verdicts: what :func:`resolve_variants` returns and every load path reads."""
+
+
+class _Named(Protocol):
+    @property
+    def variant_str(self) -> str: ...
+
+
+class Judged(Protocol):
+    """A verdict in either form, as :func:`trace` reads it: a :data:`Verdict`, or a decision users get
+    (``kernel_builder.loader.decisions``; a failed local load merges those of several errors). A rejection is the
+    one with a ``reason``."""
+
+    @property
+    def variant(self) -> _Named: ...
 
 
 class GpuProbe:
@@ -400,8 +422,8 @@ def resolve_variants(
     gpus: GpuProbe | Sequence[Device] = (),
     check_gpu_arch: bool = True,
     first_only: bool = False,
-) -> list[Decision]:
-    """Judge every variant name and return the decisions in preference order (best accepted first; docs/loading.md).
+) -> list[Verdict]:
+    """Judge every variant name and return the verdicts in preference order (best accepted first; docs/loading.md).
 
     ``backend`` is the selected backend (:func:`select_backend`). Unparseable names are logged and appear in
     no decision. The GPU-architecture check runs, in preference order, on candidates that pass the name checks
@@ -419,13 +441,13 @@ def resolve_variants(
             logger.warning("skipping variant directory %r: %s", name, error)
 
     accepted: list[Variant] = []
-    rejected: list[VariantRejected] = []
+    rejected: list[Rejected] = []
     for variant in variants.values():
         reason = _check_name(variant, environment, backend)
         if reason is None:
             accepted.append(variant)
         else:
-            rejected.append(VariantRejected(variant, reason))
+            rejected.append(Rejected(variant, reason))
     accepted.sort(key=_preference)
 
     probe = gpus if isinstance(gpus, GpuProbe) else GpuProbe(gpus)
@@ -440,14 +462,14 @@ def resolve_variants(
             if reason is None:
                 checked.append(variant)
             else:
-                rejected.append(VariantRejected(variant, reason))
+                rejected.append(Rejected(variant, reason))
         accepted = checked
 
     rejected.sort(key=lambda decision: decision.variant.variant_str)
-    return [*(VariantAccepted(variant) for variant in accepted), *rejected]
+    return [*(Accepted(variant) for variant in accepted), *rejected]
 
 
-def trace(decisions: Sequence[Decision]) -> list[str]:
+def trace(decisions: Sequence[Judged]) -> list[str]:
     """One line per decision, in order.
 
     ``<variant>: compatible (preferred)`` for the first, ``<variant>: compatible`` for other accepted ones and
@@ -456,8 +478,9 @@ def trace(decisions: Sequence[Decision]) -> list[str]:
     lines = []
     for index, decision in enumerate(decisions):
         name = decision.variant.variant_str
-        if isinstance(decision, VariantRejected):
-            lines.append(f"{name}: {decision.reason}")
+        reason: str | None = getattr(decision, "reason", None)  # either form: a rejection has a reason
+        if reason is not None:
+            lines.append(f"{name}: {reason}")
         else:
             lines.append(f"{name}: compatible (preferred)" if index == 0 else f"{name}: compatible")
     return lines
@@ -494,7 +517,7 @@ def environment_line(environment: Environment, backend: str, gpus: Sequence[Devi
     return ", ".join(parts)
 
 
-def describe_no_compatible(subject: str, environment: str, decisions: Sequence[Decision]) -> str:
+def describe_no_compatible(subject: str, environment: str, decisions: Sequence[Judged]) -> str:
     """The message of :class:`NoCompatibleVariantError`: subject, environment line, then the trace."""
     lines = [f"no compatible kernel variant in {subject}", f"environment: {environment}"]
     if decisions:

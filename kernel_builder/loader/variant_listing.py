@@ -28,12 +28,12 @@ class RevisionVariants:
 
     version: int | None
     ref: str
-    decisions: tuple[resolve.Decision, ...]
+    decisions: tuple[resolve.Verdict, ...]
 
     @property
     def preferred(self) -> str | None:
         first = self.decisions[0] if self.decisions else None
-        return first.variant.variant_str if isinstance(first, resolve.VariantAccepted) else None
+        return first.variant.variant_str if isinstance(first, resolve.Accepted) else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,9 +42,9 @@ class RevisionVariants:
             "variants": [
                 {
                     "variant": decision.variant.variant_str,
-                    "compatible": isinstance(decision, resolve.VariantAccepted),
+                    "compatible": isinstance(decision, resolve.Accepted),
                     "preferred": decision.variant.variant_str == self.preferred,
-                    "reason": decision.reason if isinstance(decision, resolve.VariantRejected) else None,
+                    "reason": decision.reason if isinstance(decision, resolve.Rejected) else None,
                 }
                 for decision in self.decisions
             ],
@@ -101,7 +101,7 @@ def list_variants(
                 hub, target, operation.env, operation.backend, first_only=False, check_arch=False
             )
             if only_compatible:
-                decisions = [d for d in decisions if isinstance(d, resolve.VariantAccepted)]
+                decisions = [d for d in decisions if isinstance(d, resolve.Accepted)]
             listed.append(RevisionVariants(number, ref, tuple(decisions)))
     except FAILURES as error:
         raise as_command_error(error) from None
@@ -117,7 +117,7 @@ def render_variants(listed: list[RevisionVariants], only_compatible: bool) -> st
         lines = []
         for decision in revision.decisions:
             name = decision.variant.variant_str
-            if isinstance(decision, resolve.VariantAccepted):
+            if isinstance(decision, resolve.Accepted):
                 verdict = "compatible, preferred" if name == revision.preferred else "compatible"
                 lines.append(f"{name} {verdict} \u2705")
             else:
