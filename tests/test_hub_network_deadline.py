@@ -123,8 +123,12 @@ def test_one_stalled_file_of_a_folder_ends_at_the_deadline_while_the_others_arri
     elapsed = time.monotonic() - start
     message = str(caught.value)
     assert message.startswith(f"{REPO}: download build/{ENV_VARIANT}"), message
-    assert tries(message) == ["1", "2"], message
-    assert "try 2: no complete answer, and the 4 s deadline passed" in message, message
+    # Usually a second try starts and ends at the deadline; on a loaded machine the first try's own retries can
+    # reach the deadline before a second one begins. Either way no try gets a deadline of its own.
+    if tries(message) == ["1", "2"]:
+        assert "try 2: no complete answer, and the 4 s deadline passed" in message, message
+    else:
+        assert tries(message) == ["1"] and "the 4 s deadline ended the tries" in message, message
     assert elapsed < 5.5, f"gave up after {elapsed:.1f} s"
 
 
