@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
+import warm_python
 from matrix_data import CPU_VARIANT
 
 REPO = Path(__file__).resolve().parent.parent
@@ -152,10 +153,11 @@ def run_python(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
 ) -> str:
-    """Run ``code`` in a fresh ``python`` (no bytecode written; this checkout importable); return stdout."""
+    """Run ``code`` in a fresh ``python`` (no bytecode written; this checkout importable); return stdout. The
+    tests' own interpreter is forked with Torch imported (:mod:`warm_python`)."""
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": path, **(env or {})}
-    result = subprocess.run(
+    result = warm_python.run(
         [str(python), "-c", textwrap.dedent(code), *[str(a) for a in args]],
         capture_output=True, text=True, env=full_env, cwd=cwd, check=False,
     )  # fmt: skip

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import reset_loader, write_variant
 from torch import nn
@@ -236,7 +236,7 @@ def run_compat_script(package: str, config: dict[str, Any], work: Path) -> dict[
         "HF_HUB_DISABLE_TELEMETRY": "0",
     }
     env.pop("DISABLE_KERNEL_MAPPING", None)
-    result = subprocess.run(
+    result = warm_python.run(
         [sys.executable, str(SCRIPT), package, str(config_file)],
         capture_output=True,
         text=True,

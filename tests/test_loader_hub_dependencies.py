@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+import warm_python
 from build_runs import NO_IMPORT_CHECK, REPO, build
 from cpu_projects import GENERAL, write_tree
 from hub_server import HubServer, files_from_directory
@@ -147,7 +147,7 @@ def load_with(loader: str, work: Path, repo_id: str = "org/a") -> dict[str, Any]
         "HF_HUB_DISABLE_TELEMETRY": "0",
     }
     env.pop("LOCAL_KERNELS", None)
-    result = subprocess.run(
+    result = warm_python.run(
         [sys.executable, "-c", textwrap.dedent(LOAD), loader, repo_id],
         capture_output=True, text=True, env=env, cwd=work, timeout=600, check=False,
     )  # fmt: skip

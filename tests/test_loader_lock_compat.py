@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
 from publish_fixtures import CPU, CUDA, cpu_machine, run_cli  # noqa: F401 (fixture)
@@ -109,7 +110,7 @@ def upstream(
     """Upstream's ``kernels`` command line, of ``release``."""
     pytest.importorskip("kernels")
     code = f"import sys\n{UPSTREAM_MAIN}\nsys.argv[0] = 'kernels'\nmain()\n"
-    return subprocess.run(
+    return warm_python.run(
         [sys.executable, "-c", code, *args],
         env=upstream_env(cache, factory, release),
         capture_output=True,
@@ -162,7 +163,7 @@ def upstream_download_and_load(
     ``get_locked_kernel`` for each ``(function, repo id)`` of ``calls``, in one interpreter (one import of torch and kernels for both; what joins them is the cache on disk). The download's
     result (its exit status and output, the loads' left out), and per load the module's name and file."""
     pytest.importorskip("kernels")
-    result = subprocess.run(
+    result = warm_python.run(
         [sys.executable, "-c", DOWNLOAD_AND_LOAD, str(project_dir), str(lock), json.dumps(calls)],
         env=upstream_env(cache, factory, release),
         capture_output=True,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 import torch
+import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import FILES, reset_loader, write_variant
 from publish_fixtures import CPU, cpu_machine, run_cli  # noqa: F401 (fixture)
@@ -204,7 +204,7 @@ def upstream(
         "HF_HUB_DISABLE_TELEMETRY": "0",
         **env,
     }
-    result = subprocess.run(
+    result = warm_python.run(
         [sys.executable, "-c", textwrap.dedent(UPSTREAM), function, str(lock)],
         env=child_env(factory, release, environment), capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip

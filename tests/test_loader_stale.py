@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 from build_runs import NO_IMPORT_CHECK, run_cli
 from cpu_projects import noarch_project
 
@@ -27,7 +28,7 @@ print("layer:", kernel.layers.LAYER)
 
 
 def load(mapped: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return warm_python.run(
         [sys.executable, "-c", LOAD], capture_output=True, text=True, check=False, cwd=mapped.parent,
         env={**os.environ, "LOCAL_KERNELS": f"kb-org/kb-noarch={mapped}"},
     )  # fmt: skip

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+import warm_python
 from build_outputs import complete_variants, snapshot
 from build_runs import NO_IMPORT_CHECK, STATE_DIR, metadata, run_cli
 from cpu_projects import quick_project
@@ -214,7 +215,7 @@ def test_interrupted_and_killed_builds_leave_only_complete_variants(quick: Path)
     assert complete_variants(quick / "build") == VARIANTS, final.output
     assert not any((quick / STATE_DIR / "tmp").iterdir()) if (quick / STATE_DIR / "tmp").exists() else True
     assert wait_for_no_processes(tag) == []
-    loaded = subprocess.run(
+    loaded = warm_python.run(
         [sys.executable, "-c", "import sys, kernel_builder; print(kernel_builder.get_local_kernel(sys.argv[1]).ops)",
          str(quick)],
         capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, check=False,

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
 from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env
@@ -117,7 +117,7 @@ def run_script(
     }
     for name in ("LOCAL_KERNELS", "KERNEL_BUILDER_CHECK_GPU_ARCH", "KERNEL_BUILDER_VERIFY_DIGEST"):
         env.pop(name, None)
-    result = subprocess.run(
+    result = warm_python.run(
         [sys.executable, str(SCRIPT), package, str(config_file)],
         capture_output=True,
         text=True,
