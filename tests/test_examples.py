@@ -10,13 +10,13 @@ from local builds and from the Hub double.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import matrix_data as md
 import pytest
+import warm_python
 from build_runs import NO_IMPORT_CHECK, Built, build, shared_build
 from cpu_projects import built_example, copy_example
 from hub_server import HubServer, files_from_directory
@@ -85,7 +85,7 @@ def test_example_suite_passes_on_its_build(
     # As the authors run them: the variant importable as `import <name>` and through LOCAL_KERNELS.
     project = load_project(root).project
     setup = kernel_test_env(project, select_variant(project))
-    result = subprocess.run(
+    result = warm_python.run(
         [
             sys.executable,
             "-m",

@@ -20,7 +20,7 @@ import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
 from publish_fixtures import CPU, CUDA, cpu_machine, run_cli  # noqa: F401 (fixture)
-from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env
+from upstream_kernels import INSTALLED, KERNELS_0_17_2, UPSTREAM_MAIN, child_env
 
 from kernel_builder.formats.lockfile import (
     LOCK_LIMIT,
@@ -119,12 +119,6 @@ def upstream(
         check=False,
     )
 
-
-#: Upstream's command-line entry point, found as its ``kernels`` console script is (the module moved in 0.19).
-UPSTREAM_MAIN = (
-    "from importlib.metadata import entry_points\n"
-    "(main,) = [e.load() for e in entry_points(group='console_scripts', name='kernels')]"
-)
 
 #: Printed on both streams between upstream's download and its loads (:func:`upstream_download_and_load`).
 LOADS_START = "--- kb-test: download done, exit status "

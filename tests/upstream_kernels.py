@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import warm_python
 from build_runs import run_dir
 
 #: The pinned release (pyproject.toml's test extra) and the older ones each release-line test also runs with.
@@ -95,13 +96,21 @@ def child_env(factory: pytest.TempPathFactory, version: str, env: dict[str, str]
     return child
 
 
+#: Upstream's command-line entry point, found as its ``kernels`` console script is (the module moved in 0.19).
+UPSTREAM_MAIN = (
+    "from importlib.metadata import entry_points\n"
+    "(main,) = [e.load() for e in entry_points(group='console_scripts', name='kernels')]"
+)
+
+
 def upstream_cli(*args: str) -> str:
-    """The output of the pinned release's ``kernels`` command (this interpreter's), which must succeed; skips
-    the test where it is not installed."""
-    kernels = shutil.which("kernels", path=os.path.dirname(sys.executable))
-    if kernels is None:
+    """The output of the pinned release's ``kernels`` command (this interpreter's, run as its console script
+    runs it, in a fresh process: :mod:`warm_python`), which must succeed; skips the test where it is not
+    installed."""
+    if shutil.which("kernels", path=os.path.dirname(sys.executable)) is None:
         pytest.skip("upstream's kernels command is not installed")
-    result = subprocess.run([kernels, *args], capture_output=True, text=True, check=False)
+    code = f"import sys\n{UPSTREAM_MAIN}\nsys.argv[0] = 'kernels'\nsys.exit(main())\n"
+    result = warm_python.run([sys.executable, "-c", code, *args])
     assert result.returncode == 0, f"kernels {' '.join(args)}:\n{result.stdout}{result.stderr}"
     return result.stdout
 
