@@ -64,3 +64,9 @@ def test_upstreams_loader_of_that_release_parses_the_stable_abi_name() -> None:
     variants = pytest.importorskip("kernels.variants", reason="upstream's loader (the test extra)")
     parsed = variants.parse_variant("torch-stable-abi214-cu130-x86_64-linux")
     assert type(parsed.framework).__name__ == "TorchStableAbi"
+
+
+def test_no_feature_needs_a_newer_loader_than_ours() -> None:
+    """What a build of this tool writes, this tool's loader loads: every feature's first release is at most the
+    ``kernels`` API level the loader implements."""
+    assert all(feature.first_release <= KERNELS_API_VERSION for feature in LoaderFeature)
