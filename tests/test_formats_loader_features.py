@@ -61,12 +61,12 @@ def test_the_first_releases() -> None:
 
 def test_upstreams_loader_of_that_release_parses_the_stable_abi_name() -> None:
     """The installed ``kernels`` (newer than 0.15.1) reads the name the feature is about."""
-    variants = pytest.importorskip("kernels.variants", reason="upstream's loader (the test extra)")
+    pytest.importorskip("kernels", reason="upstream's loader (the test extra)")
+    import importlib
+
+    try:  # kernels 0.19 moved its modules under _internals
+        variants = importlib.import_module("kernels._internals.variants")
+    except ImportError:
+        variants = importlib.import_module("kernels.variants")
     parsed = variants.parse_variant("torch-stable-abi214-cu130-x86_64-linux")
     assert type(parsed.framework).__name__ == "TorchStableAbi"
-
-
-def test_no_feature_needs_a_newer_loader_than_ours() -> None:
-    """What a build of this tool writes, this tool's loader loads: every feature's first release is at most the
-    ``kernels`` API level the loader implements."""
-    assert all(feature.first_release <= KERNELS_API_VERSION for feature in LoaderFeature)
