@@ -131,7 +131,8 @@ def run(
     The keyword arguments mean what they mean for :func:`subprocess.run`; the output is captured and decoded (as
     UTF-8 with replacement in a served run)."""
     argv = [os.fspath(a) for a in args]
-    same_python = argv and os.path.realpath(argv[0]) == os.path.realpath(sys.executable)
+    # The same environment, not merely the same binary: another venv's python links to the same interpreter.
+    same_python = bool(argv) and os.path.dirname(os.path.abspath(argv[0])) == os.path.dirname(sys.executable)
     assert capture_output and text, "warm_python.run captures text output; use subprocess.run otherwise"
     if not (enabled() and same_python and _mode(argv[1:])):
         return subprocess.run(
@@ -270,6 +271,12 @@ def _serve(socket_path: str, ready_fd: int, lifeline_fd: int) -> None:
                 os.close(fd)
             connection.sendall(f"{pid}\n".encode())
             children[pid] = connection
+        gone = [pid for pid, connection in children.items() if _closed(connection)]
+        for pid in gone:  # the client ended (killed, say): so does its child, as a child of it would
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         for pid in list(children):
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -279,6 +286,17 @@ def _serve(socket_path: str, ready_fd: int, lifeline_fd: int) -> None:
                 except OSError:
                     pass
                 connection.close()
+
+
+def _closed(connection: socket.socket) -> bool:
+    """Whether the client closed its end (it sends nothing after the request)."""
+    ready, _, _ = select.select([connection.fileno()], [], [], 0)
+    if not ready:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
