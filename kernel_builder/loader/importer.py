@@ -473,90 +473,131 @@ def load_variant(
         known = _by_path.get(real_path)
         if known is not None:
             return known.module
-        if metadata is None:
-            metadata = read_variant_metadata(directory)
-        check_kernels_minver(metadata, directory.name, _where(directory, repo_info))
-        if repo_info is not None:
-            _check_signature(directory, metadata, repo_info)
-        dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
-        if dirty:
-            keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
-            warn(
-                f"kernel {metadata.name} at {directory} was built from uncommitted changes ({keys}); "
-                f"its id does not identify its sources"
-            )
-        zipped = metadata.build_layout == "zip"
-        init = None if zipped else _find_package(directory, metadata)
-        module_id = metadata.id
-        if module_id is None and zipped:
-            raise ValueError(
-                f"{directory / METADATA_FILE}: a build-layout \"zip\" build needs an 'id' (its archive is <id>.zip)"
-            )
-        if module_id is None:
-            module_id = _legacy_id(metadata, real_path)
-            metadata = replace(metadata, id=module_id)
-            warn(
-                f"{directory / METADATA_FILE} has no 'id' (a build by an older tool); loading kernel "
-                f"{metadata.name} as module {module_id!r}. Rebuild it to get a stable id."
-            )
-        _check_module_id(module_id, metadata, _where(directory, repo_info))
-
-        existing = sys.modules.get(module_id)
+        metadata = _checked_metadata(directory, metadata, repo_info)
+        init = None if metadata.build_layout == "zip" else _find_package(directory, metadata)
+        metadata = _with_module_id(directory, real_path, metadata)
+        assert metadata.id is not None
+        _check_module_id(metadata.id, metadata, _where(directory, repo_info))
+        existing = sys.modules.get(metadata.id)
         if existing is not None:
-            origin = _origin.get(module_id)
-            owner = _by_path.get(origin) if origin is not None else None
-            if owner is not None and owner.module is existing:
-                if metadata.digest is not None and metadata.digest == owner.metadata.digest:
-                    _by_path[real_path] = owner
-                    logger.debug("%s: same build as %s (module %s); reusing it", directory, origin, module_id)
-                    return existing
-                other = origin
-            else:
-                # Loaded by someone else (e.g. the `kernels` package): the same build if its variant directory
-                # carries the same digest.
-                other = getattr(existing, "__file__", None) or repr(existing)
-                foreign = _foreign_metadata(existing)
-                if metadata.digest is not None and foreign is not None and foreign.digest == metadata.digest:
-                    loaded = LoadedKernel(metadata, existing, repo_info)
-                    _by_path[real_path] = loaded
-                    _origin.setdefault(module_id, real_path)
-                    _loaded.append(loaded)
-                    logger.debug("%s: same build as the loaded module %s; reusing it", directory, module_id)
-                    share_with_kernels(_module_for_variant, _variant_for_id)
-                    return existing
-            raise ImportError(
-                f"cannot import {directory} as module {module_id!r}: {other} is already loaded under that id "
-                f"and is not the same build (their digests differ). Two builds cannot share one op "
-                f"namespace; restart the process to switch builds.",
-                name=module_id,
-                path=str(directory),
-            )
+            return _reuse_loaded(existing, directory, real_path, metadata, repo_info)
+        return _import_new(directory, real_path, init, metadata, repo_info, dependencies)
 
-        if init is None:
-            spec = _zip_spec(module_id, directory)
-        else:
-            spec = _source_only_spec(module_id, init)
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_id] = module
-        try:
-            declared = [dependency.repo_id for dependency in metadata.kernel_depends]
-            with providing(f"{metadata.name} ({_where(directory, repo_info)})", dependencies or {}, declared):
-                spec.loader.exec_module(module)
-        except BaseException as error:
-            _forget(module_id)
-            _finder.ids.discard(module_id)
-            add_note = getattr(error, "add_note", None)  # Python 3.11+
-            if add_note is not None:
-                add_note(f"while importing kernel {metadata.name} from {directory} as module {module_id!r}")
-            raise
-        kernel = LoadedKernel(metadata, module, repo_info)
-        _loaded.append(kernel)
-        _by_path[real_path] = kernel
+
+def _checked_metadata(directory: Path, metadata: Metadata | None, repo_info: RepoInfo | None) -> Metadata:
+    """The variant's metadata once the checks that come before any import have passed: the loader is new
+    enough, a Hub download's signature passes the policy, and a build from uncommitted sources is named."""
+    if metadata is None:
+        metadata = read_variant_metadata(directory)
+    check_kernels_minver(metadata, directory.name, _where(directory, repo_info))
+    if repo_info is not None:
+        _check_signature(directory, metadata, repo_info)
+    dirty = metadata.provenance.dirty_parts if metadata.provenance is not None else ()
+    if dirty:
+        keys = " and ".join(f"provenance.{part}.dirty" for part in dirty)
+        warn(
+            f"kernel {metadata.name} at {directory} was built from uncommitted changes ({keys}); "
+            f"its id does not identify its sources"
+        )
+    return metadata
+
+
+def _with_module_id(directory: Path, real_path: str, metadata: Metadata) -> Metadata:
+    """``metadata`` with the module id the variant is imported under: its own ``id``, or for a build by an older
+    tool (no id) one derived from its name and path, with a warning. A zip build cannot do without one."""
+    if metadata.id is not None:
+        return metadata
+    if metadata.build_layout == "zip":
+        raise ValueError(
+            f"{directory / METADATA_FILE}: a build-layout \"zip\" build needs an 'id' (its archive is <id>.zip)"
+        )
+    module_id = _legacy_id(metadata, real_path)
+    warn(
+        f"{directory / METADATA_FILE} has no 'id' (a build by an older tool); loading kernel "
+        f"{metadata.name} as module {module_id!r}. Rebuild it to get a stable id."
+    )
+    return replace(metadata, id=module_id)
+
+
+def _reuse_loaded(
+    existing: ModuleType, directory: Path, real_path: str, metadata: Metadata, repo_info: RepoInfo | None
+) -> ModuleType:
+    """The module already in ``sys.modules`` under the variant's id, when it is the same build (same digest),
+    whether this loader or another (the `kernels` package) imported it; otherwise ``ImportError``: two builds
+    cannot share one op namespace."""
+    module_id = metadata.id
+    assert module_id is not None
+    origin = _origin.get(module_id)
+    owner = _by_path.get(origin) if origin is not None else None
+    if owner is not None and owner.module is existing:
+        if metadata.digest is not None and metadata.digest == owner.metadata.digest:
+            _by_path[real_path] = owner
+            logger.debug("%s: same build as %s (module %s); reusing it", directory, origin, module_id)
+            return existing
+        other = origin
+    else:
+        # Loaded by someone else (e.g. the `kernels` package): the same build if its variant directory
+        # carries the same digest.
+        other = getattr(existing, "__file__", None) or repr(existing)
+        foreign = _foreign_metadata(existing)
+        if metadata.digest is not None and foreign is not None and foreign.digest == metadata.digest:
+            _record(LoadedKernel(metadata, existing, repo_info), real_path, first=False)
+            logger.debug("%s: same build as the loaded module %s; reusing it", directory, module_id)
+            return existing
+    raise ImportError(
+        f"cannot import {directory} as module {module_id!r}: {other} is already loaded under that id "
+        f"and is not the same build (their digests differ). Two builds cannot share one op "
+        f"namespace; restart the process to switch builds.",
+        name=module_id,
+        path=str(directory),
+    )
+
+
+def _import_new(
+    directory: Path,
+    real_path: str,
+    init: Path | None,
+    metadata: Metadata,
+    repo_info: RepoInfo | None,
+    dependencies: Mapping[str, ModuleType] | None,
+) -> ModuleType:
+    """Import the variant's package (``init``, its ``__init__.py``; ``None`` for a zip build's ``<id>.zip``) under
+    its id with its kernel dependencies provided, and register it; on failure nothing of it stays in
+    ``sys.modules``."""
+    module_id = metadata.id
+    assert module_id is not None
+    spec = _zip_spec(module_id, directory) if init is None else _source_only_spec(module_id, init)
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_id] = module
+    try:
+        declared = [dependency.repo_id for dependency in metadata.kernel_depends]
+        with providing(f"{metadata.name} ({_where(directory, repo_info)})", dependencies or {}, declared):
+            spec.loader.exec_module(module)
+    except BaseException as error:
+        _forget(module_id)
+        _finder.ids.discard(module_id)
+        add_note = getattr(error, "add_note", None)  # Python 3.11+
+        if add_note is not None:
+            add_note(f"while importing kernel {metadata.name} from {directory} as module {module_id!r}")
+        raise
+    _record(LoadedKernel(metadata, module, repo_info), real_path, first=True)
+    logger.debug("imported kernel %s from %s as module %s", metadata.name, directory, module_id)
+    return module
+
+
+def _record(kernel: LoadedKernel, real_path: str, *, first: bool) -> None:
+    """Register a loaded kernel under its variant path (and, when this loader imported it first, as the origin
+    of its id), and let the `kernels` package find it."""
+    module_id = kernel.metadata.id
+    assert module_id is not None
+    _loaded.append(kernel)
+    _by_path[real_path] = kernel
+    if first:
         _origin[module_id] = real_path
-        logger.debug("imported kernel %s from %s as module %s", metadata.name, directory, module_id)
-        share_with_kernels(_module_for_variant, _variant_for_id)
-        return module
+    else:
+        _origin.setdefault(module_id, real_path)
+    share_with_kernels(_module_for_variant, _variant_for_id)
 
 
 def _module_for_variant(variant_dir: Path) -> ModuleType | None:
