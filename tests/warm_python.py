@@ -256,7 +256,9 @@ def _serve(socket_path: str, ready_fd: int, lifeline_fd: int) -> None:
     children: dict[int, socket.socket] = {}
     while True:
         ready, _, _ = select.select([listener.fileno(), lifeline_fd], [], [], 0.05)
-        if lifeline_fd in ready:  # the test process ended: so does the server, leaving nothing in the temp dir
+        if (
+            lifeline_fd in ready
+        ):  # the test process ended: so does the server, leaving nothing in the temp dir
             shutil.rmtree(os.path.dirname(socket_path), ignore_errors=True)
             os._exit(0)
         if listener.fileno() in ready:
