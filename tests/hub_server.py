@@ -995,18 +995,26 @@ class _Handler(BaseHTTPRequestHandler):
 # --- the fixture --------------------------------------------------------------------------------------------
 
 
+def client_environment(url: str, cache: Path) -> dict[str, str]:
+    """The variables that point every Hub client (ours, huggingface_hub's, upstream's `kernels`) at the double at
+    ``url``, with their downloads in ``cache`` and no telemetry or Xet transfers (which would leave loopback)."""
+    return {
+        "HF_ENDPOINT": url,
+        "KERNELS_CACHE": str(cache),
+        "HF_HUB_CACHE": str(cache),
+        "HF_TOKEN": "hf_dummy_test_token",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_DISABLE_XET": "1",
+    }
+
+
 @pytest.fixture
 def hub(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     """A running double with the client environment pointed at it; stopped at teardown."""
     cache = tmp_path_factory.mktemp("hub-cache")
     server = HubServer().start()
     for name, value in {
-        "HF_ENDPOINT": server.url,
-        "KERNELS_CACHE": str(cache),
-        "HF_HUB_CACHE": str(cache),
-        "HF_TOKEN": "hf_dummy_test_token",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "HF_HUB_DISABLE_XET": "1",
+        **client_environment(server.url, cache),
         # Every online load asks the double, as the tests of the Hub path expect; the tests of loads from the
         # cache alone (test_loader_warm.py) set their own time.
         "KERNEL_BUILDER_CACHE_TTL": "0",

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hub_server import HubServer
+from hub_server import HubServer, client_environment
 from loader_fixtures import FILES, commit_variants
 
 #: What the issue asks: a clear error within this many seconds (the default deadline is 50 s).
@@ -111,17 +111,7 @@ def stalled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str
                 for key, value in os.environ.items()
                 if not key.startswith(("KERNEL_BUILDER_", "HF_", "KERNELS_")) and key != "LOCAL_KERNELS"
             }
-            env.update(
-                {
-                    "PYTHONPATH": str(ROOT),
-                    "HF_ENDPOINT": server.url,
-                    "KERNELS_CACHE": str(cache),
-                    "HF_HUB_CACHE": str(cache),
-                    "HF_TOKEN": "hf_dummy_test_token",
-                    "HF_HUB_DISABLE_TELEMETRY": "1",
-                    "HF_HUB_DISABLE_XET": "1",
-                }
-            )
+            env.update({"PYTHONPATH": str(ROOT), **client_environment(server.url, cache)})
             children[(request, mode)] = subprocess.Popen(
                 [sys.executable, "-c", PROBE, repo],
                 stdout=subprocess.PIPE,
