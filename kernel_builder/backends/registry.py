@@ -92,9 +92,6 @@ class Backend:
     compute_prefix: str | None = None
     """Versioned backends: the prefix of the compute part (``cu`` → ``cu130``). ``None``: the compute part is
     the name itself and takes no version (``cpu``, ``metal``)."""
-    noarch_token: str | None = None
-    """The word after ``torch-`` of the backend's noarch variant; ``None`` means its name (what every backend
-    uses: loaders compare the word with the selected backend's name)."""
     aliases: tuple[str, ...] = ()
     """Other names the loader's ``backend=`` accepts for this backend (``npu`` for cann)."""
 
@@ -174,8 +171,9 @@ class Backend:
 
     @property
     def noarch_name(self) -> str:
-        """The word after ``torch-`` of its noarch variant directory."""
-        return self.noarch_token or self.name
+        """The word after ``torch-`` of its noarch variant directory: its name, since loaders compare that word
+        with the selected backend's name."""
+        return self.name
 
     def variant_part(self, version: tuple[int, int] | None) -> str:
         """The compute part of a compiled variant name: ``cuda`` and ``(13, 0)`` → ``cu130``; ``cpu`` → ``cpu``."""

@@ -96,17 +96,18 @@ def _facts(
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from kernel_builder.formats.matrix import PACKAGED_MATRIX, load_matrix
+    from kernel_builder.formats.matrix import PACKAGED_MATRIX, parse_matrix_text
     from kernel_builder.formats.torch_release import format_matrix, propose
 
     minor = _minor(args.torch, "TORCH")
     cudas = [_minor(v.strip(), "--cuda") for v in args.cuda.split(",")] if args.cuda else None
     path = Path(args.matrix) if args.matrix else PACKAGED_MATRIX
-    load_matrix(path)  # a valid matrix to start from
+    original = path.read_text(encoding="utf-8")
+    parse_matrix_text(original, str(path))  # a valid matrix to start from
     facts, patches = _facts(args, minor)
-    proposal = propose(json.loads(path.read_text(encoding="utf-8")), facts, patches, cudas)
+    proposal = propose(json.loads(original), facts, patches, cudas)
     text = format_matrix(proposal.data)
-    load_matrix_text(text, str(path))  # the proposal is a valid matrix too
+    parse_matrix_text(text, str(path))  # what would be written is a valid matrix too
     print(report(facts, proposal))
     if args.write:
         path.write_text(text, encoding="utf-8")
@@ -114,15 +115,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"nothing written: run again with --write to write {path}")
     return 0
-
-
-def load_matrix_text(text: str, source: str) -> None:
-    """Validate a matrix's text (raises ``MatrixError`` naming every problem)."""
-    import json
-
-    from kernel_builder.formats.matrix import parse_matrix
-
-    parse_matrix(json.loads(text), source)
 
 
 def report(facts: ReleaseFacts, proposal: Proposal) -> str:

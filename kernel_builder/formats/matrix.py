@@ -163,6 +163,11 @@ class Matrix:
         """The Torch versions with a required entry (the release set), oldest first."""
         return tuple(sorted({entry.torch for entry in self.entries if entry.required}))
 
+    def is_newer_than_known(self, torch: tuple[int, int]) -> bool:
+        """Whether Torch ``(major, minor)`` is newer than every release the matrix knows (an empty matrix knows
+        none, and says nothing)."""
+        return bool(self.entries) and torch > self.torch_versions[-1]
+
 
 #: The packaged data file (``kernel-builder update-matrix --write`` rewrites it in a checkout).
 PACKAGED_MATRIX = Path(__file__).with_name("build-matrix.json")
@@ -184,12 +189,10 @@ def newer_than_known(matrix: Matrix, torch_version: str) -> str | None:
         release = Version(torch_version).release
     except InvalidVersion:
         return None
-    if not matrix.entries:
-        return None
     torch = (release + (0,))[:2]
-    newest = matrix.torch_versions[-1]
-    if torch <= newest:
+    if not matrix.is_newer_than_known((torch[0], torch[1])):
         return None
+    newest = matrix.torch_versions[-1]
     names = [f"{major}.{minor}" for major, minor in matrix.required_torch_versions]
     required = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
     return (
@@ -215,7 +218,7 @@ def load_matrix(path: Path | None = None) -> Matrix:
     """
     if path is None:
         return _packaged_matrix()
-    return _parse_text(path.read_text(encoding="utf-8"), str(path))
+    return parse_matrix_text(path.read_text(encoding="utf-8"), str(path))
 
 
 @functools.cache
@@ -223,10 +226,11 @@ def _packaged_matrix() -> Matrix:
     # The package data file beside this module (what importlib.resources finds for a package on disk), read
     # without importing importlib.resources' readers and zipfile at each start of the CLI.
     text = PACKAGED_MATRIX.read_text(encoding="utf-8")
-    return _parse_text(text, _DEFAULT_SOURCE)
+    return parse_matrix_text(text, _DEFAULT_SOURCE)
 
 
-def _parse_text(text: str, source: str) -> Matrix:
+def parse_matrix_text(text: str, source: str) -> Matrix:
+    """Validate a matrix file's text; text that is not JSON is a :class:`MatrixError` too."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:

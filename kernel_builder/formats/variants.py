@@ -84,7 +84,6 @@ _NEW_FRAMEWORK = {
     "torch-stable-abi": re.compile(r"torch-stable-abi-([0-9]+)\.([0-9]+)"),
     "tvm-ffi": re.compile(r"tvm-ffi-([0-9]+)\.([0-9]+)"),
 }
-_LEGACY_PREFIX = {"torch": "torch", "torch-stable-abi": "torch-stable-abi", "tvm-ffi": "tvm-ffi"}
 _DOTTED = re.compile(r"([0-9]+)\.([0-9]+)")
 #: A legacy compute version: the major, then the minor digit; ROCm 7.14 is ``rocm714`` (upstream's rule).
 _LEGACY_COMPUTE_VERSION = re.compile(r"([0-9]+)([0-9])")
@@ -325,7 +324,7 @@ class Variant:
         abi = f"-{self.cxx_abi}" if self.cxx_abi else ""
         if self.legacy:
             version = framework_version_name(self.framework_version)
-            return f"{_LEGACY_PREFIX[self.kind]}{version}{abi}-{self.compute}-{system}"
+            return f"{self.kind}{version}{abi}-{self.compute}-{system}"
         return f"{self.kind}-{_dotted(self.framework_version)}{abi}-{self.compute}-{python}-{system}"
 
     @property
@@ -510,9 +509,7 @@ def parse_variant(name: str) -> Variant:
     """
     try:
         variant = _parse(name)
-    except _Invalid as error:
-        raise ValueError(f"invalid variant name {name!r}: {error}") from None
-    except ValueError as error:  # a part out of range for its format (Variant's own checks)
+    except ValueError as error:  # _Invalid, or a part out of range for its format (Variant's own checks)
         raise ValueError(f"invalid variant name {name!r}: {error}") from None
     if variant.name != name:
         raise ValueError(
@@ -536,7 +533,7 @@ def noarch_variant(backend: str, framework: NoarchFramework = "torch") -> Varian
         None,
         None,
         None,
-        noarch.noarch_name(canonical).removeprefix("torch-"),
+        spec.noarch_name,
         None,
         None,
         framework=framework,

@@ -22,7 +22,7 @@ from kernel_builder.common.env import env_flag
 from kernel_builder.formats.runtime import Environment
 from kernel_builder.loader.errors import NoCompatibleVariantError
 
-__all__ = ["CHECK_GPU_ARCH", "choose_variant", "decide", "no_compatible"]
+__all__ = ["CHECK_GPU_ARCH", "choose_variant", "decide", "no_compatible", "preferred"]
 
 logger = logging.getLogger("kernel_builder")
 
@@ -65,6 +65,20 @@ def no_compatible(
 
     message = resolve.describe_no_compatible(subject, environment_line, verdicts)
     return NoCompatibleVariantError(message, public_decisions(verdicts))
+
+
+def preferred(
+    names: Iterable[str],
+    environment: Environment,
+    backend: str,
+    metadata: resolve.MetadataLookup | None,
+    *,
+    check_arch: bool = True,
+) -> str | None:
+    """The directory name of the preferred compatible variant among ``names``, or ``None`` without building the
+    error: for a caller that has another way to go (the cache-only path falls back to the Hub, which says why)."""
+    verdicts, _ = decide(names, environment, backend, metadata, check_arch=check_arch)
+    return verdicts[0].variant.variant_str if verdicts and isinstance(verdicts[0], resolve.Accepted) else None
 
 
 def choose_variant(

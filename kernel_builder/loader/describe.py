@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import kernel_builder.loader.resolve as resolve
-from kernel_builder.common.env import env_flag
 from kernel_builder.errors import HubError, KernelBuilderError, UsageError
 from kernel_builder.formats import runtime
 from kernel_builder.formats.dependencies import KernelDependency
@@ -27,6 +26,7 @@ from kernel_builder.formats.identifiers import is_commit_id, repo_id_problem
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.hub import REQUEST_ERRORS, Hub, RemoteRepo, describe_error
+from kernel_builder.loader.choose import decide as decide_variants
 from kernel_builder.loader.choose import no_compatible
 
 # The resolution steps of a load, shared with get_kernel so that these commands answer what a load would do.
@@ -411,11 +411,7 @@ def describe_local(
                 found[name], problems[name] = None, str(error)
         return found[name]
 
-    probe = resolve.GpuProbe(lambda: resolve.probe_gpus(selected))
-    decisions = resolve.resolve_variants(
-        variant_directories(base), env, selected, lookup, gpus=probe,
-        check_gpu_arch=env_flag("KERNEL_BUILDER_CHECK_GPU_ARCH", default=True), first_only=False,
-    )  # fmt: skip
+    decisions, probe = decide_variants(variant_directories(base), env, selected, lookup, first_only=False)
     variants: list[VariantInfo] = []
     shown: Metadata | None = None
     for index, decision in enumerate(decisions):

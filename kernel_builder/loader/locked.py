@@ -196,10 +196,6 @@ class _Chosen:
     fetch: Callable[[], tuple[Path, Metadata]]
 
     @property
-    def depends(self) -> tuple[KernelDependency, ...]:
-        return () if self.metadata is None else self.metadata.kernel_depends
-
-    @property
     def repo_info(self) -> RepoInfo:
         return RepoInfo(self.repo.repo_id, self.entry.sha)
 

@@ -43,8 +43,8 @@ from kernel_builder.loader.arguments import (
     check_trust_argument,
     trusted_by_caller,
 )
-from kernel_builder.loader.choose import choose_variant
-from kernel_builder.loader.errors import KernelIntegrityError, NoCompatibleVariantError
+from kernel_builder.loader.choose import preferred
+from kernel_builder.loader.errors import KernelIntegrityError
 from kernel_builder.loader.hubcache import (
     CACHE_TTL,
     DEFAULT_TTL,
@@ -256,9 +256,8 @@ def _load_cached(
     env = runtime.detect_environment()
     selected = resolve.select_backend(env, backend)
     lookup = _metadata_lookup(snapshot, repo_id)
-    try:
-        variant = choose_variant(found.variants, env, selected, lookup, subject=where, check_arch=check_arch)
-    except NoCompatibleVariantError:
+    variant = preferred(found.variants, env, selected, lookup, check_arch=check_arch)
+    if variant is None:
         return None  # the Hub path says why, with the whole listing
     variant_dir = snapshot / "build" / variant
     if not _downloaded(variant_dir):

@@ -190,10 +190,15 @@ def _unavailable(
 def _capped(pin: str, compute: str, chosen: TorchWheel) -> TorchWheel:
     """``chosen``, unless pip's constraint files refuse it: then the reason is that cap, and only that (the
     wheel is there; pip's own configuration keeps it out)."""
-    capped = pip_constraints.cap_reason("torch", chosen.version, wheel_index.pip_sources())
+    _refuse_if_capped(pin, compute, chosen.version)
+    return chosen
+
+
+def _refuse_if_capped(pin: str, compute: str, version: str) -> None:
+    """``Capped`` naming the constraint file and its cap when pip's configuration refuses torch ``version``."""
+    capped = pip_constraints.cap_reason("torch", version, wheel_index.pip_sources())
     if capped is not None:
         raise Capped(f"torch {pin} for {compute} cannot be installed here: {capped}")
-    return chosen
 
 
 def _resolve_from_listings(
@@ -235,9 +240,7 @@ def _resolve_with_pip(pin: str, compute: str, index_url: str | None) -> TorchWhe
     """The same answer from ``pip install --dry-run``, one question at a time (excluding each wrong-flavour
     local version and asking again): for sources whose wheels cannot be read through their listing. pip applies
     its constraint files itself, so a pin they refuse is refused with their reason before pip is asked."""
-    capped = pip_constraints.cap_reason("torch", pin, wheel_index.pip_sources())
-    if capped is not None:
-        raise Capped(f"torch {pin} for {compute} cannot be installed here: {capped}")
+    _refuse_if_capped(pin, compute, pin)
     excluded: list[str] = []
     found: list[str] = []
     error = ""

@@ -356,7 +356,7 @@ def _bounds_gate(ctx: _AotContext) -> Variant | str:
 def _warn_unless_in_matrix(ctx: _AotContext, variant: Variant, matrix: Matrix) -> None:
     """Warn when no matrix entry gives ``variant``: it builds, but it is not one of the published set. A Torch
     newer than the whole matrix is the builder's notice to give (``formats.matrix.newer_than_known``), once."""
-    if matrix.entries and ctx.torch_version > matrix.torch_versions[-1]:
+    if matrix.is_newer_than_known(ctx.torch_version):
         return
     # A stable-ABI variant is named by the ABI version: every applicable Torch of its compute gives that name.
     entries = [
