@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from stage_fixtures import load, write_files
@@ -28,17 +27,8 @@ kernels_rust = pytest.importorskip(
 )
 
 
-def _upstream_validate() -> Any:
-    """``kernels``' validators: ``kernels._internals.validate`` since 0.19, ``kernels.validate`` before."""
-    for name in ("kernels._internals.validate", "kernels.validate"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    pytest.skip("upstream's kernels has no validate module")
-
-
-MinverValidator = _upstream_validate().MinverValidator
+#: The pinned kernels (0.19) keeps its validators under ``_internals``.
+MinverValidator = importlib.import_module("kernels._internals.validate").MinverValidator
 
 # Kernel dependencies on CUDA only: the cuda variant needs the newer loader, the cpu one does not.
 TOML = """\

@@ -135,8 +135,8 @@ def stalled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str
 
 def check(outcomes: dict[tuple[str, str], dict[str, object]], request: str, names: str) -> None:
     for mode in MODES:
-        if (request, mode) not in outcomes:
-            continue
+        if (request, mode) == ("file download (its HEAD)", "stall-body"):
+            continue  # a HEAD has no body to stall in: the fixture sets up no such case
         result = outcomes[(request, mode)]
         seconds, outcome = float(str(result["seconds"])), str(result["outcome"])
         assert seconds < LIMIT_S, f"{request}, {mode}: {seconds:.1f} s: {outcome}"

@@ -82,30 +82,10 @@ class _Server:
             return cls._instance
 
 
-_UNSUPPORTED = {
-    "-X",
-    "-I",
-    "-S",
-    "-E",
-    "-W",
-    "-O",
-    "-OO",
-    "-b",
-    "-bb",
-    "-s",
-    "-q",
-    "-P",
-    "-i",
-    "-d",
-    "-v",
-    "-R",
-}
-
-
 def _mode(args: Sequence[str]) -> bool:
     """Whether the arguments after the interpreter are ones the server runs: ``-c CODE``, ``-m MOD``, a script,
-    optionally after ``-u`` or ``-B``."""
-    rest = [a for a in args]
+    optionally after ``-u`` or ``-B``; any other option (``-X``, ``-I``, ``-W``, ...) is not."""
+    rest = list(args)
     while rest and rest[0] in ("-u", "-B"):
         rest.pop(0)
     if not rest:
@@ -113,7 +93,7 @@ def _mode(args: Sequence[str]) -> bool:
     first = rest[0]
     if first in ("-c", "-m"):
         return len(rest) >= 2
-    return not first.startswith("-") and first not in _UNSUPPORTED
+    return not first.startswith("-")
 
 
 def run(
