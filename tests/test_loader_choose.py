@@ -125,7 +125,9 @@ def test_variants_are_judged_by_the_one_chooser_only() -> None:
     for module in LOAD_PATHS:
         assert "resolve_variants" not in _calls(module), module
     choosers = {
-        module for module in LOAD_PATHS if {"choose_variant", "preferred", "decide", "choose_on_hub"} & _calls(module)
+        module
+        for module in LOAD_PATHS
+        if {"choose_variant", "preferred", "decide", "choose_on_hub"} & _calls(module)
     }
     assert choosers == set(LOAD_PATHS)
 
