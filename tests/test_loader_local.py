@@ -114,6 +114,19 @@ def test_a_project_root_is_searched_then_its_build_directory(tmp_path: Path) -> 
     assert get_local_kernel(root).__name__ == "_relu_torch_cuda_0"
 
 
+def test_a_project_roots_source_directories_are_passed_over_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``make demo``'s case: LOCAL_KERNELS names the project, whose ``csrc``/``tests`` are not variants; only
+    build/'s directories are variants, and only a bad name there is worth a warning."""
+    root = kernel_repo(tmp_path / "relu", {"torch-cuda": "cuda"})
+    for source in ("relu_cuda", "tests", "torch-ext"):
+        (root / source).mkdir()
+    caplog.set_level(logging.WARNING, logger="kernel_builder")
+    assert get_local_kernel(root).__name__ == "_relu_torch_cuda_0"
+    assert [r.getMessage() for r in caplog.records] == []
+
+
 def test_no_compatible_variant_in_root_nor_build_lists_both(tmp_path: Path) -> None:
     root = kernel_repo(tmp_path / "relu", {"torch-rocm": "rocm"})
     (root / "torch-ext").mkdir()

@@ -139,14 +139,17 @@ def _resolve(
     return _locate(root, env, selected, check_arch), selected
 
 
-def _has_variant(names: list[str]) -> bool:
+def _variant_names(names: list[str]) -> list[str]:
+    """The names among ``names`` that parse as variant names (a project root's ``csrc``, ``tests``, ``build``
+    are not, and are passed over without a word)."""
+    parsed = []
     for name in names:
         try:
             parse_variant(name)
         except ValueError:
             continue
-        return True
-    return False
+        parsed.append(name)
+    return parsed
 
 
 def _locate(root: Path, env: runtime.Environment, backend: str, check_arch: bool) -> Path:
@@ -156,8 +159,10 @@ def _locate(root: Path, env: runtime.Environment, backend: str, check_arch: bool
     refused: list[NoCompatibleVariantError] = []
     for base in (root, root / "build"):
         names = variant_directories(base)
-        if not _has_variant(names):
+        if not _variant_names(names):
             continue
+        if base == root:  # build/ is all variants, where a bad name is worth a warning; the root is a project
+            names = _variant_names(names)
 
         def lookup(name: str, base: Path = base) -> Metadata | None:
             if not (base / name / METADATA_FILE).is_file():
