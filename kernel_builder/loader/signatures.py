@@ -422,21 +422,12 @@ def check_signature(
     directory = Path(variant_dir)
     try:
         signers = signers_from_env()
-        parts = (
-            repo_id,
-            revision,
-            directory.name,
-            _fingerprint(directory / BUNDLE_FILE, BUNDLE_LIMIT),
-            _fingerprint(directory / METADATA_FILE, METADATA_LIMIT),
-            *(signer.workflow for signer in signers),
-        )
+        parts = (repo_id, revision, directory.name, *_fingerprints(directory), *(s.workflow for s in signers))
         receipt = _receipt(parts)
         if receipt is not None and receipt.is_file():
             logger.debug("%s: signature verified before (%s)", where, receipt)
             return True
-        check = verify_variant(directory, signers, default_name=metadata.name)
-        if check.ok and check.metadata != metadata:
-            check = SignatureCheck("bad-signature", f"{METADATA_FILE} changed after it was read")
+        check = _verify_as_read(directory, metadata, signers)
     except (
         KernelBuilderError,
         UnsafeFileError,
@@ -471,6 +462,22 @@ def _fingerprint(path: Path, limit: int) -> str:
     return "" if data is None else hashlib.sha256(data).hexdigest()
 
 
+def _fingerprints(directory: Path) -> tuple[str, str]:
+    """What a remembered pass is keyed on besides where and by whom: the bundle and the metadata, as they are."""
+    return _fingerprint(directory / BUNDLE_FILE, BUNDLE_LIMIT), _fingerprint(
+        directory / METADATA_FILE, METADATA_LIMIT
+    )
+
+
+def _verify_as_read(directory: Path, metadata: Metadata, signers: tuple[Signer, ...]) -> SignatureCheck:
+    """:func:`verify_variant`, failed also when the signed ``metadata.json`` is not ``metadata``, the one the
+    loader read and is about to use (it changed in between)."""
+    check = verify_variant(directory, signers, default_name=metadata.name)
+    if check.ok and check.metadata != metadata:
+        return SignatureCheck("bad-signature", f"{METADATA_FILE} changed after it was read")
+    return check
+
+
 def require_signature(variant_dir: str | os.PathLike[str], metadata: Metadata, where: str) -> None:
     """The opt-in policy: with :data:`REQUIRE_SIGNATURE` on, refuse a variant that :func:`verify_variant`
     does not pass, or whose signed ``metadata.json`` is not the one the loader is about to use.
@@ -483,20 +490,13 @@ def require_signature(variant_dir: str | os.PathLike[str], metadata: Metadata, w
     directory = Path(variant_dir)
     signers = signers_from_env()
     try:
-        key = (
-            os.path.realpath(directory),
-            _fingerprint(directory / BUNDLE_FILE, BUNDLE_LIMIT),
-            _fingerprint(directory / METADATA_FILE, METADATA_LIMIT),
-            signers,
-        )
+        key = (os.path.realpath(directory), *_fingerprints(directory), signers)
         with _passed_lock:
             if key in _passed:
                 return
-        check = verify_variant(directory, signers, default_name=metadata.name)
+        check = _verify_as_read(directory, metadata, signers)
     except UnsafeFileError as error:
         raise SignatureError(f"{where}: {BUNDLE_FILE} or {METADATA_FILE} cannot be read: {error}") from None
-    if check.ok and check.metadata != metadata:
-        check = SignatureCheck("bad-signature", f"{METADATA_FILE} changed after it was read")
     if not check.ok:
         accepted = ", ".join(signer.workflow for signer in signers)
         raise SignatureError(
