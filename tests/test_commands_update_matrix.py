@@ -3,6 +3,7 @@ end to end through the CLI, with PyPI's recorded answer from a file or served ov
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import socket
@@ -80,13 +81,16 @@ def test_a_release_pypi_does_not_have(before: Path, capsys: pytest.CaptureFixtur
 
 
 @contextmanager
-def pypi(pages: dict[str, bytes]) -> Iterator[tuple[str, list[str]]]:
-    """PyPI's JSON API over loopback: ``pages`` by path; yields its torch URL and the paths asked."""
+def pypi(pages: dict[str, bytes]) -> Iterator[tuple[str, list[str], list[str | None]]]:
+    """PyPI's JSON API over loopback: ``pages`` by path; yields its torch URL, the paths asked and the
+    ``Authorization`` header of each request."""
     asked: list[str] = []
+    authorization: list[str | None] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
             asked.append(self.path)
+            authorization.append(self.headers.get("Authorization"))
             body = pages.get(self.path)
             self.send_response(200 if body is not None else 404)
             self.send_header("Content-Type", "application/json")
@@ -100,7 +104,7 @@ def pypi(pages: dict[str, bytes]) -> Iterator[tuple[str, list[str]]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/pypi/torch", asked
+        yield f"http://127.0.0.1:{server.server_address[1]}/pypi/torch", asked, authorization
     finally:
         server.shutdown()
         server.server_close()
@@ -113,7 +117,7 @@ def test_an_older_release_is_read_from_its_own_answer(
     own = {"info": {"version": "2.14.1", "requires_python": ">=3.10",
                     "requires_dist": ['cuda-toolkit[cudart]==13.0.3; platform_system == "Linux"']}}  # fmt: skip
     pages = {"/pypi/torch/json": ANSWER.read_bytes(), "/pypi/torch/2.14.1/json": json.dumps(own).encode()}
-    with pypi(pages) as (url, asked):
+    with pypi(pages) as (url, asked, _):
         monkeypatch.setattr(update_matrix, "PYPI_TORCH", url)
         run = run_cli(capsys, "update-matrix", "2.14", "--cuda", "13.0,13.2", "--matrix", str(before))
     assert run.code == 0, run.err
@@ -122,6 +126,19 @@ def test_an_older_release_is_read_from_its_own_answer(
         '    - 2.14 cu130: PyPI\'s flavour (cuda-toolkit[cudart]==13.0.3; platform_system == "Linux")'
         in run.out
     )
+
+
+def test_a_mirror_with_credentials_in_its_url_is_asked_as_pip_asks(
+    before: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PyPI mirror named with ``user:token@`` gets them as HTTP basic authentication (pip's way), not in the
+    request line: the request goes through the same helper as every index read."""
+    with pypi({"/pypi/torch/json": ANSWER.read_bytes()}) as (url, asked, authorization):
+        monkeypatch.setattr(update_matrix, "PYPI_TORCH", url.replace("http://", "http://maint:s3cret@"))
+        run = run_cli(capsys, "update-matrix", "2.15", "--matrix", str(before))
+    assert run.code == 0, run.err
+    assert asked == ["/pypi/torch/json"]
+    assert authorization == ["Basic " + base64.b64encode(b"maint:s3cret").decode()]
 
 
 def test_pypi_out_of_reach(

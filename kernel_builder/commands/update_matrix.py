@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 PYPI_TORCH = "https://pypi.org/pypi/torch"
 """PyPI's JSON API for torch: ``<it>/json`` for the project, ``<it>/<version>/json`` for one release."""
-TIMEOUT = 30  # seconds: one request, for a person at a terminal
 
 
 def register(commands: Subparsers) -> None:
@@ -50,17 +49,17 @@ def _minor(text: str, what: str) -> tuple[int, int]:
 
 
 def _fetch(url: str) -> dict[str, Any]:
-    """PyPI's JSON answer at ``url``; a failure is the command's error, with what to do."""
+    """PyPI's JSON answer at ``url`` (fetched as pip fetches: its certificate bundle, a URL's credentials); a
+    failure is the command's error, with what to do."""
     import json
     import urllib.error
-    import urllib.request
 
     from kernel_builder.errors import BuildError
+    from kernel_builder.pipeline.environment.wheel_index import read_url
 
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
-            data: dict[str, Any] = json.loads(response.read())
-            return data
+        data: dict[str, Any] = json.loads(read_url(url, "application/json"))
+        return data
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
         raise BuildError(

@@ -226,6 +226,17 @@ def _request(url: str, headers: dict[str, str]) -> urllib.request.Request:
     return urllib.request.Request(url, headers=headers)
 
 
+def read_url(url: str, accept: str) -> bytes:
+    """The body at ``url`` fetched as pip fetches: with pip's certificate bundle (its ``cert`` setting) and the
+    credentials the URL carries. Raises ``urllib.error.URLError`` or ``OSError``."""
+    request = _request(url, {"Accept": accept})
+    with urllib.request.urlopen(
+        request, timeout=TIMEOUT, context=_ssl_context(pip_sources().cert)
+    ) as response:
+        body: bytes = response.read()
+        return body
+
+
 def _problem(error: Exception) -> str:
     if isinstance(error, urllib.error.HTTPError):
         return f"it answers HTTP {error.code}"
