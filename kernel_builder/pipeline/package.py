@@ -282,7 +282,11 @@ def _write_symbols(
     provenance: ProvenanceEntry | None,
     torch: str | None,
 ) -> None:
-    """``symbols.json`` into the checked variant, and ``metadata.json`` again with a digest that covers it."""
+    """``symbols.json`` into the checked variant, and ``metadata.json`` again with a digest that covers it.
+
+    The digest is taken again over every file, not patched with the one new file: the import check ran the
+    variant's code in this directory, and the digest must be of what ships (hashing costs well under a second
+    even for a large extension)."""
     from kernel_builder.formats.symbols import SYMBOLS_FILE, symbols_json
 
     _write_file(tmp / SYMBOLS_FILE, symbols_json(dict(symbols)).encode())
