@@ -22,6 +22,7 @@ from packaging.version import Version
 import kernel_builder
 from kernel_builder.formats.variant_model import CUDA, ArchVariant, NoarchVariant
 from kernel_builder.loader import decisions, resolve
+from kernel_builder.loader.choose import no_compatible
 from kernel_builder.loader.decisions import VariantAccepted, VariantRejected, public_decisions
 
 upstream_variants: Any = pytest.importorskip(
@@ -47,8 +48,10 @@ def test_public_decisions_keep_the_verdicts_order_and_reasons() -> None:
     first = public[0].variant
     assert isinstance(first, ArchVariant) and first.backend == CUDA(Version("12.8"))
     assert isinstance(public[1].variant, NoarchVariant)
-    # the message of a failed load reads either form the same (a local load merges several errors' decisions)
-    assert resolve.trace(public) == resolve.trace(verdicts)
+    # a failed load's error: its message traces the verdicts, its decisions are their public form
+    error = no_compatible("here", "env", verdicts)
+    assert str(error).splitlines()[3:] == [f"  {line}" for line in resolve.trace(verdicts)]
+    assert list(error.decisions) == public
 
 
 def test_the_exports_are_these_classes() -> None:

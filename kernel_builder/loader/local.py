@@ -25,8 +25,7 @@ from kernel_builder.formats.identifiers import is_repo_id
 from kernel_builder.formats.metadata import METADATA_FILE, Metadata
 from kernel_builder.formats.variants import parse_variant
 from kernel_builder.loader.arguments import check_trust_argument
-from kernel_builder.loader.choose import choose_variant
-from kernel_builder.loader.errors import NoCompatibleVariantError
+from kernel_builder.loader.choose import decide, no_compatible
 from kernel_builder.loader.importer import check_digest, read_variant_metadata
 from kernel_builder.loader.sequence import Located, load_located, locate
 
@@ -156,7 +155,7 @@ def _locate(root: Path, env: runtime.Environment, backend: str, check_arch: bool
     """As upstream's ``kernels`` 0.19 looks: the preferred compatible variant among ``root``'s directories, else
     among ``root/build``'s, else ``root`` itself when it holds a ``metadata.json``. A project root's source
     directories (``torch-ext`` parses as a noarch variant) never stop the search."""
-    refused: list[NoCompatibleVariantError] = []
+    refused: list[tuple[Path, list[resolve.Verdict], resolve.GpuProbe]] = []
     for base in (root, root / "build"):
         names = variant_directories(base)
         if not _variant_names(names):
@@ -169,21 +168,17 @@ def _locate(root: Path, env: runtime.Environment, backend: str, check_arch: bool
                 return None
             return read_variant_metadata(base / name)
 
-        try:
-            return base / choose_variant(
-                names, env, backend, lookup, subject=str(base), check_arch=check_arch
-            )
-        except NoCompatibleVariantError as error:
-            refused.append(error)
+        verdicts, probe = decide(names, env, backend, lookup, check_arch=check_arch)
+        if verdicts and isinstance(verdicts[0], resolve.Accepted):
+            return base / verdicts[0].variant.variant_str
+        refused.append((base, verdicts, probe))
     if (root / METADATA_FILE).is_file():
         return root
-    if len(refused) == 1:
-        raise refused[0]
     if refused:
-        decisions = [decision for error in refused for decision in error.decisions]
-        line = resolve.environment_line(env, backend)
-        subject = f"{root} or {root / 'build'}"
-        raise NoCompatibleVariantError(resolve.describe_no_compatible(subject, line, decisions), decisions)
+        subject = " or ".join(str(base) for base, _, _ in refused)
+        probed = next((probe.probed for _, _, probe in refused if probe.probed is not None), None)
+        verdicts = [verdict for _, judged, _ in refused for verdict in judged]
+        raise no_compatible(subject, resolve.environment_line(env, backend, probed), verdicts)
     state = "does not exist" if not root.exists() else "holds no kernel"
     raise FileNotFoundError(f"{root} {state}: expected {_SHAPES}")
 

@@ -20,7 +20,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, TypeAlias
 
 import kernel_builder.backends as backends
 from kernel_builder.formats.metadata import Metadata
@@ -31,7 +31,6 @@ __all__ = [
     "Accepted",
     "Device",
     "GpuProbe",
-    "Judged",
     "MetadataLookup",
     "Rejected",
     "Verdict",
@@ -71,20 +70,6 @@ class Rejected:
 
 Verdict: TypeAlias = Accepted | Rejected
 """The loader's own verdicts: what :func:`resolve_variants` returns and every load path reads."""
-
-
-class _Named(Protocol):
-    @property
-    def variant_str(self) -> str: ...
-
-
-class Judged(Protocol):
-    """A verdict in either form, as :func:`trace` reads it: a :data:`Verdict`, or a decision users get
-    (``kernel_builder.loader.decisions``; a failed local load merges those of several errors). A rejection is the
-    one with a ``reason``."""
-
-    @property
-    def variant(self) -> _Named: ...
 
 
 class GpuProbe:
@@ -469,7 +454,7 @@ def resolve_variants(
     return [*(Accepted(variant) for variant in accepted), *rejected]
 
 
-def trace(decisions: Sequence[Judged]) -> list[str]:
+def trace(decisions: Sequence[Verdict]) -> list[str]:
     """One line per decision, in order.
 
     ``<variant>: compatible (preferred)`` for the first, ``<variant>: compatible`` for other accepted ones and
@@ -478,9 +463,8 @@ def trace(decisions: Sequence[Judged]) -> list[str]:
     lines = []
     for index, decision in enumerate(decisions):
         name = decision.variant.variant_str
-        reason: str | None = getattr(decision, "reason", None)  # either form: a rejection has a reason
-        if reason is not None:
-            lines.append(f"{name}: {reason}")
+        if isinstance(decision, Rejected):
+            lines.append(f"{name}: {decision.reason}")
         else:
             lines.append(f"{name}: compatible (preferred)" if index == 0 else f"{name}: compatible")
     return lines
@@ -517,7 +501,7 @@ def environment_line(environment: Environment, backend: str, gpus: Sequence[Devi
     return ", ".join(parts)
 
 
-def describe_no_compatible(subject: str, environment: str, decisions: Sequence[Judged]) -> str:
+def describe_no_compatible(subject: str, environment: str, decisions: Sequence[Verdict]) -> str:
     """The message of :class:`NoCompatibleVariantError`: subject, environment line, then the trace."""
     lines = [f"no compatible kernel variant in {subject}", f"environment: {environment}"]
     if decisions:
