@@ -8,9 +8,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from build_runs import run_dir, run_python
+from build_runs import run_python
 from loader_fixtures import reset_loader, write_variant
-from upstream_kernels import RELEASES, cache_root, release_env
+from upstream_kernels import RELEASES, release_env
 
 from kernel_builder import get_kernel_dep
 from kernel_builder.loader.dependency_context import providing
@@ -122,7 +122,6 @@ def test_every_kernels_release_line_sees_the_dependencies(
 ) -> None:
     """``kernels.get_kernel_dep`` of 0.17, 0.18 and 0.19 (whose setter moved) answers during our loads."""
     pytest.importorskip("kernels")
-    root = cache_root() or run_dir(tmp_path_factory) / "upstream-kernels"
     code = """
 import importlib.metadata, types, kernels
 from kernel_builder.loader.dependency_context import providing
@@ -134,4 +133,6 @@ try:
 except RuntimeError:
     print(importlib.metadata.version("kernels"))
 """
-    assert run_python(Path(sys.executable), code, env=release_env(release, root)).strip() == release
+    assert (
+        run_python(Path(sys.executable), code, env=release_env(release, tmp_path_factory)).strip() == release
+    )

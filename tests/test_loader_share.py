@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from build_runs import run_dir, run_python
+from build_runs import run_python
 from loader_fixtures import write_variant
-from upstream_kernels import RELEASES, cache_root, release_env
+from upstream_kernels import RELEASES, release_env
 
 pytest.importorskip("kernels", reason="the kernels package (the test extra) is what these tests share with")
 pytestmark = pytest.mark.slow  # a fresh interpreter importing torch per case
@@ -91,16 +91,13 @@ def run(
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def releases_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return cache_root() or run_dir(tmp_path_factory) / "upstream-kernels"
-
-
 @pytest.fixture(params=RELEASES)
-def release(request: pytest.FixtureRequest, releases_root: Path) -> tuple[str, dict[str, str]]:
+def release(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, dict[str, str]]:
     """A release of ``kernels`` and the environment that makes a fresh interpreter import it."""
     version: str = request.param
-    return version, release_env(version, releases_root)
+    return version, release_env(version, tmp_path_factory)
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ RELEASES = (*OLDER, PINNED)
 #: The release installed in this interpreter (the test extra's pin), and the one kernel-builder was a drop-in for
 #: before 0.19, which the differential tests still compare against where they say so.
 INSTALLED = importlib.metadata.version("kernels")
-KERNELS_0_17_2 = "0.17.2"
+KERNELS_0_17_2 = OLDER[0]
 
 CACHE_VARIABLE = "KB_TEST_KERNEL_BUILDER_CACHE"
 REPO = Path(__file__).resolve().parent.parent
@@ -69,30 +69,40 @@ def install_release(version: str, root: Path) -> Path:
     return target
 
 
-def release_env(version: str, root: Path) -> dict[str, str]:
+def releases_root(factory: pytest.TempPathFactory) -> Path:
+    """Where the releases are installed: the tests' cache (:func:`cache_root`), else the run's shared directory."""
+    return cache_root() or run_dir(factory) / "upstream-kernels"
+
+
+def release_env(version: str, factory: pytest.TempPathFactory) -> dict[str, str]:
     """Environment changes that make a fresh interpreter import ``kernels==version`` and this checkout's
     kernel_builder: ``PYTHONPATH`` with the release's directory first (none for the pinned release), then the
     checkout."""
-    first = [] if version == PINNED else [str(install_release(version, root))]
+    first = [] if version == PINNED else [str(install_release(version, releases_root(factory)))]
     path = [*first, str(REPO), os.environ.get("PYTHONPATH")]
     return {"PYTHONPATH": os.pathsep.join(p for p in path if p)}
 
 
+_checked: set[Path] = set()
+
+
 def child_env(factory: pytest.TempPathFactory, version: str, env: dict[str, str]) -> dict[str, str]:
     """``env`` for a child interpreter that imports ``kernels`` ``version`` (unchanged for the installed one),
-    checked by asking such a child: the release is kept in the tests' cache, else in the run's shared directory."""
+    checked once per process by asking such a child which release it imports."""
     if version == INSTALLED:
         return env
-    site = install_release(version, cache_root() or run_dir(factory) / "upstream-kernels")
+    site = install_release(version, releases_root(factory))
     child = {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)}
-    probe = subprocess.run(
-        [sys.executable, "-c", "import kernels; print(kernels.__version__)"],
-        capture_output=True,
-        text=True,
-        env=child,
-        check=False,
-    )
-    assert probe.stdout.strip() == version, probe.stderr
+    if site not in _checked:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import kernels; print(kernels.__version__)"],
+            capture_output=True,
+            text=True,
+            env=child,
+            check=False,
+        )
+        assert probe.stdout.strip() == version, probe.stderr
+        _checked.add(site)
     return child
 
 
