@@ -15,7 +15,6 @@ mapping) and what the loader imported, so each test starts from a fresh process 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import reset_loader, write_variant
 from torch import nn
+from upstream_kernels import loader_child_env
 
 from kernel_builder.layers import kernelizer, mapping, use_kernel_forward_from_hub, use_kernelized_func
 
@@ -227,15 +227,7 @@ def run_compat_script(package: str, config: dict[str, Any], work: Path) -> dict[
     work.mkdir(parents=True, exist_ok=True)
     config_file = work / "config.json"
     config_file.write_text(json.dumps(config), encoding="utf-8")
-    env = {
-        **os.environ,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "KERNELS_CACHE": str(work / "cache"),
-        "HF_HUB_CACHE": str(work / "cache"),
-        # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
-        "HF_HUB_DISABLE_TELEMETRY": "0",
-    }
-    env.pop("DISABLE_KERNEL_MAPPING", None)
+    env = loader_child_env(work / "cache", drop=("DISABLE_KERNEL_MAPPING",))
     result = warm_python.run(
         [sys.executable, str(SCRIPT), package, str(config_file)],
         capture_output=True,

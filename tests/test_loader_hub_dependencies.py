@@ -26,6 +26,7 @@ from cpu_projects import GENERAL, write_tree
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
 from publish_fixtures import cpu_machine, run_cli  # noqa: F401 (fixture)
+from upstream_kernels import loader_child_env
 
 from kernel_builder.formats.dependencies import KernelDependency
 from kernel_builder.loader import KernelDependencyError, get_loaded_kernels
@@ -137,16 +138,7 @@ def load_with(loader: str, work: Path, repo_id: str = "org/a") -> dict[str, Any]
     from the ``hub`` fixture), with a cache of its own; what it saw, or the error."""
     work.mkdir(parents=True, exist_ok=True)
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    env = {
-        **os.environ,
-        "PYTHONPATH": path,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "KERNELS_CACHE": str(work / "cache"),
-        "HF_HUB_CACHE": str(work / "cache"),
-        # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
-        "HF_HUB_DISABLE_TELEMETRY": "0",
-    }
-    env.pop("LOCAL_KERNELS", None)
+    env = loader_child_env(work / "cache", drop=("LOCAL_KERNELS",), PYTHONPATH=path)
     result = warm_python.run(
         [sys.executable, "-c", textwrap.dedent(LOAD), loader, repo_id],
         capture_output=True, text=True, env=env, cwd=work, timeout=600, check=False,

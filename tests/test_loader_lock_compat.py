@@ -20,7 +20,7 @@ import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
 from publish_fixtures import CPU, CUDA, cpu_machine, run_cli  # noqa: F401 (fixture)
-from upstream_kernels import INSTALLED, KERNELS_0_17_2, UPSTREAM_MAIN, child_env
+from upstream_kernels import INSTALLED, KERNELS_0_17_2, UPSTREAM_MAIN, child_env, loader_child_env
 
 from kernel_builder.formats.lockfile import (
     LOCK_LIMIT,
@@ -91,17 +91,7 @@ RELEASES = [INSTALLED, KERNELS_0_17_2]
 
 def upstream_env(cache: Path, factory: pytest.TempPathFactory, release: str) -> dict[str, str]:
     """The environment of a child interpreter running upstream's ``kernels`` ``release``."""
-    env = {
-        **{
-            k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"
-        },  # the hub fixture's HF_ENDPOINT, ...
-        "KERNELS_CACHE": str(cache),
-        "HF_HUB_CACHE": str(cache),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
-        "HF_HUB_DISABLE_TELEMETRY": "0",
-    }
-    return child_env(factory, release, env)
+    return child_env(factory, release, loader_child_env(cache, drop=("HF_HUB_OFFLINE",)))
 
 
 def upstream(

@@ -24,7 +24,7 @@ import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import FILES, reset_loader, write_variant
 from publish_fixtures import CPU, cpu_machine, run_cli  # noqa: F401 (fixture)
-from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env
+from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env, loader_child_env
 
 from kernel_builder.layers import LockedLayerRepository
 from kernel_builder.loader import (
@@ -195,15 +195,7 @@ def upstream(
     """Upstream's (``release``) ``function`` (``load_kernel`` or ``get_locked_kernel``) of ``org/alpha`` with
     ``lock``, in a fresh interpreter on ``cache``; what the loaded kernel got as its dependency."""
     pytest.importorskip("kernels")
-    environment = {
-        **{key: value for key, value in os.environ.items() if key != "HF_HUB_OFFLINE"},
-        "KERNELS_CACHE": str(cache),
-        "HF_HUB_CACHE": str(cache),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
-        "HF_HUB_DISABLE_TELEMETRY": "0",
-        **env,
-    }
+    environment = loader_child_env(cache, drop=("HF_HUB_OFFLINE",), **env)
     result = warm_python.run(
         [sys.executable, "-c", textwrap.dedent(UPSTREAM), function, str(lock)],
         env=child_env(factory, release, environment), capture_output=True, text=True, timeout=300, check=False,

@@ -18,7 +18,6 @@ docs/migrating.md), which are compared exactly as well.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,7 +27,7 @@ import pytest
 import warm_python
 from hub_server import HubServer, files_from_directory
 from loader_fixtures import write_variant
-from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env
+from upstream_kernels import INSTALLED, KERNELS_0_17_2, child_env, loader_child_env
 
 SCRIPT = Path(__file__).resolve().parent / "loader_compat.py"
 PROJECT = Path(__file__).resolve().parents[1]
@@ -106,17 +105,11 @@ def run_script(
     work.mkdir(parents=True, exist_ok=True)
     config_file = work / "config.json"
     config_file.write_text(json.dumps(config), encoding="utf-8")
-    env = {
-        **os.environ,
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPATH": str(PROJECT),
-        "KERNELS_CACHE": str(work / "cache"),
-        "HF_HUB_CACHE": str(work / "cache"),
-        # With telemetry off, kernels 0.17 sends an invalid User-Agent header (a trailing "; ").
-        "HF_HUB_DISABLE_TELEMETRY": "0",
-    }
-    for name in ("LOCAL_KERNELS", "KERNEL_BUILDER_CHECK_GPU_ARCH", "KERNEL_BUILDER_VERIFY_DIGEST"):
-        env.pop(name, None)
+    env = loader_child_env(
+        work / "cache",
+        drop=("LOCAL_KERNELS", "KERNEL_BUILDER_CHECK_GPU_ARCH", "KERNEL_BUILDER_VERIFY_DIGEST"),
+        PYTHONPATH=str(PROJECT),
+    )
     result = warm_python.run(
         [sys.executable, str(SCRIPT), package, str(config_file)],
         capture_output=True,

@@ -69,6 +69,24 @@ def install_release(version: str, root: Path) -> Path:
     return target
 
 
+def loader_child_env(cache: Path, *, drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
+    """The environment of a fresh interpreter that loads kernels (ours or upstream's) on a cache of its own: this
+    process's (the ``hub`` fixture's endpoint and token among it) without the variables in ``drop``, no bytecode
+    written, ``extra`` on top. Telemetry stays on: with it off, kernels 0.17 sends an invalid User-Agent header
+    (a trailing "; ")."""
+    env = {key: value for key, value in os.environ.items() if key not in drop}
+    env.update(
+        {
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "KERNELS_CACHE": str(cache),
+            "HF_HUB_CACHE": str(cache),
+            "HF_HUB_DISABLE_TELEMETRY": "0",
+        }
+    )
+    env.update(extra)
+    return env
+
+
 def releases_root(factory: pytest.TempPathFactory) -> Path:
     """Where the releases are installed: the tests' cache (:func:`cache_root`), else the run's shared directory."""
     return cache_root() or run_dir(factory) / "upstream-kernels"
