@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from pip_targets import install_target
 
 from kernel_builder.config.toml_edit import insert_after, insert_at, key_index, replace_key
 
@@ -42,17 +43,11 @@ def _oldest_allowed() -> str:
 
 
 def _tomlkit_at(release: str | None, cache: Path) -> Path:
-    """A directory holding tomlkit ``release`` (the newest the range allows when None), installed once."""
+    """A directory holding tomlkit ``release``, installed once; the newest the range allows when None,
+    installed again each run (a newer release may have come out)."""
     spec = f"tomlkit=={release}" if release else str(_tomlkit_range())
     target = cache / ("tomlkit-" + (release or "newest"))
-    if release is None or not (target / "tomlkit").is_dir():
-        shutil.rmtree(target, ignore_errors=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), spec],
-            check=True,
-            capture_output=True,
-        )
-    return target
+    return install_target(spec, target, marker="tomlkit/__init__.py", fresh=release is None)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ worker asks first.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.metadata
 import os
 import shutil
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 import warm_python
 from build_runs import run_dir
+from pip_targets import install_target
 
 #: The pinned release (pyproject.toml's test extra) and the older ones each release-line test also runs with.
 PINNED = "0.19.1"
@@ -48,25 +48,8 @@ def cache_root() -> Path | None:
 
 
 def install_release(version: str, root: Path) -> Path:
-    """``root/<version>``, holding ``kernels==version`` (no dependencies); installed unless it is there already.
-
-    Concurrent callers (xdist workers, two ``make test``) wait on one lock; the directory appears only complete."""
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / version
-    with open(root / f".{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / "kernels" / "__init__.py").is_file():
-            return target
-        staging = root / f".{version}.partial"
-        shutil.rmtree(staging, ignore_errors=True)
-        command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        command += ["--no-deps", "--no-compile", "--target", str(staging), f"kernels=={version}"]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise RuntimeError(f"cannot install kernels=={version}:\n{result.stdout}{result.stderr}")
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
-    return target
+    """``root/<version>``, holding ``kernels==version`` (no dependencies); installed unless it is there already."""
+    return install_target(f"kernels=={version}", root / version, marker="kernels/__init__.py")
 
 
 def loader_child_env(cache: Path, *, drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
